@@ -1,0 +1,357 @@
+package moirai
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
+)
+
+// baseline is the cumulative state at the previous loop snapshot, from
+// which window deltas are computed.
+type baseline struct {
+	res    []resCum
+	totals task.Totals
+	at     int64
+	valid  bool
+}
+
+type resCum struct {
+	wait, hold       time.Duration
+	waits, evictions int64
+}
+
+// run is the controller's goroutine: it advances the coarse clock at its
+// resolution and steps the control loop on the coarse or the fine tick.
+func (c *Controller) run() {
+	defer close(c.loopDone)
+	clk := time.NewTicker(c.cfg.resolution)
+	defer clk.Stop()
+	tick := time.NewTimer(c.cfg.coarseTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-clk.C:
+			c.clock.Advance()
+		case <-tick.C:
+			tick.Reset(c.step())
+		}
+	}
+}
+
+// step runs one iteration of the loop: snapshot → detect → decide → act →
+// record. It returns the time to the next step.
+func (c *Controller) step() time.Duration {
+	c.clock.Advance()
+	c.mu.Lock()
+	c.steps++
+	c.buildLocked(&c.snap, &c.live, true)
+	firing := c.detectLocked()
+	if firing != c.firing {
+		c.firing = firing
+		c.clock.SetPrecise(firing)
+	}
+	var recs []policy.Record
+	if firing || len(c.cfg.detectors) == 0 {
+		for _, d := range c.decideLocked() {
+			recs = append(recs, c.actLocked(d, false))
+		}
+	}
+	c.mu.Unlock()
+	c.publish(recs)
+	if firing {
+		return c.cfg.fineTick
+	}
+	return c.cfg.coarseTick
+}
+
+// detectLocked runs the detectors; a panicking detector is reported and
+// counts as not firing.
+func (c *Controller) detectLocked() bool {
+	c.fired = c.fired[:0]
+	for _, d := range c.cfg.detectors {
+		fired, reason := c.safeDetect(d)
+		if fired {
+			c.fired = append(c.fired, d.Name()+": "+reason)
+		}
+	}
+	return len(c.fired) > 0
+}
+
+func (c *Controller) safeDetect(d policy.Detector) (fired bool, reason string) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: detector %s panicked: %v\n%s", d.Name(), v, debug.Stack()))
+			fired = false
+		}
+	}()
+	return d.Detect(&c.snap)
+}
+
+// decideLocked runs the policies; a panicking policy is reported and
+// decides nothing.
+func (c *Controller) decideLocked() []policy.Decision {
+	var out []policy.Decision
+	for _, p := range c.cfg.policies {
+		out = append(out, c.safeDecide(p)...)
+	}
+	return out
+}
+
+func (c *Controller) safeDecide(p policy.Policy) (ds []policy.Decision) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: policy %s panicked: %v\n%s", p.Name(), v, debug.Stack()))
+			ds = nil
+		}
+	}()
+	ds = p.Decide(&c.snap)
+	for i := range ds {
+		if ds[i].Policy == "" {
+			ds[i].Policy = p.Name()
+		}
+	}
+	return ds
+}
+
+// actLocked carries out one decision after the safety checks: only live,
+// cancellable tasks not cancelled before, and no sooner than the minimum
+// interval after the previous cancellation (manual cancellations excepted).
+// It records the decision in the log.
+func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
+	now := c.clock.Now()
+	c.seq++
+	rec := policy.Record{Seq: c.seq, Time: c.clock.Time(now), Decision: d}
+	t := c.tasks.Lookup(d.Task)
+	if t != nil {
+		sp := t.Spec()
+		rec.TaskKey, rec.TaskClass = sp.Key, sp.Class
+	}
+	switch {
+	case d.Action != policy.Cancel:
+		rec.Outcome, rec.Note = policy.Skipped, "unknown action "+d.Action.String()
+	case t == nil:
+		rec.Outcome, rec.Note = policy.Skipped, "task is not live"
+	case !t.Spec().Cancellable:
+		rec.Outcome, rec.Note = policy.Skipped, "task is not cancellable"
+	case t.Cancelled():
+		rec.Outcome, rec.Note = policy.Skipped, "task was already cancelled"
+	case !manual && c.lastCancel != 0 && time.Duration(now-c.lastCancel) < c.cfg.minCancelGap:
+		rec.Outcome = policy.Skipped
+		rec.Note = fmt.Sprintf("previous cancellation %v ago, minimum interval %v", time.Duration(now-c.lastCancel), c.cfg.minCancelGap)
+	case c.cfg.dryRun:
+		rec.Outcome, rec.Note = policy.DryRun, "dry run: not cancelled"
+	default:
+		if err := t.Cancel(d.Reason); err != nil {
+			rec.Outcome, rec.Note = policy.Skipped, err.Error()
+		} else {
+			rec.Outcome = policy.Acted
+			c.lastCancel = max(now, 1)
+		}
+	}
+	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec
+	c.ringLen = min(c.ringLen+1, len(c.ring))
+	return rec
+}
+
+// publish logs records and hands them to the observer, outside c.mu.
+func (c *Controller) publish(recs []policy.Record) {
+	for i := range recs {
+		r := &recs[i]
+		c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai decision", r.Attrs()...)
+		if c.cfg.decisionObserver != nil {
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						c.report(fmt.Errorf("moirai: decision observer panicked: %v", v))
+					}
+				}()
+				c.cfg.decisionObserver(*r)
+			}()
+		}
+	}
+}
+
+// Cancel cancels the live task with the given ID on an operator's or the
+// application's behalf, through the same safety checks and decision log as
+// the policies' cancellations (but not the minimum interval). It returns an
+// error if the task was not cancelled.
+func (c *Controller) Cancel(id uint64, reason string) error {
+	c.mu.Lock()
+	rec := c.actLocked(policy.Decision{Policy: "manual", Action: policy.Cancel, Task: id, Reason: reason}, true)
+	c.mu.Unlock()
+	c.publish([]policy.Record{rec})
+	if rec.Outcome != policy.Acted {
+		return fmt.Errorf("moirai: task %d not cancelled: %s", id, rec.Note)
+	}
+	return nil
+}
+
+// Decisions returns the recent decisions, oldest first, as many as the
+// decision log keeps (see [WithDecisionLog]).
+func (c *Controller) Decisions() []policy.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]policy.Record, 0, c.ringLen)
+	for i := c.seq - uint64(c.ringLen); i < c.seq; i++ {
+		out = append(out, c.ring[i%uint64(len(c.ring))])
+	}
+	return out
+}
+
+// Firing returns the reasons of the detectors firing at the last step, or
+// nil when none fired.
+func (c *Controller) Firing() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fired) == 0 {
+		return nil
+	}
+	return append([]string(nil), c.fired...)
+}
+
+// Snapshot returns a snapshot of the live tasks and the resources now. Its
+// window is the time since the loop's last snapshot.
+func (c *Controller) Snapshot() *snapshot.Snapshot {
+	s := new(snapshot.Snapshot)
+	c.SnapshotInto(s)
+	return s
+}
+
+// SnapshotInto stores a snapshot in dst, reusing dst's storage: repeated
+// snapshots into one value allocate nothing once it has grown.
+func (c *Controller) SnapshotInto(dst *snapshot.Snapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := c.scratchLive[:0]
+	c.buildLocked(dst, &live, false)
+	clear(live)
+	c.scratchLive = live[:0]
+}
+
+// buildLocked fills dst from the registries. With advance, it also reports
+// never-ended tasks and moves the window baseline to now.
+func (c *Controller) buildLocked(dst *snapshot.Snapshot, live *[]*task.Task, advance bool) {
+	now := c.clock.Now()
+	dst.Reset()
+	dst.At = time.Duration(now)
+	dst.Time = c.clock.Time(now)
+	dst.Precise = c.clock.IsPrecise()
+
+	// Resources, with the totals of the tasks that have ended.
+	n := c.res.Len()
+	if cap(dst.Resources) < n {
+		dst.Resources = make([]snapshot.Resource, n)
+	}
+	dst.Resources = dst.Resources[:n]
+	for i := range dst.Resources {
+		r := c.res.ByID(task.ResourceID(i + 1))
+		e := r.EndedTotals()
+		dst.Resources[i] = snapshot.Resource{
+			ID: r.ID(), Name: r.Name(), Kind: r.Kind(), Capacity: r.Capacity(),
+			Wait: e.Wait, Hold: e.Hold, Waits: e.Waits, Evictions: e.Evictions,
+			InUse: r.Resident(), Queued: r.QueueLength(), Untracked: r.Untracked(),
+		}
+	}
+
+	// Tasks and their usage.
+	*live = c.tasks.AppendLive((*live)[:0])
+	if cap(dst.Tasks) < len(*live) {
+		dst.Tasks = make([]snapshot.Task, 0, len(*live)+len(*live)/4)
+	}
+	scratch := c.scratchUsage[:0]
+	grace := c.cfg.unendedGrace
+	for _, t := range *live {
+		if advance {
+			c.tasks.CheckUnended(t, now, grace)
+		}
+		sp := t.Spec()
+		done, total := t.ProgressOf()
+		ti := int32(len(dst.Tasks))
+		first := int32(len(dst.Usage))
+		scratch = t.AppendUsage(scratch[:0], now)
+		for _, u := range scratch {
+			ri := int(u.Resource) - 1
+			if ri < 0 || ri >= n {
+				continue // registered after the resources were copied
+			}
+			r := &dst.Resources[ri]
+			r.Wait += u.Wait
+			r.Hold += u.Hold
+			r.Waits += u.Waits
+			r.Evictions += u.Evictions
+			if u.Held > 0 {
+				r.Holders++
+				r.Held += u.Held
+			}
+			if u.Waiting > 0 {
+				r.Waiters++
+			}
+			dst.Usage = append(dst.Usage, snapshot.Usage{Task: ti, Res: int32(ri), Usage: u})
+		}
+		dst.Tasks = append(dst.Tasks, snapshot.Task{
+			ID: t.ID(), Key: sp.Key, Class: sp.Class, Path: sp.Path, Kind: sp.Kind,
+			Priority: sp.Priority, Goal: sp.Goal, Cancellable: sp.Cancellable,
+			Cancelled: t.Cancelled(), Active: t.Active(), Activities: t.Activities(),
+			Age: time.Duration(now - t.Started()), Exec: t.ExecTime(now),
+			Done: done, Total: total,
+			First: first, N: int32(len(dst.Usage)) - first,
+		})
+	}
+	c.scratchUsage = scratch[:0]
+
+	// Completions and window deltas against the baseline.
+	c.tasks.TotalsInto(&c.totals)
+	b := &c.base
+	dst.Completed = snapshot.Completions{
+		Begun: c.totals.Begun, Ended: c.totals.Ended, Failed: c.totals.Failed,
+		Exec: c.totals.Exec, Latency: c.totals.Latency,
+	}
+	if b.valid {
+		dst.Window = time.Duration(now - b.at)
+		dst.Completed.Begun = sub(c.totals.Begun, b.totals.Begun)
+		dst.Completed.Ended = sub(c.totals.Ended, b.totals.Ended)
+		dst.Completed.Failed = sub(c.totals.Failed, b.totals.Failed)
+		dst.Completed.Exec = max(c.totals.Exec-b.totals.Exec, 0)
+		dst.Completed.Latency.Sub(&b.totals.Latency)
+	}
+	for i := range dst.Resources {
+		r := &dst.Resources[i]
+		if b.valid && i < len(b.res) {
+			p := b.res[i]
+			r.WindowWait = max(r.Wait-p.wait, 0)
+			r.WindowHold = max(r.Hold-p.hold, 0)
+			r.WindowWaits = max(r.Waits-p.waits, 0)
+			r.WindowEvictions = max(r.Evictions-p.evictions, 0)
+		} else {
+			r.WindowWait, r.WindowHold, r.WindowWaits = r.Wait, r.Hold, r.Waits
+			r.WindowEvictions = r.Evictions
+		}
+	}
+	if advance {
+		b.res = b.res[:0]
+		for i := range dst.Resources {
+			r := &dst.Resources[i]
+			b.res = append(b.res, resCum{r.Wait, r.Hold, r.Waits, r.Evictions})
+		}
+		b.totals.Begun, b.totals.Ended, b.totals.Failed, b.totals.Exec = c.totals.Begun, c.totals.Ended, c.totals.Failed, c.totals.Exec
+		b.totals.Latency = c.totals.Latency
+		b.at = now
+		b.valid = true
+		clear(*live) // do not keep ended tasks reachable
+	}
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}

@@ -1,0 +1,239 @@
+package moirai
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
+)
+
+// ErrCancelled is the cause with which the controller cancels a task's
+// context: errors.Is(context.Cause(ctx), moirai.ErrCancelled) tells the
+// application that moirai picked its work.
+var ErrCancelled = task.ErrCancelled
+
+// Task is a unit of work the runtime accounts for. See [task.Task].
+type Task = task.Task
+
+// Spec describes a task when it begins. See [task.Spec].
+type Spec = task.Spec
+
+// Priority is a task's compound (business, user) priority. See
+// [task.Priority].
+type Priority = task.Priority
+
+// Task kinds.
+const (
+	Request    = task.Request
+	Background = task.Background
+)
+
+// The instrumented primitives. See package resource.
+type (
+	Mutex     = resource.Mutex
+	RWMutex   = resource.RWMutex
+	Semaphore = resource.Semaphore
+	Queue     = resource.Queue
+	Memory    = resource.Memory
+	Permit    = resource.Permit
+	Resource  = resource.Resource
+)
+
+// Resource kinds.
+const (
+	KindLock   = resource.KindLock
+	KindQueue  = resource.KindQueue
+	KindMemory = resource.KindMemory
+	KindCPU    = resource.KindCPU
+	KindIO     = resource.KindIO
+)
+
+// From returns the task ctx carries, or nil. Every method of *Task is a
+// no-op on nil, so moirai.From(ctx).Progress(done, total) is always safe.
+func From(ctx context.Context) *Task { return task.FromContext(ctx) }
+
+// WithTask returns a copy of ctx that carries t, for code in which one
+// goroutine serves many tasks (an event loop, a shared worker): events
+// emitted with the returned context are charged to t.
+func WithTask(ctx context.Context, t *Task) context.Context { return task.NewContext(ctx, t) }
+
+// Controller owns a process's tasks, resources, detectors and policies, and
+// runs the loop that acts on them. Create one per process with [New] and
+// [Controller.Close] it on shutdown. All methods are safe for concurrent
+// use.
+type Controller struct {
+	cfg   config
+	clock *clock.Clock
+	tasks *task.Registry
+	res   *resource.Registry
+	log   *slog.Logger
+
+	done     chan struct{}
+	loopDone chan struct{}
+	closed   atomic.Bool
+
+	// mu guards the loop's state: the snapshot buffers and baselines, the
+	// decision log, the cancellation gap. User hooks never run under it.
+	mu         sync.Mutex
+	snap       snapshot.Snapshot
+	live       []*task.Task
+	totals     task.Totals
+	base       baseline
+	firing     bool
+	fired      []string
+	lastCancel int64
+	seq        uint64
+	ring       []policy.Record
+	ringLen    int
+	steps      uint64
+
+	scratchLive  []*task.Task
+	scratchUsage []task.Usage
+}
+
+// New returns a running controller. With no option it traces tasks and
+// resources and keeps its loop running, but decides nothing: mechanisms are
+// added with [WithPolicy] and [WithDetector].
+func New(opts ...Option) *Controller {
+	cfg := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	c := &Controller{
+		cfg:      cfg,
+		clock:    clock.New(),
+		res:      resource.NewRegistry(),
+		log:      cfg.logger,
+		done:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+		ring:     make([]policy.Record, cfg.logSize),
+	}
+	c.clock.SetResolution(cfg.resolution)
+	c.tasks = task.NewRegistry(c.clock, task.Options{
+		OnEnd:       c.res.Fold,
+		Report:      c.report,
+		HookTimeout: cfg.hookTimeout,
+	})
+	go c.run()
+	return c
+}
+
+// report logs an error the runtime recovered from.
+func (c *Controller) report(err error) {
+	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai", slog.String("error", err.Error()))
+	if c.cfg.onError != nil {
+		func() {
+			defer func() { _ = recover() }()
+			c.cfg.onError(err)
+		}()
+	}
+}
+
+// Close stops the controller's loop and reports, as errors, the tasks still
+// live (begun and never ended). Tasks and resources remain usable after
+// Close; only the loop stops. Close is idempotent.
+func (c *Controller) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(c.done)
+	<-c.loopDone
+	if n := c.tasks.Len(); n > 0 {
+		err := fmt.Errorf("moirai: controller closed with %d task(s) never ended", n)
+		c.report(err)
+		return err
+	}
+	return nil
+}
+
+// Begin starts a task described by spec. The returned context carries the
+// task (see [From]) and is cancelled with cause [ErrCancelled] if the
+// controller picks the task; pass it to the work and to moirai's
+// primitives. Call [Task.End] when the work is over. Begin never fails: an
+// invalid spec field is replaced by its default and reported. It panics on a
+// nil ctx, as context.WithCancel does.
+func (c *Controller) Begin(ctx context.Context, spec Spec) (context.Context, *Task) {
+	return c.tasks.Begin(ctx, spec)
+}
+
+// Tasks returns the controller's task registry.
+func (c *Controller) Tasks() *task.Registry { return c.tasks }
+
+// Resources returns the controller's resource registry.
+func (c *Controller) Resources() *resource.Registry { return c.res }
+
+// Register creates a raw resource for custom instrumentation with
+// [Resource]'s event methods. Names are unique across the controller.
+func (c *Controller) Register(name string, kind resource.Kind, capacity int64) (*Resource, error) {
+	return c.res.Register(name, kind, capacity)
+}
+
+// Resource returns the resource registered under name, or an error that
+// wraps resource.ErrUnknown.
+func (c *Controller) Resource(name string) (*Resource, error) { return c.res.Lookup(name) }
+
+// mustRegister registers a resource for a constructor that cannot return an
+// error. A duplicate or invalid name is a programming error found at
+// start-up, as with prometheus.MustRegister and http.Handle.
+func (c *Controller) mustRegister(name string, kind resource.Kind, capacity int64) *Resource {
+	r, err := c.res.Register(name, kind, capacity)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// Mutex returns a new instrumented mutex on a lock resource called name.
+// It panics if name is empty or already registered.
+func (c *Controller) Mutex(name string) *Mutex {
+	return resource.NewMutex(c.mustRegister(name, resource.KindLock, 0), c.clock.Now)
+}
+
+// RWMutex returns a new instrumented reader/writer lock on a lock resource
+// called name. It panics if name is empty or already registered.
+func (c *Controller) RWMutex(name string) *RWMutex {
+	return resource.NewRWMutex(c.mustRegister(name, resource.KindLock, 0))
+}
+
+// Semaphore returns a new instrumented weighted semaphore of size units on
+// a queue resource called name. It panics if name is empty or already
+// registered, or if size < 1.
+func (c *Controller) Semaphore(name string, size int64) *Semaphore {
+	if size < 1 {
+		panic(fmt.Sprintf("moirai: semaphore %q of size %d", name, size))
+	}
+	return resource.NewSemaphore(c.mustRegister(name, resource.KindQueue, size), size)
+}
+
+// Queue returns a new instrumented worker queue of slots slots on a queue
+// resource called name; backlog bounds the requests waiting (0: no bound).
+// It panics if name is empty or already registered, or if slots < 1.
+func (c *Controller) Queue(name string, slots, backlog int64) *Queue {
+	if slots < 1 || backlog < 0 {
+		panic(fmt.Sprintf("moirai: queue %q of %d slots and backlog %d", name, slots, backlog))
+	}
+	return resource.NewQueue(c.mustRegister(name, resource.KindQueue, slots), slots, backlog)
+}
+
+// Memory returns accounting for a pool or cache of capacity units on a
+// memory resource called name. It panics if name is empty or already
+// registered, or if capacity < 0.
+func (c *Controller) Memory(name string, capacity int64) *Memory {
+	return resource.NewMemory(c.mustRegister(name, resource.KindMemory, capacity))
+}
+
+// Stats returns the task registry's counters.
+func (c *Controller) Stats() task.Stats { return c.tasks.Stats() }
+
+// Now returns the controller clock's current time.
+func (c *Controller) Now() time.Duration { return time.Duration(c.clock.Now()) }

@@ -1,0 +1,149 @@
+package moirai
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/moirai-go/moirai/policy"
+)
+
+// Option configures a [Controller]. Options are applied in order by [New].
+type Option func(*config)
+
+type config struct {
+	sloQuantile      float64
+	sloTarget        time.Duration
+	logger           *slog.Logger
+	resolution       time.Duration
+	coarseTick       time.Duration
+	fineTick         time.Duration
+	policies         []policy.Policy
+	detectors        []policy.Detector
+	logSize          int
+	minCancelGap     time.Duration
+	hookTimeout      time.Duration
+	unendedGrace     time.Duration
+	dryRun           bool
+	onError          func(error)
+	decisionObserver func(policy.Record)
+}
+
+// defaults is the one place every default lives.
+func defaults() config {
+	return config{
+		sloQuantile:  0.99,
+		sloTarget:    100 * time.Millisecond,
+		logger:       slog.New(slog.DiscardHandler),
+		resolution:   time.Millisecond,
+		coarseTick:   100 * time.Millisecond,
+		fineTick:     10 * time.Millisecond,
+		logSize:      256,
+		minCancelGap: 100 * time.Millisecond,
+		hookTimeout:  time.Second,
+		unendedGrace: 10 * time.Second,
+	}
+}
+
+// WithSLO sets the latency objective: the q-quantile of request latency
+// should stay at or below target. Detectors read it. Default: p99 ≤ 100 ms.
+// Values outside 0 < q < 1 or a target ≤ 0 are ignored.
+func WithSLO(q float64, target time.Duration) Option {
+	return func(c *config) {
+		if q > 0 && q < 1 && target > 0 {
+			c.sloQuantile, c.sloTarget = q, target
+		}
+	}
+}
+
+// WithLogger sends the controller's decisions and warnings to l. Default:
+// discarded.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithClockResolution sets how often the coarse clock the hot path reads is
+// advanced. Default 1 ms. Values below 100 µs are raised to 100 µs.
+func WithClockResolution(d time.Duration) Option {
+	return func(c *config) { c.resolution = max(d, 100*time.Microsecond) }
+}
+
+// WithTick sets the controller loop's period while healthy (coarse) and
+// while a detector fires (fine). Defaults 100 ms and 10 ms. Zero leaves a
+// value unchanged; fine is capped at coarse.
+func WithTick(coarse, fine time.Duration) Option {
+	return func(c *config) {
+		if coarse > 0 {
+			c.coarseTick = coarse
+		}
+		if fine > 0 {
+			c.fineTick = fine
+		}
+		c.fineTick = min(c.fineTick, c.coarseTick)
+	}
+}
+
+// WithPolicy adds policies. With no detector configured they run on every
+// tick; otherwise only while a detector fires.
+func WithPolicy(p ...policy.Policy) Option {
+	return func(c *config) { c.policies = append(c.policies, p...) }
+}
+
+// WithDetector adds detectors.
+func WithDetector(d ...policy.Detector) Option {
+	return func(c *config) { c.detectors = append(c.detectors, d...) }
+}
+
+// WithDecisionLog sets how many recent decisions [Controller.Decisions]
+// keeps. Default 256; at least 1.
+func WithDecisionLog(n int) Option {
+	return func(c *config) { c.logSize = max(n, 1) }
+}
+
+// WithMinCancelInterval sets the least time between two cancellations.
+// Default 100 ms.
+func WithMinCancelInterval(d time.Duration) Option {
+	return func(c *config) { c.minCancelGap = max(d, 0) }
+}
+
+// WithHookTimeout sets how long a cancel hook may run before it is
+// reported as blocked. Default 1 s.
+func WithHookTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.hookTimeout = d
+		}
+	}
+}
+
+// WithUnendedGrace sets how long a task's context may be done without End
+// before the task is reported as never ended. Default 10 s.
+func WithUnendedGrace(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.unendedGrace = d
+		}
+	}
+}
+
+// WithDryRun makes the controller record and log decisions without acting
+// on them.
+func WithDryRun(on bool) Option {
+	return func(c *config) { c.dryRun = on }
+}
+
+// WithErrorHandler receives every error the runtime recovers from (invalid
+// specs, panicking hooks or policies, tasks never ended), in addition to the
+// logger's warning. It must not block.
+func WithErrorHandler(fn func(error)) Option {
+	return func(c *config) { c.onError = fn }
+}
+
+// WithDecisionObserver is called with every decision record, after acting,
+// from the controller's goroutine. It must not block.
+func WithDecisionObserver(fn func(policy.Record)) Option {
+	return func(c *config) { c.decisionObserver = fn }
+}

@@ -1,0 +1,119 @@
+// Package policy is the seam between moirai's controller and the mechanisms
+// that decide: detectors say when to look closely, policies say what to do.
+// Both are pure functions of a [snapshot.Snapshot]; the controller owns the
+// clock, the loop, the safety checks and the acting.
+//
+// Later packages plug in here: cancel (Atropos), penalty (pBox), admit
+// (DAGOR), fence (PathFence), each providing a [Policy] or a [Detector].
+package policy
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/moirai-go/moirai/snapshot"
+)
+
+// Action is what a decision asks the controller to do.
+type Action uint8
+
+const (
+	// Cancel the task: cancel its context with moirai.ErrCancelled and run
+	// its OnCancel hooks.
+	Cancel Action = iota + 1
+)
+
+// String returns the action's name.
+func (a Action) String() string {
+	switch a {
+	case Cancel:
+		return "cancel"
+	}
+	return fmt.Sprintf("action(%d)", uint8(a))
+}
+
+// Decision is one thing a policy wants done, with its reasons.
+type Decision struct {
+	Policy string // the deciding policy's name
+	Action Action
+	Task   uint64 // the task acted on
+	// Reason says in one line why; Details carries the evidence (contention
+	// levels, candidates, scores) as structured attributes.
+	Reason  string
+	Details []slog.Attr
+}
+
+// Policy decides what to do from a snapshot. Decide must not modify the
+// snapshot nor keep it after returning, and must be safe to call from the
+// controller's goroutine while other goroutines run; it is never called
+// concurrently with itself.
+type Policy interface {
+	Name() string
+	Decide(s *snapshot.Snapshot) []Decision
+}
+
+// Detector tells the controller whether something is wrong now, from the
+// snapshot of the current window. While any detector fires, the controller
+// ticks fast, keeps its clock precise and runs the policies.
+type Detector interface {
+	Name() string
+	Detect(s *snapshot.Snapshot) (fired bool, reason string)
+}
+
+// Outcome is what the controller did with a decision.
+type Outcome uint8
+
+const (
+	// Acted: the decision was carried out.
+	Acted Outcome = iota + 1
+	// Skipped: a safety rule refused it (see Record.Note).
+	Skipped
+	// DryRun: the controller only records decisions.
+	DryRun
+)
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Acted:
+		return "acted"
+	case Skipped:
+		return "skipped"
+	case DryRun:
+		return "dry-run"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Record is a decision as the controller's decision log keeps it.
+type Record struct {
+	Seq  uint64    // 1, 2, … in the order decided
+	Time time.Time // when it was acted on
+	Decision
+	TaskKey   string
+	TaskClass string
+	Outcome   Outcome
+	Note      string // why it was skipped, or what acting returned
+}
+
+// Attrs returns the record as slog attributes.
+func (r *Record) Attrs() []slog.Attr {
+	a := []slog.Attr{
+		slog.Uint64("seq", r.Seq),
+		slog.String("policy", r.Policy),
+		slog.String("action", r.Action.String()),
+		slog.Uint64("task", r.Task),
+		slog.String("class", r.TaskClass),
+		slog.String("key", r.TaskKey),
+		slog.String("outcome", r.Outcome.String()),
+		slog.String("reason", r.Reason),
+	}
+	if r.Note != "" {
+		a = append(a, slog.String("note", r.Note))
+	}
+	if len(r.Details) > 0 {
+		a = append(a, slog.Attr{Key: "details", Value: slog.GroupValue(r.Details...)})
+	}
+	return a
+}

@@ -1,0 +1,308 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai/task"
+)
+
+// Kind is the sort of thing tasks contend on; it decides how contention on
+// the resource is measured.
+type Kind uint8
+
+const (
+	// KindLock is a synchronization resource: a mutex, a table lock, a log.
+	KindLock Kind = iota + 1
+	// KindQueue is a bounded set of slots: worker slots, a connection pool.
+	KindQueue
+	// KindMemory is a pool or cache whose entries tasks evict from each
+	// other: a buffer pool, a query cache, the heap.
+	KindMemory
+	// KindCPU is processor time.
+	KindCPU
+	// KindIO is a device or a bandwidth.
+	KindIO
+)
+
+var kindNames = [...]string{KindLock: "lock", KindQueue: "queue", KindMemory: "memory", KindCPU: "cpu", KindIO: "io"}
+
+// String returns the kind's lower-case name.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseKind parses the names printed by [Kind.String].
+func ParseKind(s string) (Kind, error) {
+	for k, n := range kindNames {
+		if n != "" && strings.EqualFold(n, strings.TrimSpace(s)) {
+			return Kind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("resource: unknown kind %q (want lock, queue, memory, cpu or io)", s)
+}
+
+var (
+	// ErrUnknown is returned when a name that was never registered is
+	// resolved.
+	ErrUnknown = errors.New("resource: unknown resource")
+	// ErrExists is returned when a name is registered twice.
+	ErrExists = errors.New("resource: resource already registered")
+	// ErrRejected is returned when a bounded queue is full.
+	ErrRejected = errors.New("resource: queue full, request rejected")
+)
+
+// Resource is a named thing tasks contend on, resolved once by name so that
+// events carry a small integer, never a string. Its methods are the raw event
+// vocabulary for resources that moirai's primitives do not cover; each
+// charges the event to the task in ctx. Events from a context without a task
+// are counted as untracked and otherwise ignored.
+//
+// A Resource is safe for concurrent use.
+type Resource struct {
+	id       task.ResourceID
+	name     string
+	kind     Kind
+	capacity int64
+
+	untracked atomic.Int64
+	misuse    atomic.Int64
+
+	// totals of the tasks that have ended, folded in at End
+	endedWait   atomic.Int64
+	endedHold   atomic.Int64
+	endedWaits  atomic.Int64
+	endedEvict  atomic.Int64
+	resident    atomic.Int64 // KindMemory: units in use now
+	queueLength atomic.Int64 // KindQueue: requests waiting now
+}
+
+// ID returns the resource's identifier in task accounting.
+func (r *Resource) ID() task.ResourceID { return r.id }
+
+// Name returns the name the resource was registered with.
+func (r *Resource) Name() string { return r.name }
+
+// Kind returns the resource's kind.
+func (r *Resource) Kind() Kind { return r.kind }
+
+// Capacity returns the resource's capacity in units (slots, bytes, pages),
+// 0 when it has none (a lock).
+func (r *Resource) Capacity() int64 { return r.capacity }
+
+// WaitBegin records that the task in ctx starts waiting for r.
+func (r *Resource) WaitBegin(ctx context.Context) { r.waitBegin(r.taskOf(ctx)) }
+
+// WaitEnd records that the wait begun by WaitBegin is over.
+func (r *Resource) WaitEnd(ctx context.Context) { r.waitEnd(r.taskOf(ctx)) }
+
+// Acquire records that the task in ctx now holds n more units of r.
+// More than task.MaxUnits held at once is refused with an error.
+func (r *Resource) Acquire(ctx context.Context, n int64) error { return r.acquire(r.taskOf(ctx), n) }
+
+// Release records that the task in ctx gave back n units of r. Releasing
+// more than the task holds returns an error wrapping [task.ErrOverRelease]
+// and changes nothing.
+func (r *Resource) Release(ctx context.Context, n int64) error {
+	return r.release(r.taskOf(ctx), n)
+}
+
+// Evicted records that the task in ctx evicted n units of r that others used.
+func (r *Resource) Evicted(ctx context.Context, n int64) { r.evicted(r.taskOf(ctx), n) }
+
+func (r *Resource) taskOf(ctx context.Context) *task.Task {
+	if ctx == nil {
+		panic("moirai: nil Context")
+	}
+	t := task.FromContext(ctx)
+	if t == nil {
+		r.untracked.Add(1)
+	}
+	return t
+}
+
+func (r *Resource) waitBegin(t *task.Task) {
+	if t != nil {
+		t.WaitBegin(r.id)
+	}
+}
+
+func (r *Resource) waitEnd(t *task.Task) {
+	if t != nil {
+		t.WaitEnd(r.id)
+	}
+}
+
+func (r *Resource) acquire(t *task.Task, n int64) error {
+	if t == nil {
+		return nil
+	}
+	if err := t.Acquire(r.id, n); err != nil {
+		r.misuse.Add(1)
+		return fmt.Errorf("resource %q: task %d acquired %d: %w", r.name, t.ID(), n, err)
+	}
+	return nil
+}
+
+func (r *Resource) release(t *task.Task, n int64) error {
+	if t == nil {
+		return nil
+	}
+	if err := t.Release(r.id, n); err != nil {
+		r.misuse.Add(1)
+		return fmt.Errorf("resource %q: task %d released %d: %w", r.name, t.ID(), n, err)
+	}
+	return nil
+}
+
+func (r *Resource) evicted(t *task.Task, n int64) {
+	if t != nil {
+		t.Evicted(r.id, n)
+	}
+}
+
+// Untracked returns how many events came from contexts without a task.
+func (r *Resource) Untracked() int64 { return r.untracked.Load() }
+
+// Misuse returns how many releases without acquires (and similar mistakes)
+// were refused.
+func (r *Resource) Misuse() int64 { return r.misuse.Load() }
+
+// Resident returns, for a KindMemory resource, the units tasks use now.
+func (r *Resource) Resident() int64 { return r.resident.Load() }
+
+// QueueLength returns, for a KindQueue resource, the requests waiting now.
+func (r *Resource) QueueLength() int64 { return r.queueLength.Load() }
+
+// Totals are the cumulative accounting of the tasks that have ended.
+type Totals struct {
+	Wait, Hold time.Duration
+	Waits      int64
+	Evictions  int64
+}
+
+// EndedTotals returns the accounting folded in from tasks that have ended.
+func (r *Resource) EndedTotals() Totals {
+	return Totals{
+		Wait:      time.Duration(r.endedWait.Load()),
+		Hold:      time.Duration(r.endedHold.Load()),
+		Waits:     r.endedWaits.Load(),
+		Evictions: r.endedEvict.Load(),
+	}
+}
+
+// fold adds a finished task's usage of r to r's totals.
+func (r *Resource) fold(u task.Usage) {
+	if r.kind == KindMemory && u.Held > 0 {
+		r.resident.Add(-u.Held)
+	}
+	if u.Wait > 0 {
+		r.endedWait.Add(int64(u.Wait))
+	}
+	if u.Hold > 0 {
+		r.endedHold.Add(int64(u.Hold))
+	}
+	if u.Waits > 0 {
+		r.endedWaits.Add(u.Waits)
+	}
+	if u.Evictions > 0 {
+		r.endedEvict.Add(u.Evictions)
+	}
+}
+
+// Registry resolves resource names to resources. Registration takes a lock;
+// resolution by ID is one atomic load. It is safe for concurrent use.
+type Registry struct {
+	mu     sync.Mutex
+	byName map[string]*Resource
+	byID   atomic.Pointer[[]*Resource] // index = ID; copied on registration
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	r := &Registry{byName: make(map[string]*Resource)}
+	empty := []*Resource{nil}
+	r.byID.Store(&empty)
+	return r
+}
+
+// Register creates a resource. Names are unique: registering a name twice
+// returns [ErrExists]. A capacity below zero, an unknown kind or an empty
+// name is an error.
+func (g *Registry) Register(name string, kind Kind, capacity int64) (*Resource, error) {
+	if name == "" {
+		return nil, errors.New("resource: empty name")
+	}
+	if kind < KindLock || kind > KindIO {
+		return nil, fmt.Errorf("resource %q: invalid kind %d", name, kind)
+	}
+	if capacity < 0 {
+		return nil, fmt.Errorf("resource %q: negative capacity %d", name, capacity)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.byName[name]; ok {
+		return nil, fmt.Errorf("%w: %q (a %v)", ErrExists, name, old.kind)
+	}
+	old := *g.byID.Load()
+	if len(old) > int(^uint32(0)>>1) {
+		return nil, errors.New("resource: too many resources")
+	}
+	r := &Resource{id: task.ResourceID(len(old)), name: name, kind: kind, capacity: capacity}
+	ids := make([]*Resource, len(old)+1)
+	copy(ids, old)
+	ids[r.id] = r
+	g.byName[name] = r
+	g.byID.Store(&ids)
+	return r, nil
+}
+
+// Lookup returns the resource registered under name, or an error wrapping
+// [ErrUnknown] that lists the names known.
+func (g *Registry) Lookup(name string) (*Resource, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r, ok := g.byName[name]; ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknown, name)
+}
+
+// ByID returns the resource with the given ID, or nil.
+func (g *Registry) ByID(id task.ResourceID) *Resource {
+	ids := *g.byID.Load()
+	if int(id) < len(ids) {
+		return ids[id]
+	}
+	return nil
+}
+
+// All returns every registered resource in ID order.
+func (g *Registry) All() []*Resource {
+	ids := *g.byID.Load()
+	out := make([]*Resource, 0, len(ids)-1)
+	return append(out, ids[1:]...)
+}
+
+// Len returns the number of registered resources.
+func (g *Registry) Len() int { return len(*g.byID.Load()) - 1 }
+
+// Fold adds an ended task's final accounting to the totals of the
+// resources it touched. The controller calls it from the task registry's
+// OnEnd.
+func (g *Registry) Fold(_ *task.Task, _ int64, usage []task.Usage) {
+	ids := *g.byID.Load()
+	for _, u := range usage {
+		if int(u.Resource) < len(ids) {
+			ids[u.Resource].fold(u)
+		}
+	}
+}

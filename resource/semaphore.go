@@ -1,0 +1,229 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/moirai-go/moirai/task"
+)
+
+// sema is the weighted FIFO semaphore under Semaphore and Queue. When
+// nobody waits, acquiring is a compare-and-swap; once anyone waits, newcomers
+// queue behind them, so a large request is not starved by small ones.
+type sema struct {
+	size  atomic.Int64
+	cur   atomic.Int64
+	nwait atomic.Int64 // waiters queued; read without mu by the fast paths
+
+	mu sync.Mutex
+	q  waitQueue
+}
+
+// tryTake takes n units if they are free.
+func (s *sema) tryTake(n int64) bool {
+	for {
+		c := s.cur.Load()
+		if c+n > s.size.Load() {
+			return false
+		}
+		if s.cur.CompareAndSwap(c, c+n) {
+			return true
+		}
+	}
+}
+
+// acquire takes n units for t, waiting in FIFO order. onWait, if not nil,
+// is told when the caller starts and stops waiting. On failure it returns
+// the cause and leaves s unchanged.
+func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) error {
+	if s.nwait.Load() == 0 && s.tryTake(n) {
+		return nil
+	}
+	done := ctx.Done()
+	s.mu.Lock()
+	s.nwait.Add(1)
+	if s.q.head == nil && s.tryTake(n) {
+		s.nwait.Add(-1)
+		s.mu.Unlock()
+		return nil
+	}
+	w := getWaiter(t)
+	defer putWaiter(w)
+	w.n = n
+	s.q.pushBack(w)
+	s.mu.Unlock()
+	r.waitBegin(t)
+	if r.kind == KindQueue {
+		r.queueLength.Add(1)
+		defer r.queueLength.Add(-1)
+	}
+	select {
+	case <-w.ch:
+		r.waitEnd(t)
+		return nil
+	case <-done:
+	}
+	s.mu.Lock()
+	if w.queued {
+		wasHead := s.q.head == w
+		s.q.remove(w)
+		s.nwait.Add(-1)
+		if wasHead {
+			s.notifyLocked()
+		}
+		s.mu.Unlock()
+	} else {
+		s.mu.Unlock()
+		<-w.ch
+		s.release(n)
+	}
+	r.waitEnd(t)
+	return causeOf(ctx, t)
+}
+
+// release gives back n units and wakes the waiters they let through. It
+// refuses, returning an error, to release more units than are held.
+func (s *sema) release(n int64) error {
+	for {
+		c := s.cur.Load()
+		if c < n {
+			return fmt.Errorf("released %d units with only %d held", n, c)
+		}
+		if s.cur.CompareAndSwap(c, c-n) {
+			break
+		}
+	}
+	if s.nwait.Load() > 0 {
+		s.mu.Lock()
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// notifyLocked grants waiters from the head of the queue while their
+// requests fit.
+func (s *sema) notifyLocked() {
+	for w := s.q.head; w != nil; w = s.q.head {
+		if !s.tryTake(w.n) {
+			return
+		}
+		s.q.remove(w)
+		s.nwait.Add(-1)
+		w.granted = true
+		w.ch <- struct{}{}
+	}
+}
+
+// resize changes the capacity, admitting waiters if it grew. Units held
+// above a reduced capacity stay held until released.
+func (s *sema) resize(size int64) {
+	s.mu.Lock()
+	s.size.Store(size)
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
+// Permit is the right to units of a [Semaphore] or a slot of a [Queue],
+// returned by Acquire and Enter. Release gives it back. A Permit is a small
+// value; copying it does not copy the right, so release each permit once.
+type Permit struct {
+	sem *sema
+	res *Resource
+	t   *task.Task
+	n   int64
+}
+
+// ErrZeroPermit is returned by Release on a Permit that no Acquire returned.
+var ErrZeroPermit = errors.New("resource: release of a zero Permit")
+
+// Release gives the permit's units back and charges the hold to the task
+// that acquired them. Releasing units that are not held (a permit released
+// twice) returns an error, counts the mistake on the resource, and changes
+// nothing.
+func (p Permit) Release() error {
+	if p.sem == nil {
+		return ErrZeroPermit
+	}
+	if err := p.sem.release(p.n); err != nil {
+		p.res.misuse.Add(1)
+		return fmt.Errorf("resource %q: %w", p.res.name, err)
+	}
+	return p.res.release(p.t, p.n)
+}
+
+// Units returns how many units the permit holds (0 for a zero Permit).
+func (p Permit) Units() int64 { return p.n }
+
+// Semaphore is a weighted FIFO semaphore that records, per task, the units
+// held and the time spent waiting. Acquire and Release cost a
+// compare-and-swap each when nobody waits. It must be created by
+// [NewSemaphore].
+type Semaphore struct {
+	sem sema
+	res *Resource
+}
+
+// NewSemaphore returns a semaphore of size units accounted to r.
+func NewSemaphore(r *Resource, size int64) *Semaphore {
+	s := &Semaphore{res: r}
+	s.sem.size.Store(size)
+	return s
+}
+
+// Resource returns the resource the semaphore is accounted to.
+func (s *Semaphore) Resource() *Resource { return s.res }
+
+// Acquire takes n units for the task in ctx, waiting in arrival order. On
+// success it returns a Permit to release; on failure (ctx done, or the
+// task cancelled by the controller) it returns context.Cause(ctx) and leaves
+// the semaphore unchanged. Asking for more units than the semaphore's size,
+// or for n ≤ 0, is an error at once.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) (Permit, error) {
+	t := s.res.taskOf(ctx)
+	if n <= 0 || n > s.sem.size.Load() {
+		return Permit{}, fmt.Errorf("resource %q: acquire of %d units from a semaphore of %d", s.res.name, n, s.sem.size.Load())
+	}
+	if t.Cancelled() {
+		return Permit{}, causeOf(ctx, t)
+	}
+	if err := s.sem.acquire(ctx, t, n, s.res); err != nil {
+		return Permit{}, err
+	}
+	s.res.acquire(t, n)
+	return Permit{sem: &s.sem, res: s.res, t: t, n: n}, nil
+}
+
+// TryAcquire takes n units for the task in ctx if they are free and nobody
+// waits, without waiting.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (Permit, bool) {
+	t := s.res.taskOf(ctx)
+	if n <= 0 || s.sem.nwait.Load() != 0 || !s.sem.tryTake(n) {
+		return Permit{}, false
+	}
+	s.res.acquire(t, n)
+	return Permit{sem: &s.sem, res: s.res, t: t, n: n}, true
+}
+
+// Resize changes the semaphore's size; waiters that now fit are admitted.
+// Units held above a smaller size stay held until released. A size below
+// 1 is an error.
+func (s *Semaphore) Resize(size int64) error {
+	if size < 1 {
+		return fmt.Errorf("resource %q: semaphore size %d below 1", s.res.name, size)
+	}
+	s.sem.resize(size)
+	return nil
+}
+
+// Size returns the semaphore's size.
+func (s *Semaphore) Size() int64 { return s.sem.size.Load() }
+
+// InUse returns the units held now.
+func (s *Semaphore) InUse() int64 { return s.sem.cur.Load() }
+
+// Waiting returns the number of acquirers waiting now.
+func (s *Semaphore) Waiting() int64 { return s.sem.nwait.Load() }

@@ -1,0 +1,353 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/latency"
+)
+
+// shardsPerCPU sets the number of independently locked parts of a
+// registry: four per GOMAXPROCS at creation, rounded up to a power of two.
+// A task lives in shard id mod the count, so Begin and End on different
+// cores rarely meet on one lock, while the shards stay few enough to stay in
+// cache.
+const shardsPerCPU = 4
+
+// Registry holds the live tasks of one controller. Begin and End are O(1)
+// and take one of several shard locks, never a global one; the controller
+// iterates the live tasks shard by shard without stopping anyone else. It
+// is safe for concurrent use.
+type Registry struct {
+	clock       *clock.Clock
+	onEnd       func(*Task, int64, []Usage)
+	report      func(error)
+	hookTimeout time.Duration
+
+	nextID atomic.Uint64
+	shards []shard
+	mask   uint64
+
+	cancelled    atomic.Int64
+	endedTwice   atomic.Int64
+	lateEvents   atomic.Int64
+	badEvents    atomic.Int64
+	invalidSpecs atomic.Int64
+	hookPanics   atomic.Int64
+	hookBlocked  atomic.Int64
+	hooksRunning atomic.Int64
+	unended      atomic.Int64
+}
+
+type shard struct {
+	mu     sync.Mutex
+	head   *Task
+	n      int
+	begun  uint64
+	ended  uint64
+	failed uint64
+	exec   int64
+	lat    latency.Histogram
+	// Accounting blocks of ended tasks wait two rotations in limbo before
+	// they are free for reuse, so an event racing a task's End never lands
+	// in another task's block (see Rotate).
+	limbo   [2][]*slotBlock
+	free    []*slotBlock
+	rotated int64 // clock value of the last rotation
+	scratch []Usage // the usage handed to OnEnd
+	_     [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+// maxRecycled bounds each shard's limbo and free lists.
+const maxRecycled = 1024
+
+// Options configure a [Registry]. The zero value is usable.
+type Options struct {
+	// OnEnd is called by End, with the clock value of the end and the
+	// task's final accounting, while the task leaves the registry (under
+	// its shard's lock: it must be quick, must not keep usage, and must not
+	// call back into the registry). The controller uses it to fold the
+	// task's accounting into the resources' totals.
+	OnEnd func(t *Task, now int64, usage []Usage)
+	// Report receives errors the registry recovers from: invalid specs,
+	// panicking or blocked cancel hooks. Nil discards them.
+	Report func(error)
+	// HookTimeout is how long a cancel hook may run before it is reported
+	// as blocked. Zero means one second; negative disables the report.
+	HookTimeout time.Duration
+}
+
+// NewRegistry returns an empty registry reading time from clk.
+func NewRegistry(clk *clock.Clock, o Options) *Registry {
+	if clk == nil {
+		clk = clock.New()
+	}
+	n := 1
+	for n < shardsPerCPU*runtime.GOMAXPROCS(0) {
+		n <<= 1
+	}
+	r := &Registry{clock: clk, onEnd: o.OnEnd, report: o.Report, hookTimeout: o.HookTimeout,
+		shards: make([]shard, n), mask: uint64(n - 1)}
+	if r.report == nil {
+		r.report = func(error) {}
+	}
+	if r.hookTimeout == 0 {
+		r.hookTimeout = time.Second
+	}
+	return r
+}
+
+// Clock returns the registry's clock.
+func (r *Registry) Clock() *clock.Clock { return r.clock }
+
+// Begin starts a task described by spec and returns its context, a child of
+// parent that carries the task and is cancelled with cause [ErrCancelled]
+// when the controller picks the task. The caller must call [Task.End] when
+// the work is over. An invalid spec field is replaced by its default and
+// reported. Begin panics on a nil parent, as context.WithCancel does.
+func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *Task) {
+	if parent == nil {
+		panic("moirai: Begin with nil parent context")
+	}
+	spec, err := spec.normalize()
+	if err != nil {
+		r.invalidSpecs.Add(1)
+		r.report(err)
+	}
+	t := &Task{id: r.nextID.Add(1), spec: spec, reg: r}
+	cctx, cancel := context.WithCancelCause(parent)
+	t.ctx = taskCtx{Context: cctx, t: t}
+	t.cancel = cancel
+	now := r.clock.Now()
+	t.begin = now
+
+	sh := &r.shards[t.id&r.mask]
+	sh.mu.Lock()
+	if now-sh.rotated >= r.clock.Resolution() {
+		sh.rotateLocked(now)
+	}
+	var b *slotBlock
+	if n := len(sh.free); n > 0 {
+		b = sh.free[n-1]
+		sh.free[n-1] = nil
+		sh.free = sh.free[:n-1]
+	} else {
+		b = new(slotBlock)
+	}
+	t.blk = b
+	t.next = sh.head
+	if sh.head != nil {
+		sh.head.prev = t
+	}
+	sh.head = t
+	sh.n++
+	sh.begun++
+	sh.mu.Unlock()
+	return &t.ctx, t
+}
+
+// end removes t from its shard, folds its accounting into the resources'
+// totals and records its outcome; called once, by End.
+func (r *Registry) end(t *Task, now int64, err error, state uint32) {
+	lat := time.Duration(now - t.begin)
+	exec := lat
+	if state&stateMeta != 0 {
+		exec = time.Duration(t.blk.meta.exec.Load())
+		if state&stateFrozen == 0 {
+			exec += time.Duration(now - t.actStart())
+		}
+	}
+	claimed := int(t.claimed.Load())
+	sh := &r.shards[t.id&r.mask]
+	sh.mu.Lock()
+	if r.onEnd != nil {
+		sh.scratch = sh.scratch[:0]
+		t.blk.each(claimed, now, func(u Usage) { sh.scratch = append(sh.scratch, u) })
+		r.onEnd(t, now, sh.scratch)
+	}
+	if len(sh.limbo[0]) < maxRecycled {
+		t.blk.reset(claimed, state&stateMeta != 0)
+		sh.limbo[0] = append(sh.limbo[0], t.blk)
+	}
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		sh.head = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	}
+	t.prev, t.next = nil, nil
+	sh.n--
+	sh.ended++
+	if err != nil || state&stateCancelled != 0 {
+		sh.failed++
+	}
+	sh.exec += int64(exec)
+	sh.lat.Record(lat)
+	sh.mu.Unlock()
+}
+
+// rotateLocked ages the accounting blocks of ended tasks: blocks that have
+// waited through two rotations become free for new tasks. A shard rotates
+// itself at a Begin once a tick of the clock's resolution has passed since
+// its last rotation, so a block is reused at least one tick after its task
+// ended: an event racing its task's End never lands in another task's
+// block, and a reader that finds a task ended after reading its block
+// knows to discard what it read (see Task.EachUsage).
+func (sh *shard) rotateLocked(now int64) {
+	old := sh.limbo[1]
+	if room := maxRecycled - len(sh.free); room > 0 {
+		sh.free = append(sh.free, old[:min(room, len(old))]...)
+	}
+	clear(old)
+	sh.limbo[1] = sh.limbo[0]
+	sh.limbo[0] = old[:0]
+	sh.rotated = now
+}
+
+// Len returns the number of live tasks.
+func (r *Registry) Len() int {
+	n := 0
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		n += sh.n
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// AppendLive appends every live task to dst and returns the extended slice.
+// It locks one shard at a time: tasks that begin or end meanwhile may or may
+// not appear.
+func (r *Registry) AppendLive(dst []*Task) []*Task {
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		for t := sh.head; t != nil; t = t.next {
+			dst = append(dst, t)
+		}
+		sh.mu.Unlock()
+	}
+	return dst
+}
+
+// Lookup returns the live task with the given ID, or nil.
+func (r *Registry) Lookup(id uint64) *Task {
+	if id == 0 {
+		return nil
+	}
+	sh := &r.shards[id&r.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for t := sh.head; t != nil; t = t.next {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// Totals are the cumulative outcomes of the tasks that have ended.
+type Totals struct {
+	Begun   uint64
+	Ended   uint64
+	Failed  uint64        // ended with an error or after being cancelled
+	Exec    time.Duration // execution time of ended tasks
+	Latency latency.Histogram
+}
+
+// TotalsInto stores the registry's cumulative totals in dst, reusing its
+// storage.
+func (r *Registry) TotalsInto(dst *Totals) {
+	dst.Begun, dst.Ended, dst.Failed, dst.Exec = 0, 0, 0, 0
+	dst.Latency.Reset()
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		dst.Begun += sh.begun
+		dst.Ended += sh.ended
+		dst.Failed += sh.failed
+		dst.Exec += time.Duration(sh.exec)
+		dst.Latency.Merge(&sh.lat)
+		sh.mu.Unlock()
+	}
+}
+
+// Stats are the registry's counters of events worth an operator's look.
+type Stats struct {
+	Live         int   // tasks begun and not ended
+	Cancelled    int64 // tasks cancelled by the controller
+	EndedTwice   int64 // End calls on a task already ended
+	LateEvents   int64 // events on tasks that had ended, dropped
+	BadEvents    int64 // releases without acquires, WaitEnds without WaitBegins
+	InvalidSpecs int64 // specs with an invalid field, defaulted
+	HookPanics   int64 // cancel hooks that panicked
+	HookBlocked  int64 // cancel hooks still running after the hook timeout
+	HooksRunning int64 // cancel hooks running now
+	Unended      int64 // tasks whose context ended long ago without End
+}
+
+// Stats returns the registry's counters.
+func (r *Registry) Stats() Stats {
+	return Stats{
+		Live:         r.Len(),
+		Cancelled:    r.cancelled.Load(),
+		EndedTwice:   r.endedTwice.Load(),
+		LateEvents:   r.lateEvents.Load(),
+		BadEvents:    r.badEvents.Load(),
+		InvalidSpecs: r.invalidSpecs.Load(),
+		HookPanics:   r.hookPanics.Load(),
+		HookBlocked:  r.hookBlocked.Load(),
+		HooksRunning: r.hooksRunning.Load(),
+		Unended:      r.unended.Load(),
+	}
+}
+
+// CheckUnended looks for a task that was never ended: its context has been
+// done for longer than grace (the request it served is over) but End has not
+// been called. It reports such a task once, the first time it is found, and
+// returns true then. The controller calls it on every live task it visits.
+func (r *Registry) CheckUnended(t *Task, now int64, grace time.Duration) bool {
+	if t.state.Load()&(stateEnded|stateUnended) != 0 || t.ctx.Context.Err() == nil {
+		return false
+	}
+	seen := t.blk.meta.doneSeen.Load()
+	if seen == 0 {
+		t.meta().doneSeen.CompareAndSwap(0, max(now, 1))
+		return false
+	}
+	if time.Duration(now-seen) < grace {
+		return false
+	}
+	for {
+		s := t.state.Load()
+		if s&(stateEnded|stateUnended) != 0 {
+			return false
+		}
+		if t.state.CompareAndSwap(s, s|stateUnended) {
+			break
+		}
+	}
+	r.unended.Add(1)
+	r.report(&UnendedError{ID: t.id, Class: t.spec.Class, Key: t.spec.Key, Age: time.Duration(now - t.begin)})
+	return true
+}
+
+// UnendedError reports a task whose context ended without a call to End:
+// a leak in the application's instrumentation.
+type UnendedError struct {
+	ID         uint64
+	Class, Key string
+	Age        time.Duration
+}
+
+func (e *UnendedError) Error() string {
+	return fmt.Sprintf("task: task %d (class %q, key %q) was never ended; its context is done, age %v", e.ID, e.Class, e.Key, e.Age)
+}

@@ -1,0 +1,365 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrCancelled is the cause with which the controller cancels a task's
+// context. errors.Is(context.Cause(ctx), ErrCancelled) tells a handler that
+// moirai picked its task; ctx.Err() is then context.Canceled.
+var ErrCancelled = errors.New("moirai: task cancelled by the overload controller")
+
+const (
+	stateEnded     = 1 << 0
+	stateCancelled = 1 << 1
+	stateFrozen    = 1 << 2
+	stateUnended   = 1 << 3 // reported as never ended
+	stateMeta      = 1 << 4 // blk.meta has been written
+)
+
+// meta returns the task's rarely used state for writing, marking it used.
+func (t *Task) meta() *blockMeta {
+	if t.state.Load()&stateMeta == 0 {
+		t.state.Or(stateMeta)
+	}
+	return &t.blk.meta
+}
+
+// actStart returns the clock value at which the current activity began.
+func (t *Task) actStart() int64 {
+	if v := t.blk.meta.actStart.Load(); v != 0 {
+		return v
+	}
+	return t.begin
+}
+
+// Task is one unit of work the runtime accounts for: a request, a
+// connection serving many requests, or a background job. A Task is created
+// by [Registry.Begin] and lives until [Task.End]; its context is cancelled
+// with cause [ErrCancelled] if the controller picks it.
+//
+// All methods are safe for concurrent use, and all are no-ops on a nil
+// *Task, so code can call task.FromContext(ctx).Progress(...) whether or not
+// the context carries a task.
+type Task struct {
+	// Fields holding pointers come first, so the collector scans a short
+	// prefix of the object.
+	reg    *Registry
+	cancel context.CancelCauseFunc
+	ctx    taskCtx
+	spec   Spec
+	// blk holds the task's resource accounting. It comes from the
+	// registry's recycled blocks at Begin and goes back at End (see
+	// Registry.Rotate), after which the task's state says ended and
+	// nothing reads it through this task.
+	blk   *slotBlock
+	hooks atomic.Pointer[hookSet]
+	// registry list, guarded by the shard's lock
+	prev, next *Task
+
+	id      uint64
+	begin   int64 // clock value at Begin
+	state   atomic.Uint32
+	claimed atomic.Uint32 // slots of blk claimed
+}
+
+// hookSet holds a task's cancel hooks; allocated by the first OnCancel.
+type hookSet struct {
+	mu    sync.Mutex
+	hooks []*hook
+	fired bool
+}
+
+type hook struct{ fn func() }
+
+// ID returns the task's identifier, unique within its registry and never 0.
+func (t *Task) ID() uint64 {
+	if t == nil {
+		return 0
+	}
+	return t.id
+}
+
+// Spec returns the spec the task began with, after defaults were applied.
+func (t *Task) Spec() Spec {
+	if t == nil {
+		return Spec{}
+	}
+	return t.spec
+}
+
+// Context returns the task's own context: the one Begin returned.
+func (t *Task) Context() context.Context {
+	if t == nil {
+		return context.Background()
+	}
+	return &t.ctx
+}
+
+// Started returns the clock value at which the task began.
+func (t *Task) Started() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.begin
+}
+
+// Ended reports whether End has been called.
+func (t *Task) Ended() bool { return t != nil && t.state.Load()&stateEnded != 0 }
+
+// Cancelled reports whether the controller has cancelled the task.
+func (t *Task) Cancelled() bool { return t != nil && t.state.Load()&stateCancelled != 0 }
+
+// Progress reports that done of total units of work are complete (the
+// GetNext model: rows returned of rows expected, bytes sent of bytes to
+// send). The estimator uses it to predict how much more of each resource
+// the task will use. Values outside 0 ≤ done ≤ total are clamped.
+func (t *Task) Progress(done, total int64) {
+	if t == nil || t.Ended() {
+		return
+	}
+	if total < 0 {
+		total = 0
+	}
+	done = min(max(done, 0), total)
+	m := t.meta()
+	m.total.Store(total)
+	m.done.Store(done)
+}
+
+// ProgressOf returns the last progress the task reported (0, 0 if none,
+// or if the task has ended).
+func (t *Task) ProgressOf() (done, total int64) {
+	if t == nil || t.Ended() {
+		return 0, 0
+	}
+	return t.blk.meta.done.Load(), t.blk.meta.total.Load()
+}
+
+// Freeze ends the task's current activity: until [Task.Activate], time does
+// not count as the task's execution time. Connection-scoped tasks freeze
+// between the requests they serve (pBox's freeze). Freezing a frozen task
+// does nothing.
+func (t *Task) Freeze() {
+	if t == nil {
+		return
+	}
+	for {
+		s := t.state.Load()
+		if s&(stateFrozen|stateEnded) != 0 {
+			return
+		}
+		if t.state.CompareAndSwap(s, s|stateFrozen|stateMeta) {
+			if d := t.reg.clock.Now() - t.actStart(); d > 0 {
+				t.blk.meta.exec.Add(d)
+			}
+			return
+		}
+	}
+}
+
+// Activate starts a new activity of a frozen task (pBox's activate): a
+// connection begins serving its next request. Activating an active task
+// does nothing.
+func (t *Task) Activate() {
+	if t == nil {
+		return
+	}
+	for {
+		s := t.state.Load()
+		if s&stateFrozen == 0 || s&stateEnded != 0 {
+			return
+		}
+		t.meta().actStart.Store(t.reg.clock.Now())
+		if t.state.CompareAndSwap(s, s&^stateFrozen) {
+			t.blk.meta.extra.Add(1)
+			return
+		}
+	}
+}
+
+// Active reports whether the task is in an activity (not frozen, not ended).
+func (t *Task) Active() bool {
+	return t != nil && t.state.Load()&(stateFrozen|stateEnded) == 0
+}
+
+// Activities returns how many activities the task has begun, counting the
+// one Begin starts (0 once the task has ended).
+func (t *Task) Activities() int64 {
+	if t == nil || t.Ended() {
+		return 0
+	}
+	return 1 + t.blk.meta.extra.Load()
+}
+
+// ExecTime returns the task's execution time at clock value now: the time
+// spent in activities, including the current one (0 once the task has
+// ended).
+func (t *Task) ExecTime(now int64) time.Duration {
+	if t == nil || t.Ended() {
+		return 0
+	}
+	e := t.blk.meta.exec.Load()
+	if t.state.Load()&(stateFrozen|stateEnded) == 0 {
+		if d := now - t.actStart(); d > 0 {
+			e += d
+		}
+	}
+	return time.Duration(e)
+}
+
+// OnCancel registers fn as the application's own cancellation initiator
+// (Atropos' setCancelAction): when the controller cancels the task it
+// cancels the task's context and then calls every registered fn, each at
+// most once, in its own goroutine and outside every runtime lock. A panic in
+// fn is recovered and reported; a fn that blocks is reported and does not
+// hold up the controller. If the task has already been cancelled, fn is
+// called at once (in its own goroutine). The returned stop function
+// unregisters fn and reports whether it did so before fn was called.
+func (t *Task) OnCancel(fn func()) (stop func() bool) {
+	if t == nil || fn == nil {
+		return func() bool { return false }
+	}
+	hs := t.hooks.Load()
+	if hs == nil {
+		t.hooks.CompareAndSwap(nil, new(hookSet))
+		hs = t.hooks.Load()
+	}
+	h := &hook{fn: fn}
+	hs.mu.Lock()
+	if hs.fired || t.state.Load()&stateCancelled != 0 {
+		hs.mu.Unlock()
+		t.reg.runHooks(t, []*hook{h})
+		return func() bool { return false }
+	}
+	hs.hooks = append(hs.hooks, h)
+	hs.mu.Unlock()
+	return func() bool {
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+		for i, x := range hs.hooks {
+			if x == h {
+				hs.hooks = append(hs.hooks[:i], hs.hooks[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Cancel cancels the task on the controller's behalf: the task is marked
+// cancelled, its context is cancelled with cause [ErrCancelled] wrapped in
+// reason (when reason is non-empty), and its OnCancel hooks are started.
+// Cancel refuses, returning an error and changing nothing, a task that is
+// not cancellable, already cancelled, or ended. Policies never call it
+// directly: the controller does, after its safety checks.
+func (t *Task) Cancel(reason string) error {
+	if t == nil {
+		return errors.New("task: cancel of a nil task")
+	}
+	if !t.spec.Cancellable {
+		return fmt.Errorf("task: %d is not cancellable", t.id)
+	}
+	for {
+		s := t.state.Load()
+		switch {
+		case s&stateEnded != 0:
+			return fmt.Errorf("task: %d has ended", t.id)
+		case s&stateCancelled != 0:
+			return fmt.Errorf("task: %d is already cancelled", t.id)
+		}
+		if t.state.CompareAndSwap(s, s|stateCancelled) {
+			break
+		}
+	}
+	cause := ErrCancelled
+	if reason != "" {
+		cause = &cancelError{reason: reason}
+	}
+	t.cancel(cause)
+	t.reg.cancelled.Add(1)
+	if hs := t.hooks.Load(); hs != nil {
+		hs.mu.Lock()
+		hooks := hs.hooks
+		hs.hooks, hs.fired = nil, true
+		hs.mu.Unlock()
+		if len(hooks) > 0 {
+			t.reg.runHooks(t, hooks)
+		}
+	}
+	return nil
+}
+
+// cancelError is ErrCancelled with the controller's reason attached.
+type cancelError struct{ reason string }
+
+func (e *cancelError) Error() string { return ErrCancelled.Error() + ": " + e.reason }
+func (e *cancelError) Unwrap() error { return ErrCancelled }
+
+// End ends the task: it leaves the registry, its accounting is folded into
+// the resources' totals, its latency is recorded, and its context is
+// released. err is the outcome of the work (nil for success). End is
+// idempotent: a second call does nothing but count the mistake. Events after
+// End are counted and dropped.
+func (t *Task) End(err error) {
+	if t == nil {
+		return
+	}
+	for {
+		s := t.state.Load()
+		if s&stateEnded != 0 {
+			t.reg.endedTwice.Add(1)
+			return
+		}
+		if t.state.CompareAndSwap(s, s|stateEnded) {
+			now := t.reg.clock.Now()
+			t.reg.end(t, now, err, s)
+			t.cancel(nil)
+			return
+		}
+	}
+}
+
+// runHooks runs hooks in a goroutine of their own, recovering panics and
+// reporting hooks still running after the registry's hook timeout.
+func (r *Registry) runHooks(t *Task, hooks []*hook) {
+	r.hooksRunning.Add(1)
+	go func() {
+		defer r.hooksRunning.Add(-1)
+		for _, h := range hooks {
+			r.runHook(t, h)
+		}
+	}()
+}
+
+func (r *Registry) runHook(t *Task, h *hook) {
+	finished := make(chan struct{})
+	var watchdog *time.Timer
+	if r.hookTimeout > 0 {
+		watchdog = time.AfterFunc(r.hookTimeout, func() {
+			select {
+			case <-finished:
+			default:
+				r.hookBlocked.Add(1)
+				r.report(fmt.Errorf("task: cancel hook of task %d (%s) still running after %v", t.id, t.spec.Class, r.hookTimeout))
+			}
+		})
+	}
+	defer func() {
+		close(finished)
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+		if v := recover(); v != nil {
+			r.hookPanics.Add(1)
+			r.report(fmt.Errorf("task: cancel hook of task %d (%s) panicked: %v\n%s", t.id, t.spec.Class, v, debug.Stack()))
+		}
+	}()
+	h.fn()
+}
