@@ -46,8 +46,7 @@ type Registry struct {
 
 type shard struct {
 	mu     sync.Mutex
-	head   *Task
-	n      int
+	live   []*Task // unordered; each task knows its index
 	begun  uint64
 	ended  uint64
 	failed uint64
@@ -58,9 +57,9 @@ type shard struct {
 	// in another task's block (see Rotate).
 	limbo   [2][]*slotBlock
 	free    []*slotBlock
-	rotated int64 // clock value of the last rotation
-	scratch []Usage // the usage handed to OnEnd
-	_     [64]byte // keep neighbouring shards' locks off one cache line
+	rotated int64    // clock value of the last rotation
+	scratch []Usage  // the usage handed to OnEnd
+	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // maxRecycled bounds each shard's limbo and free lists.
@@ -120,9 +119,7 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 		r.report(err)
 	}
 	t := &Task{id: r.nextID.Add(1), spec: spec, reg: r}
-	cctx, cancel := context.WithCancelCause(parent)
-	t.ctx = taskCtx{Context: cctx, t: t}
-	t.cancel = cancel
+	t.ctx = taskCtx{parent: parent}
 	now := r.clock.Now()
 	t.begin = now
 
@@ -130,6 +127,13 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 	sh.mu.Lock()
 	if now-sh.rotated >= r.clock.Resolution() {
 		sh.rotateLocked(now)
+	} else if len(sh.free) == 0 && len(sh.limbo[0])+len(sh.limbo[1]) > 0 {
+		// Out of blocks between two ticks of the coarse clock: ask the
+		// precise clock, and rotate if a quarter tick has passed, before
+		// allocating a new block.
+		if p := r.clock.Precise(); p-sh.rotated >= r.clock.Resolution()/4 {
+			sh.rotateLocked(p)
+		}
 	}
 	var b *slotBlock
 	if n := len(sh.free); n > 0 {
@@ -140,12 +144,8 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 		b = new(slotBlock)
 	}
 	t.blk = b
-	t.next = sh.head
-	if sh.head != nil {
-		sh.head.prev = t
-	}
-	sh.head = t
-	sh.n++
+	t.idx = int32(len(sh.live))
+	sh.live = append(sh.live, t)
 	sh.begun++
 	sh.mu.Unlock()
 	return &t.ctx, t
@@ -162,7 +162,7 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 			exec += time.Duration(now - t.actStart())
 		}
 	}
-	claimed := int(t.claimed.Load())
+	claimed := t.claimed()
 	sh := &r.shards[t.id&r.mask]
 	sh.mu.Lock()
 	if r.onEnd != nil {
@@ -174,16 +174,12 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 		t.blk.reset(claimed, state&stateMeta != 0)
 		sh.limbo[0] = append(sh.limbo[0], t.blk)
 	}
-	if t.prev != nil {
-		t.prev.next = t.next
-	} else {
-		sh.head = t.next
-	}
-	if t.next != nil {
-		t.next.prev = t.prev
-	}
-	t.prev, t.next = nil, nil
-	sh.n--
+	last := len(sh.live) - 1
+	moved := sh.live[last]
+	sh.live[t.idx] = moved
+	moved.idx = t.idx
+	sh.live[last] = nil
+	sh.live = sh.live[:last]
 	sh.ended++
 	if err != nil || state&stateCancelled != 0 {
 		sh.failed++
@@ -196,10 +192,11 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 // rotateLocked ages the accounting blocks of ended tasks: blocks that have
 // waited through two rotations become free for new tasks. A shard rotates
 // itself at a Begin once a tick of the clock's resolution has passed since
-// its last rotation, so a block is reused at least one tick after its task
-// ended: an event racing its task's End never lands in another task's
-// block, and a reader that finds a task ended after reading its block
-// knows to discard what it read (see Task.EachUsage).
+// its last rotation (a quarter tick when it has run out of free blocks), so
+// a block is reused at least a quarter tick (250 µs by default) after its
+// task ended: an event racing its task's End does not land in another
+// task's block. A reader that finds a task ended after reading its block
+// discards what it read (the controller's snapshot does).
 func (sh *shard) rotateLocked(now int64) {
 	old := sh.limbo[1]
 	if room := maxRecycled - len(sh.free); room > 0 {
@@ -217,7 +214,7 @@ func (r *Registry) Len() int {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += len(sh.live)
 		sh.mu.Unlock()
 	}
 	return n
@@ -230,9 +227,7 @@ func (r *Registry) AppendLive(dst []*Task) []*Task {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
-		for t := sh.head; t != nil; t = t.next {
-			dst = append(dst, t)
-		}
+		dst = append(dst, sh.live...)
 		sh.mu.Unlock()
 	}
 	return dst
@@ -246,7 +241,7 @@ func (r *Registry) Lookup(id uint64) *Task {
 	sh := &r.shards[id&r.mask]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	for t := sh.head; t != nil; t = t.next {
+	for _, t := range sh.live {
 		if t.id == id {
 			return t
 		}
@@ -315,7 +310,7 @@ func (r *Registry) Stats() Stats {
 // been called. It reports such a task once, the first time it is found, and
 // returns true then. The controller calls it on every live task it visits.
 func (r *Registry) CheckUnended(t *Task, now int64, grace time.Duration) bool {
-	if t.state.Load()&(stateEnded|stateUnended) != 0 || t.ctx.Context.Err() == nil {
+	if t.state.Load()&(stateEnded|stateUnended) != 0 || t.ctx.Err() == nil {
 		return false
 	}
 	seen := t.blk.meta.doneSeen.Load()

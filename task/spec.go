@@ -109,6 +109,12 @@ func (s Spec) Validate() error {
 // normalize returns the spec with invalid or zero fields replaced by their
 // defaults, and the validation error if any field was invalid.
 func (s Spec) normalize() (Spec, error) {
+	if s.Goal >= 0 && s.Goal <= math.MaxFloat64 && s.Kind <= Background {
+		if s.Goal == 0 {
+			s.Goal = DefaultGoal
+		}
+		return s, nil
+	}
 	err := s.Validate()
 	if math.IsNaN(s.Goal) || math.IsInf(s.Goal, 0) || s.Goal <= 0 {
 		s.Goal = DefaultGoal

@@ -21,7 +21,11 @@ const (
 	stateFrozen    = 1 << 2
 	stateUnended   = 1 << 3 // reported as never ended
 	stateMeta      = 1 << 4 // blk.meta has been written
+	claimedOne     = 1 << 8 // one claimed slot, in the state word
 )
+
+// claimed returns how many slots of blk the task has claimed.
+func (t *Task) claimed() int { return int(t.state.Load() >> 8) }
 
 // meta returns the task's rarely used state for writing, marking it used.
 func (t *Task) meta() *blockMeta {
@@ -50,30 +54,44 @@ func (t *Task) actStart() int64 {
 type Task struct {
 	// Fields holding pointers come first, so the collector scans a short
 	// prefix of the object.
-	reg    *Registry
-	cancel context.CancelCauseFunc
-	ctx    taskCtx
-	spec   Spec
+	reg  *Registry
+	ctx  taskCtx
+	lazy atomic.Pointer[cancelPair] // the cancellable context, once used
+	spec Spec
+
 	// blk holds the task's resource accounting. It comes from the
 	// registry's recycled blocks at Begin and goes back at End (see
 	// Registry.Rotate), after which the task's state says ended and
 	// nothing reads it through this task.
-	blk   *slotBlock
-	hooks atomic.Pointer[hookSet]
-	// registry list, guarded by the shard's lock
-	prev, next *Task
+	blk *slotBlock
+	// rare holds the cancel hooks and the cancellation reason, allocated
+	// the first time either is needed.
+	rare atomic.Pointer[rareState]
 
-	id      uint64
-	begin   int64 // clock value at Begin
-	state   atomic.Uint32
-	claimed atomic.Uint32 // slots of blk claimed
+	id    uint64
+	begin int64 // clock value at Begin
+	// state holds the state bits (low byte) and the number of slots of
+	// blk claimed (above it).
+	state atomic.Uint32
+	idx   int32 // position in the shard's list, guarded by its lock
 }
 
-// hookSet holds a task's cancel hooks; allocated by the first OnCancel.
-type hookSet struct {
-	mu    sync.Mutex
-	hooks []*hook
-	fired bool
+// rareState is what few tasks need: cancel hooks and a cancellation
+// reason.
+type rareState struct {
+	mu     sync.Mutex
+	hooks  []*hook
+	fired  bool
+	reason atomic.Pointer[string]
+}
+
+// rareState returns the task's rare state, allocating it on first use.
+func (t *Task) rareState() *rareState {
+	if rs := t.rare.Load(); rs != nil {
+		return rs
+	}
+	t.rare.CompareAndSwap(nil, new(rareState))
+	return t.rare.Load()
 }
 
 type hook struct{ fn func() }
@@ -226,11 +244,7 @@ func (t *Task) OnCancel(fn func()) (stop func() bool) {
 	if t == nil || fn == nil {
 		return func() bool { return false }
 	}
-	hs := t.hooks.Load()
-	if hs == nil {
-		t.hooks.CompareAndSwap(nil, new(hookSet))
-		hs = t.hooks.Load()
-	}
+	hs := t.rareState()
 	h := &hook{fn: fn}
 	hs.mu.Lock()
 	if hs.fired || t.state.Load()&stateCancelled != 0 {
@@ -274,17 +288,20 @@ func (t *Task) Cancel(reason string) error {
 		case s&stateCancelled != 0:
 			return fmt.Errorf("task: %d is already cancelled", t.id)
 		}
+		if reason != "" {
+			if rs := t.rareState(); rs.reason.Load() == nil {
+				rs.reason.Store(&reason)
+			}
+		}
 		if t.state.CompareAndSwap(s, s|stateCancelled) {
 			break
 		}
 	}
-	cause := ErrCancelled
-	if reason != "" {
-		cause = &cancelError{reason: reason}
+	if p := t.lazy.Load(); p != nil {
+		p.cancel(t.cause())
 	}
-	t.cancel(cause)
 	t.reg.cancelled.Add(1)
-	if hs := t.hooks.Load(); hs != nil {
+	if hs := t.rare.Load(); hs != nil {
 		hs.mu.Lock()
 		hooks := hs.hooks
 		hs.hooks, hs.fired = nil, true
@@ -294,6 +311,16 @@ func (t *Task) Cancel(reason string) error {
 		}
 	}
 	return nil
+}
+
+// cause returns the cause with which the task's context is cancelled.
+func (t *Task) cause() error {
+	if rs := t.rare.Load(); rs != nil {
+		if r := rs.reason.Load(); r != nil {
+			return &cancelError{reason: *r}
+		}
+	}
+	return ErrCancelled
 }
 
 // cancelError is ErrCancelled with the controller's reason attached.
@@ -320,7 +347,9 @@ func (t *Task) End(err error) {
 		if t.state.CompareAndSwap(s, s|stateEnded) {
 			now := t.reg.clock.Now()
 			t.reg.end(t, now, err, s)
-			t.cancel(nil)
+			if p := t.lazy.Load(); p != nil {
+				p.cancel(nil)
+			}
 			return
 		}
 	}

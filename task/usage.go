@@ -141,7 +141,7 @@ func (t *Task) slotFor(id ResourceID) *slot {
 			return s
 		case 0:
 			if s.res.CompareAndSwap(0, uint32(id)) {
-				t.claimed.Add(1)
+				t.state.Add(claimedOne)
 				return s
 			}
 			if ResourceID(s.res.Load()) == id {
@@ -169,7 +169,7 @@ func (b *slotBlock) slotForSlow(t *Task, id ResourceID) *slot {
 				return s
 			case 0:
 				if s.res.CompareAndSwap(0, uint32(id)) {
-					t.claimed.Add(1)
+					t.state.Add(claimedOne)
 					return s
 				}
 				if ResourceID(s.res.Load()) == id {
@@ -364,7 +364,7 @@ func (t *Task) EachUsage(now int64, fn func(Usage)) {
 	if t.state.Load()&stateEnded != 0 {
 		return
 	}
-	t.blk.each(int(t.claimed.Load()), now, fn)
+	t.blk.each(t.claimed(), now, fn)
 }
 
 // each calls fn with the first claimed slots of b.

@@ -22,8 +22,8 @@ import (
 type Clock struct {
 	epoch      time.Time
 	resolution atomic.Int64
-	coarse  atomic.Int64
-	precise atomic.Bool
+	coarse     atomic.Int64
+	precise    atomic.Bool
 }
 
 // New returns a clock in coarse mode whose epoch is (a microsecond before)
