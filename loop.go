@@ -263,49 +263,7 @@ func (c *Controller) buildLocked(dst *snapshot.Snapshot, live *[]*task.Task, adv
 
 	// Tasks and their usage.
 	*live = c.tasks.AppendLive((*live)[:0])
-	if cap(dst.Tasks) < len(*live) {
-		dst.Tasks = make([]snapshot.Task, 0, len(*live)+len(*live)/4)
-	}
-	scratch := c.scratchUsage[:0]
-	grace := c.cfg.unendedGrace
-	for _, t := range *live {
-		if advance {
-			c.tasks.CheckUnended(t, now, grace)
-		}
-		sp := t.Spec()
-		done, total := t.ProgressOf()
-		ti := int32(len(dst.Tasks))
-		first := int32(len(dst.Usage))
-		scratch = t.AppendUsage(scratch[:0], now)
-		for _, u := range scratch {
-			ri := int(u.Resource) - 1
-			if ri < 0 || ri >= n {
-				continue // registered after the resources were copied
-			}
-			r := &dst.Resources[ri]
-			r.Wait += u.Wait
-			r.Hold += u.Hold
-			r.Waits += u.Waits
-			r.Evictions += u.Evictions
-			if u.Held > 0 {
-				r.Holders++
-				r.Held += u.Held
-			}
-			if u.Waiting > 0 {
-				r.Waiters++
-			}
-			dst.Usage = append(dst.Usage, snapshot.Usage{Task: ti, Res: int32(ri), Usage: u})
-		}
-		dst.Tasks = append(dst.Tasks, snapshot.Task{
-			ID: t.ID(), Key: sp.Key, Class: sp.Class, Path: sp.Path, Kind: sp.Kind,
-			Priority: sp.Priority, Goal: sp.Goal, Cancellable: sp.Cancellable,
-			Cancelled: t.Cancelled(), Active: t.Active(), Activities: t.Activities(),
-			Age: time.Duration(now - t.Started()), Exec: t.ExecTime(now),
-			Done: done, Total: total,
-			First: first, N: int32(len(dst.Usage)) - first,
-		})
-	}
-	c.scratchUsage = scratch[:0]
+	c.buildTasks(dst, *live, now, advance)
 
 	// Completions and window deltas against the baseline.
 	c.tasks.TotalsInto(&c.totals)

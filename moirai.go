@@ -95,8 +95,8 @@ type Controller struct {
 	ringLen    int
 	steps      uint64
 
-	scratchLive  []*task.Task
-	scratchUsage []task.Usage
+	scratchLive []*task.Task
+	parts       []partial // per-worker sums of a snapshot build
 }
 
 // New returns a running controller. With no option it traces tasks and

@@ -73,9 +73,9 @@ func (t *Task) Progress() (float64, bool) {
 
 // Usage is what one task did with one resource.
 type Usage struct {
+	task.Usage
 	Task int32 // index into Snapshot.Tasks
 	Res  int32 // index into Snapshot.Resources
-	task.Usage
 }
 
 // Resource is one resource and the totals of every task's use of it.

@@ -20,10 +20,10 @@ var ErrOverRelease = errors.New("task: release of more units than held")
 // read.
 type Usage struct {
 	Resource  ResourceID
+	Waiting   int32         // waits in progress
 	Held      int64         // units held now
 	Hold      time.Duration // time holding at least one unit
 	Wait      time.Duration // time waiting for the resource
-	Waiting   int32         // waits in progress
 	Waits     int64         // waits begun
 	Evictions int64         // units of others evicted by this task
 }
@@ -41,14 +41,14 @@ type Usage struct {
 //   - holdNs accumulates finished holds. A hold that starts and ends within
 //     one tick of the coarse clock adds nothing, so it costs no add.
 //   - wait and waitNs do the same for waits in progress and finished; waits
-//     counts the waits begun.
+//     counts the waits begun (modulo 2³²).
 type slot struct {
 	res       atomic.Uint32
+	waits     atomic.Uint32
 	hold      atomic.Uint64
 	holdNs    atomic.Int64
 	wait      atomic.Uint64
 	waitNs    atomic.Int64
-	waits     atomic.Int64
 	evictions atomic.Int64
 }
 
@@ -71,7 +71,7 @@ func since(word uint64, now int64) time.Duration {
 }
 
 // inlineSlots is how many resources a task accounts for without allocating.
-const inlineSlots = 4
+const inlineSlots = 8
 
 // chunkSlots is the size of each further block of slots, allocated the
 // first time a task touches more resources than fit inline.
@@ -190,7 +190,7 @@ func (s *slot) read(now int64) Usage {
 		Hold:      time.Duration(s.holdNs.Load()),
 		Waiting:   int32(w & unitMask),
 		Wait:      time.Duration(s.waitNs.Load()),
-		Waits:     s.waits.Load(),
+		Waits:     int64(s.waits.Load()),
 		Evictions: s.evictions.Load(),
 	}
 	if u.Held > 0 {
@@ -388,4 +388,13 @@ func (b *slotBlock) each(claimed int, now int64, fn func(Usage)) {
 			fn(s.read(now))
 		}
 	}
+}
+
+// Claimed returns how many resources the task has touched: the number of
+// entries EachUsage reports (0 once the task has ended).
+func (t *Task) Claimed() int {
+	if t == nil || t.Ended() {
+		return 0
+	}
+	return t.claimed()
 }
