@@ -129,6 +129,31 @@ func BenchmarkTask(b *testing.B) {
 	})
 }
 
+// BenchmarkTaskContextUsed is BenchmarkTask for a task whose context is
+// waited on (Done is called), which creates the task's cancellable context.
+func BenchmarkTaskContextUsed(b *testing.B) {
+	parent := context.Background()
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancel := context.WithCancelCause(parent)
+			_ = ctx.Done()
+			cancel(nil)
+		}
+	})
+	b.Run("moirai", func(b *testing.B) {
+		ctl := moirai.New()
+		defer ctl.Close()
+		spec := moirai.Spec{Class: "bench", Cancellable: true}
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, t := ctl.Begin(parent, spec)
+			_ = ctx.Done()
+			t.End(nil)
+		}
+	})
+}
+
 // BenchmarkSnapshot takes one snapshot of 10,000 live tasks, each holding
 // or waiting on 8 resources.
 func BenchmarkSnapshot(b *testing.B) {
