@@ -152,6 +152,9 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 				m.unlockSlow()
 				return causeOf(ctx, t)
 			}
+			// We were woken to compete and give up: pass the wake-up on,
+			// or the waiters behind us sleep on a free lock.
+			m.wakeIfFree()
 			m.res.waitEnd(t)
 			return causeOf(ctx, t)
 		}
@@ -271,6 +274,22 @@ func (m *Mutex) unlockSlow() {
 	m.mu.Unlock()
 }
 
+// wakeIfFree wakes the head of the queue to compete for the lock if the
+// lock is free, as unlockSlow would have. It takes m.mu.
+func (m *Mutex) wakeIfFree() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.q.head
+	if w == nil || m.state.Load()&mLocked != 0 {
+		// Empty queue, or the holder's unlock wakes the head.
+		return
+	}
+	m.q.remove(w)
+	w.granted = false
+	m.dequeuedLocked()
+	w.ch <- struct{}{}
+}
+
 // causeOf returns why a wait of t under ctx ended early: ctx's cause, or
 // the task's own if ctx was not the task's context.
 func causeOf(ctx context.Context, t *task.Task) error {
@@ -286,7 +305,7 @@ func causeOf(ctx context.Context, t *task.Task) error {
 }
 
 // waiter is one goroutine waiting in a queue. Its channel has room for one
-// token, so granting never blocks; waiters are recycled through a pool.
+// token, so granting never blocks.
 type waiter struct {
 	ch         chan struct{}
 	t          *task.Task
@@ -298,22 +317,15 @@ type waiter struct {
 	prev, next *waiter
 }
 
-var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan struct{}, 1)} }}
-
+// Waiters are not pooled: a channel made inside a testing/synctest bubble
+// must not be used outside it, and a pooled waiter would carry its channel
+// from one bubble (or test) to the next. Waiting is the slow path; the
+// allocation is small next to parking a goroutine.
 func getWaiter(t *task.Task) *waiter {
-	w := waiterPool.Get().(*waiter)
-	w.t = t
-	return w
+	return &waiter{ch: make(chan struct{}, 1), t: t}
 }
 
-func putWaiter(w *waiter) {
-	select {
-	case <-w.ch: // never leave a stale token behind
-	default:
-	}
-	*w = waiter{ch: w.ch}
-	waiterPool.Put(w)
-}
+func putWaiter(*waiter) {}
 
 // waitQueue is an intrusive doubly-linked FIFO of waiters.
 type waitQueue struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,7 +274,12 @@ func (g *Registry) Lookup(name string) (*Resource, error) {
 	if r, ok := g.byName[name]; ok {
 		return r, nil
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknown, name)
+	known := make([]string, 0, len(g.byName))
+	for n := range g.byName {
+		known = append(known, n)
+	}
+	slices.Sort(known)
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(known, ", "))
 }
 
 // ByID returns the resource with the given ID, or nil.

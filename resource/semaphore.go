@@ -148,11 +148,17 @@ func (p Permit) Release() error {
 	if p.sem == nil {
 		return ErrZeroPermit
 	}
+	// The task's accounting first: a permit released twice while others
+	// hold units would otherwise give back their units. res.release counts
+	// the misuse.
+	if err := p.res.release(p.t, p.n); err != nil {
+		return err
+	}
 	if err := p.sem.release(p.n); err != nil {
 		p.res.misuse.Add(1)
 		return fmt.Errorf("resource %q: %w", p.res.name, err)
 	}
-	return p.res.release(p.t, p.n)
+	return nil
 }
 
 // Units returns how many units the permit holds (0 for a zero Permit).

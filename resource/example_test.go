@@ -1,0 +1,249 @@
+package resource_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/task"
+)
+
+// exampleSetup returns a resource registry and a task registry wired as
+// moirai.Controller wires them. Applications get both from the controller
+// (moirai.New, Controller.Begin, Controller.Mutex and the like).
+func exampleSetup() (*resource.Registry, *task.Registry) {
+	res := resource.NewRegistry()
+	return res, task.NewRegistry(clock.New(), task.Options{OnEnd: res.Fold})
+}
+
+func ExampleMutex() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("accounts", resource.KindLock, 0)
+	mu := resource.NewMutex(r, tasks.Clock().Now)
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{Class: "transfer"})
+	defer t.End(nil)
+
+	if err := mu.Lock(ctx); err != nil {
+		fmt.Println("not locked:", err) // ctx done, or the task cancelled
+		return
+	}
+	u, _ := t.Usage(r.ID())
+	fmt.Println("held while locked:", u.Held)
+	mu.Unlock()
+	u, _ = t.Usage(r.ID())
+	fmt.Println("held after unlock:", u.Held)
+	// Output:
+	// held while locked: 1
+	// held after unlock: 0
+}
+
+func ExampleMutex_cancelled() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("accounts", resource.KindLock, 0)
+	mu := resource.NewMutex(r, tasks.Clock().Now)
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{Cancellable: true})
+	defer t.End(nil)
+	_ = t.Cancel("holds the lock too long") // what the controller does
+
+	err := mu.Lock(ctx)
+	fmt.Println(errors.Is(err, task.ErrCancelled))
+	// Output:
+	// true
+}
+
+func ExampleRWMutex() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("catalog", resource.KindLock, 0)
+	rw := resource.NewRWMutex(r)
+
+	a, ta := tasks.Begin(context.Background(), task.Spec{})
+	defer ta.End(nil)
+	b, tb := tasks.Begin(context.Background(), task.Spec{})
+	defer tb.End(nil)
+
+	_ = rw.RLock(a)
+	_ = rw.RLock(b)
+	fmt.Println("readers:", rw.Readers())
+	// RUnlock takes the reader's context, so each task is charged its own
+	// hold.
+	rw.RUnlock(a)
+	rw.RUnlock(b)
+
+	_ = rw.Lock(a)
+	fmt.Println("readers under a writer:", rw.Readers())
+	rw.Unlock()
+	// Output:
+	// readers: 2
+	// readers under a writer: 0
+}
+
+func ExampleSemaphore() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("decoders", resource.KindQueue, 4)
+	sem := resource.NewSemaphore(r, 4)
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{})
+	defer t.End(nil)
+
+	p, err := sem.Acquire(ctx, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("in use:", sem.InUse(), "of", sem.Size())
+	if _, ok := sem.TryAcquire(ctx, 2); !ok {
+		fmt.Println("2 more do not fit")
+	}
+	_ = p.Release()
+	fmt.Println("in use:", sem.InUse())
+	// Output:
+	// in use: 3 of 4
+	// 2 more do not fit
+	// in use: 0
+}
+
+func ExamplePermit() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("connections", resource.KindQueue, 2)
+	sem := resource.NewSemaphore(r, 2)
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{})
+	defer t.End(nil)
+
+	p, _ := sem.Acquire(ctx, 2)
+	fmt.Println("units:", p.Units())
+	fmt.Println("release:", p.Release())
+	// A permit is released once; a second release is refused and counted.
+	fmt.Println("again:", p.Release() != nil, "misuse:", r.Misuse())
+
+	var zero resource.Permit
+	fmt.Println(zero.Release())
+	// Output:
+	// units: 2
+	// release: <nil>
+	// again: true misuse: 1
+	// resource: release of a zero Permit
+}
+
+func ExampleQueue() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("workers", resource.KindQueue, 1)
+	q := resource.NewQueue(r, 1, 1) // one slot, one place in line
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{})
+	defer t.End(nil)
+
+	err := q.Do(ctx, func(ctx context.Context) error {
+		fmt.Println("running:", q.Running(), "of", q.Slots())
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// running: 1 of 1
+	// done: <nil>
+}
+
+func ExampleMemory() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("buffer-pool", resource.KindMemory, 1024)
+	pool := resource.NewMemory(r)
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{Class: "scan"})
+
+	_ = pool.Use(ctx, 100) // pages pinned
+	pool.Evict(ctx, 40)    // the scan pushed out 40 pages others used
+	_ = pool.Free(ctx, 60)
+	fmt.Println("in use:", pool.InUse())
+	if err := pool.Free(ctx, 50); err != nil {
+		fmt.Println("free of 50: refused")
+	}
+
+	u, _ := t.Usage(r.ID())
+	fmt.Println("task holds:", u.Held, "evicted:", u.Evictions)
+
+	// The end of the task gives back what it still used.
+	t.End(nil)
+	fmt.Println("in use after the end:", pool.InUse())
+	fmt.Println("evictions of ended tasks:", r.EndedTotals().Evictions)
+	// Output:
+	// in use: 40
+	// free of 50: refused
+	// task holds: 40 evicted: 40
+	// in use after the end: 0
+	// evictions of ended tasks: 40
+}
+
+func ExampleResource() {
+	res, tasks := exampleSetup()
+	// A resource moirai has no primitive for: a remote lock service.
+	r, _ := res.Register("zk-lock", resource.KindLock, 0)
+
+	ctx, t := tasks.Begin(context.Background(), task.Spec{})
+	defer t.End(nil)
+
+	r.WaitBegin(ctx)
+	// ... ask the lock service and wait for the lock ...
+	r.WaitEnd(ctx)
+	_ = r.Acquire(ctx, 1)
+	// ... work under the lock ...
+	_ = r.Release(ctx, 1)
+
+	u, _ := t.Usage(r.ID())
+	fmt.Println("waits:", u.Waits, "held:", u.Held)
+	fmt.Println(r.Release(ctx, 1) != nil, r.Misuse())
+
+	// Events from a context without a task are only counted.
+	r.WaitBegin(context.Background())
+	fmt.Println("untracked:", r.Untracked())
+	// Output:
+	// waits: 1 held: 0
+	// true 1
+	// untracked: 1
+}
+
+func ExampleRegistry() {
+	g := resource.NewRegistry()
+	for _, name := range []string{"accounts", "workers"} {
+		if _, err := g.Register(name, resource.KindLock, 0); err != nil {
+			fmt.Println(err)
+		}
+	}
+	_, err := g.Register("accounts", resource.KindQueue, 8)
+	fmt.Println(errors.Is(err, resource.ErrExists))
+
+	r, _ := g.Lookup("workers")
+	fmt.Println(r.Name(), r.Kind(), g.ByID(r.ID()) == r)
+
+	_, err = g.Lookup("cache")
+	fmt.Println(err)
+
+	for _, r := range g.All() {
+		fmt.Println(r.ID(), r.Name())
+	}
+	// Output:
+	// true
+	// workers lock true
+	// resource: unknown resource "cache" (known: accounts, workers)
+	// 1 accounts
+	// 2 workers
+}
+
+func ExampleKind() {
+	for _, s := range []string{"lock", "Memory", " io ", "disk"} {
+		k, err := resource.ParseKind(s)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Printf("%q is %v\n", s, k)
+	}
+	// Output:
+	// "lock" is lock
+	// "Memory" is memory
+	// " io " is io
+	// resource: unknown kind "disk" (want lock, queue, memory, cpu or io)
+}
