@@ -25,7 +25,7 @@ type policyFunc struct {
 	fn   func(*snapshot.Snapshot) []policy.Decision
 }
 
-func (p policyFunc) Name() string                                   { return p.name }
+func (p policyFunc) Name() string                                  { return p.name }
 func (p policyFunc) Decide(s *snapshot.Snapshot) []policy.Decision { return p.fn(s) }
 
 // detectorFunc adapts a function to policy.Detector.
@@ -34,7 +34,7 @@ type detectorFunc struct {
 	fn   func(*snapshot.Snapshot) (bool, string)
 }
 
-func (d detectorFunc) Name() string                                  { return d.name }
+func (d detectorFunc) Name() string                               { return d.name }
 func (d detectorFunc) Detect(s *snapshot.Snapshot) (bool, string) { return d.fn(s) }
 
 // errs collects reported errors.
@@ -44,7 +44,11 @@ type errs struct {
 }
 
 func (e *errs) add(err error) { e.mu.Lock(); e.list = append(e.list, err); e.mu.Unlock() }
-func (e *errs) all() []error  { e.mu.Lock(); defer e.mu.Unlock(); return append([]error(nil), e.list...) }
+func (e *errs) all() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.list...)
+}
 
 // TestSnapshotSeesHoldersAndWaiters checks that a snapshot shows who holds
 // a lock, who waits for it, and for how long.

@@ -113,7 +113,7 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 	}
 	done := ctx.Done()
 	w := getWaiter(t)
-	defer putWaiter(w)
+	w.since = m.clock() // before the first enqueue: unlockSlow reads it
 	waiting := false
 	front := false
 	for {
@@ -129,7 +129,6 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 		m.mu.Unlock()
 		if !waiting {
 			waiting = true
-			w.since = m.clock()
 			m.res.waitBegin(t)
 		}
 		select {
@@ -247,8 +246,9 @@ func (m *Mutex) unlockSlow() {
 		// Waiters left; only this goroutine changes a locked, queue-less
 		// state under m.mu.
 		m.state.Store(0)
-	case s&mStarving != 0:
-		// Hand the lock over: it stays locked, now for w.
+	case s&mStarving != 0 || time.Duration(m.clock()-w.since) > starvationThreshold:
+		// The head has waited too long: hand the lock over. It stays
+		// locked, now for w, so newcomers cannot barge in.
 		m.q.remove(w)
 		w.granted = true
 		if m.q.head == nil {
@@ -324,8 +324,6 @@ type waiter struct {
 func getWaiter(t *task.Task) *waiter {
 	return &waiter{ch: make(chan struct{}, 1), t: t}
 }
-
-func putWaiter(*waiter) {}
 
 // waitQueue is an intrusive doubly-linked FIFO of waiters.
 type waitQueue struct {

@@ -104,7 +104,6 @@ func (m *RWMutex) Unlock() {
 // wait queues the caller (m.mu held on entry, released on return).
 func (m *RWMutex) wait(ctx context.Context, t *task.Task, write bool) error {
 	w := getWaiter(t)
-	defer putWaiter(w)
 	w.write = write
 	m.q.pushBack(w)
 	m.mu.Unlock()

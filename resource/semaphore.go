@@ -51,7 +51,6 @@ func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) 
 		return nil
 	}
 	w := getWaiter(t)
-	defer putWaiter(w)
 	w.n = n
 	s.q.pushBack(w)
 	s.mu.Unlock()

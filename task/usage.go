@@ -113,16 +113,44 @@ type blockMeta struct {
 	doneSeen atomic.Int64
 }
 
-// reset zeroes what the task used of the block.
+// reset zeroes what the task used of the block. A reader (the
+// controller's snapshot) may still be reading the block, so every word is
+// cleared with an atomic store, and only words that are not zero already:
+// a lock held and released leaves little to clear.
 func (b *slotBlock) reset(claimed int, meta bool) {
 	for i := range min(claimed, inlineSlots) {
-		b.slots[i] = slot{}
+		b.slots[i].clear()
 	}
 	if claimed > inlineSlots {
 		b.more.Store(nil)
 	}
 	if meta {
-		b.meta = blockMeta{}
+		m := &b.meta
+		for _, w := range [...]*atomic.Int64{&m.done, &m.total, &m.exec, &m.actStart, &m.extra, &m.doneSeen} {
+			zero(w)
+		}
+	}
+}
+
+func (s *slot) clear() {
+	if s.waits.Load() != 0 {
+		s.waits.Store(0)
+	}
+	if s.hold.Load() != 0 {
+		s.hold.Store(0)
+	}
+	if s.wait.Load() != 0 {
+		s.wait.Store(0)
+	}
+	zero(&s.holdNs)
+	zero(&s.waitNs)
+	zero(&s.evictions)
+	s.res.Store(0) // last: a reader stops at the first unclaimed slot
+}
+
+func zero(w *atomic.Int64) {
+	if w.Load() != 0 {
+		w.Store(0)
 	}
 }
 

@@ -1,0 +1,26 @@
+// Command moirai is the command-line tool of moirai, the overload-control
+// library: for now `moirai demo`, a live view of what the runtime sees in an
+// embedded service whose table lock is monopolized by one transaction, and
+// `moirai version`. Later: bench, guard, cpus.
+//
+// Commands return errors; only main exits, with one of the Exit* codes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	stop()
+	code := exitCode(err)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "moirai: %v\n", err)
+	}
+	os.Exit(code)
+}
