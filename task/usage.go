@@ -67,6 +67,9 @@ func micros(now int64) uint64 { return uint64(now/1000) & timeMask }
 // since returns the time from the packed start of word to now.
 func since(word uint64, now int64) time.Duration {
 	d := (micros(now) - word>>unitBits) & timeMask
+	if d > timeMask/2 {
+		return 0 // now is before the start: read with an older clock value
+	}
 	return time.Duration(d) * time.Microsecond
 }
 

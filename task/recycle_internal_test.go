@@ -1,0 +1,67 @@
+package task
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/moirai-go/moirai/internal/clock"
+)
+
+// TestEventRacingEndStaysInBlock plays, step by step, an Acquire on one
+// goroutine of a task racing End on another: the Acquire finds its slot
+// (slotFor checks that the task has not ended), End runs to completion
+// (it zeroes the block and puts it in limbo), then the Acquire adds its
+// units. The block then goes through limbo to the free list and to a new
+// task, which must see none of the old task's accounting.
+//
+// BUG: Registry.end zeroes the block when the task ends (slotBlock.reset),
+// before the limbo delay rather than after it, so what a racing event
+// writes after End stays in the block and is handed to the next task.
+func TestEventRacingEndStaysInBlock(t *testing.T) {
+	t.Skip("BUG (open): an event racing End writes into the block after it is zeroed; the next task inherits it. Fix: zero blocks again when they leave limbo.")
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.New()
+		r := NewRegistry(clk, Options{})
+		_, old := r.Begin(context.Background(), Spec{})
+		old.Acquire(1, 1)
+
+		s := old.slotFor(2) // goroutine G: Acquire(2, 3) has found its slot
+		old.End(nil)        // End on another goroutine
+		if !take(&s.hold, 3, clk.Now()) {
+			t.Fatal("take failed")
+		} // G: Acquire completes
+
+		blk := old.blk
+		var next *Task
+		var others []*Task
+		for range 20 * len(r.shards) {
+			time.Sleep(time.Millisecond)
+			clk.Advance()
+			_, tk := r.Begin(context.Background(), Spec{})
+			if tk.blk == blk {
+				next = tk
+				break
+			}
+			others = append(others, tk)
+		}
+		defer func() {
+			for _, tk := range others {
+				tk.End(nil)
+			}
+		}()
+		if next == nil {
+			t.Fatal("the ended task's block was never reused")
+		}
+		defer next.End(nil)
+
+		next.Acquire(7, 1)
+		next.Acquire(8, 1)
+		want := []Usage{{Resource: 7, Held: 1}, {Resource: 8, Held: 1}}
+		got := next.AppendUsage(nil, clk.Now())
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("a new task holding one unit each of 7 and 8 reads %+v, want %+v", got, want)
+		}
+	})
+}
