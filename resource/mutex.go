@@ -311,6 +311,7 @@ type waiter struct {
 	t          *task.Task
 	n          int64 // units wanted (semaphores), or reader/writer marker
 	write      bool
+	err        error // set with the token when the wait is refused
 	since      int64
 	queued     bool
 	granted    bool

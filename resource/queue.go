@@ -67,7 +67,7 @@ func (q *Queue) Resize(slots int64) error {
 	if slots < 1 {
 		return fmt.Errorf("resource %q: queue of %d slots", q.res.name, slots)
 	}
-	q.sem.resize(slots)
+	q.sem.resize(slots, q.res.name)
 	return nil
 }
 

@@ -254,8 +254,8 @@ func (g *Registry) Register(name string, kind Kind, capacity int64) (*Resource, 
 		return nil, fmt.Errorf("%w: %q (a %v)", ErrExists, name, old.kind)
 	}
 	old := *g.byID.Load()
-	if len(old) > int(^uint32(0)>>1) {
-		return nil, errors.New("resource: too many resources")
+	if len(old) > task.MaxResources {
+		return nil, fmt.Errorf("resource %q: too many resources (at most %d)", name, task.MaxResources)
 	}
 	r := &Resource{id: task.ResourceID(len(old)), name: name, kind: kind, capacity: capacity}
 	ids := make([]*Resource, len(old)+1)

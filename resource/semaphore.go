@@ -62,7 +62,7 @@ func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) 
 	select {
 	case <-w.ch:
 		r.waitEnd(t)
-		return nil
+		return w.err
 	case <-done:
 	}
 	s.mu.Lock()
@@ -77,6 +77,10 @@ func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) 
 	} else {
 		s.mu.Unlock()
 		<-w.ch
+		if w.err != nil { // refused by a resize: nothing was taken
+			r.waitEnd(t)
+			return w.err
+		}
 		s.release(n)
 	}
 	r.waitEnd(t)
@@ -118,10 +122,22 @@ func (s *sema) notifyLocked() {
 }
 
 // resize changes the capacity, admitting waiters if it grew. Units held
-// above a reduced capacity stay held until released.
-func (s *sema) resize(size int64) {
+// above a reduced capacity stay held until released. Waiters that ask for
+// more than the new capacity could never be served: they are refused, so
+// they do not hold up the waiters behind them.
+func (s *sema) resize(size int64, name string) {
 	s.mu.Lock()
 	s.size.Store(size)
+	for w := s.q.head; w != nil; {
+		next := w.next
+		if w.n > size {
+			s.q.remove(w)
+			s.nwait.Add(-1)
+			w.err = fmt.Errorf("resource %q: resized to %d, below the %d units asked for", name, size, w.n)
+			w.ch <- struct{}{}
+		}
+		w = next
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 }
@@ -220,7 +236,7 @@ func (s *Semaphore) Resize(size int64) error {
 	if size < 1 {
 		return fmt.Errorf("resource %q: semaphore size %d below 1", s.res.name, size)
 	}
-	s.sem.resize(size)
+	s.sem.resize(size, s.res.name)
 	return nil
 }
 

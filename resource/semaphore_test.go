@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -396,4 +397,49 @@ func TestSemaphoreConcurrent(t *testing.T) {
 	if diff := cmp.Diff(semState{Size: size}, stateOf(s)); diff != "" {
 		t.Errorf("at the end (-want +got):\n%s", diff)
 	}
+}
+
+// TestResizeRefusesWaitersThatNoLongerFit: a waiter asking for more than a
+// shrunken semaphore holds is refused at once, and those behind it go on.
+func TestResizeRefusesWaitersThatNoLongerFit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		s := resource.NewSemaphore(e.register(t, "pool", resource.KindQueue, 4), 4)
+		ctx := context.Background()
+		hold, err := s.Acquire(ctx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bigErr := make(chan error, 1)
+		go func() {
+			_, err := s.Acquire(ctx, 3)
+			bigErr <- err
+		}()
+		synctest.Wait()
+		smallDone := make(chan resource.Permit, 1)
+		go func() {
+			p, err := s.Acquire(ctx, 1)
+			if err != nil {
+				t.Error(err)
+			}
+			smallDone <- p
+		}()
+		synctest.Wait()
+		if err := s.Resize(2); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-bigErr; err == nil || !strings.Contains(err.Error(), "below the 3 units") {
+			t.Errorf("big waiter: %v, want refusal", err)
+		}
+		if err := hold.Release(); err != nil {
+			t.Fatal(err)
+		}
+		p := <-smallDone
+		if err := p.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if s.Waiting() != 0 || s.InUse() != 0 {
+			t.Errorf("waiting %d, in use %d", s.Waiting(), s.InUse())
+		}
+	})
 }

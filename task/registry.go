@@ -162,16 +162,16 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 			exec += time.Duration(now - t.actStart())
 		}
 	}
-	claimed := t.claimed()
+
 	sh := &r.shards[t.id&r.mask]
 	sh.mu.Lock()
 	if r.onEnd != nil {
 		sh.scratch = sh.scratch[:0]
-		t.blk.each(claimed, now, func(u Usage) { sh.scratch = append(sh.scratch, u) })
+		t.blk.each(t.tag(), now, func(u Usage) { sh.scratch = append(sh.scratch, u) })
 		r.onEnd(t, now, sh.scratch)
 	}
 	if len(sh.limbo[0]) < maxRecycled {
-		t.blk.reset(claimed, state&stateMeta != 0)
+		t.blk.reset(state&stateMeta != 0)
 		sh.limbo[0] = append(sh.limbo[0], t.blk)
 	}
 	last := len(sh.live) - 1
@@ -316,6 +316,7 @@ func (r *Registry) CheckUnended(t *Task, now int64, grace time.Duration) bool {
 	seen := t.blk.meta.doneSeen.Load()
 	if seen == 0 {
 		t.meta().doneSeen.CompareAndSwap(0, max(now, 1))
+		t.clearIfEnded()
 		return false
 	}
 	if time.Duration(now-seen) < grace {

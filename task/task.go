@@ -149,6 +149,7 @@ func (t *Task) Progress(done, total int64) {
 	m := t.meta()
 	m.total.Store(total)
 	m.done.Store(done)
+	t.clearIfEnded()
 }
 
 // ProgressOf returns the last progress the task reported (0, 0 if none,
@@ -177,6 +178,7 @@ func (t *Task) Freeze() {
 			if d := t.reg.clock.Now() - t.actStart(); d > 0 {
 				t.blk.meta.exec.Add(d)
 			}
+			t.clearIfEnded()
 			return
 		}
 	}
@@ -197,8 +199,23 @@ func (t *Task) Activate() {
 		t.meta().actStart.Store(t.reg.clock.Now())
 		if t.state.CompareAndSwap(s, s&^stateFrozen) {
 			t.blk.meta.extra.Add(1)
+			t.clearIfEnded()
 			return
 		}
+		if t.Ended() {
+			t.clearIfEnded()
+			return
+		}
+	}
+}
+
+// clearIfEnded clears what a call that raced End wrote into the task's
+// block after End cleared it, so the block's next task starts clean. (The
+// block is reused no sooner than a quarter tick after End, far longer than
+// the race.)
+func (t *Task) clearIfEnded() {
+	if t.Ended() {
+		t.blk.meta.clear()
 	}
 }
 
@@ -249,7 +266,7 @@ func (t *Task) OnCancel(fn func()) (stop func() bool) {
 	hs.mu.Lock()
 	if hs.fired || t.state.Load()&stateCancelled != 0 {
 		hs.mu.Unlock()
-		t.reg.runHooks(t, []*hook{h})
+		t.reg.runHook(t, h)
 		return func() bool { return false }
 	}
 	hs.hooks = append(hs.hooks, h)
@@ -280,18 +297,19 @@ func (t *Task) Cancel(reason string) error {
 	if !t.spec.Cancellable {
 		return fmt.Errorf("task: %d is not cancellable", t.id)
 	}
+	if t.Ended() {
+		return fmt.Errorf("task: %d has ended", t.id)
+	}
+	// The first Cancel to record its reason is the one that cancels, so
+	// the cause always carries the reason of the cancellation that won.
+	rs := t.rareState()
+	if !rs.reason.CompareAndSwap(nil, &reason) {
+		return fmt.Errorf("task: %d is already cancelled", t.id)
+	}
 	for {
 		s := t.state.Load()
-		switch {
-		case s&stateEnded != 0:
+		if s&stateEnded != 0 {
 			return fmt.Errorf("task: %d has ended", t.id)
-		case s&stateCancelled != 0:
-			return fmt.Errorf("task: %d is already cancelled", t.id)
-		}
-		if reason != "" {
-			if rs := t.rareState(); rs.reason.Load() == nil {
-				rs.reason.Store(&reason)
-			}
 		}
 		if t.state.CompareAndSwap(s, s|stateCancelled) {
 			break
@@ -301,14 +319,12 @@ func (t *Task) Cancel(reason string) error {
 		p.cancel(t.cause())
 	}
 	t.reg.cancelled.Add(1)
-	if hs := t.rare.Load(); hs != nil {
-		hs.mu.Lock()
-		hooks := hs.hooks
-		hs.hooks, hs.fired = nil, true
-		hs.mu.Unlock()
-		if len(hooks) > 0 {
-			t.reg.runHooks(t, hooks)
-		}
+	rs.mu.Lock()
+	hooks := rs.hooks
+	rs.hooks, rs.fired = nil, true
+	rs.mu.Unlock()
+	for _, h := range hooks {
+		t.reg.runHook(t, h)
 	}
 	return nil
 }
@@ -316,7 +332,7 @@ func (t *Task) Cancel(reason string) error {
 // cause returns the cause with which the task's context is cancelled.
 func (t *Task) cause() error {
 	if rs := t.rare.Load(); rs != nil {
-		if r := rs.reason.Load(); r != nil {
+		if r := rs.reason.Load(); r != nil && *r != "" {
 			return &cancelError{reason: *r}
 		}
 	}
@@ -355,19 +371,18 @@ func (t *Task) End(err error) {
 	}
 }
 
-// runHooks runs hooks in a goroutine of their own, recovering panics and
-// reporting hooks still running after the registry's hook timeout.
-func (r *Registry) runHooks(t *Task, hooks []*hook) {
+// runHook runs a hook in a goroutine of its own, recovering a panic and
+// reporting the hook if it is still running after the registry's hook
+// timeout.
+func (r *Registry) runHook(t *Task, h *hook) {
 	r.hooksRunning.Add(1)
 	go func() {
 		defer r.hooksRunning.Add(-1)
-		for _, h := range hooks {
-			r.runHook(t, h)
-		}
+		r.callHook(t, h)
 	}()
 }
 
-func (r *Registry) runHook(t *Task, h *hook) {
+func (r *Registry) callHook(t *Task, h *hook) {
 	finished := make(chan struct{})
 	var watchdog *time.Timer
 	if r.hookTimeout > 0 {

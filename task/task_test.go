@@ -762,3 +762,59 @@ func TestNilTask(t *testing.T) {
 		t.Error("Context() of a nil task is not Background")
 	}
 }
+
+// TestConcurrentCancelsAgreeOnTheReason: of several concurrent Cancels
+// exactly one succeeds, and the context's cause carries its reason.
+func TestConcurrentCancelsAgreeOnTheReason(t *testing.T) {
+	for range 50 {
+		e := newEnv(t, task.Options{})
+		ctx, tk := e.begin(t, task.Spec{Cancellable: true})
+		_ = ctx.Done() // the context exists before the race
+		reasons := []string{"a", "b", "c", "d"}
+		won := make(chan string, len(reasons))
+		var wg sync.WaitGroup
+		for _, r := range reasons {
+			wg.Go(func() {
+				if tk.Cancel(r) == nil {
+					won <- r
+				}
+			})
+		}
+		wg.Wait()
+		close(won)
+		var winners []string
+		for r := range won {
+			winners = append(winners, r)
+		}
+		if len(winners) != 1 {
+			t.Fatalf("%d Cancels succeeded, want 1", len(winners))
+		}
+		if cause := context.Cause(ctx); !strings.HasSuffix(cause.Error(), ": "+winners[0]) {
+			t.Fatalf("cause %q does not carry the winner's reason %q", cause, winners[0])
+		}
+		tk.End(nil)
+	}
+}
+
+// TestBlockedHookDoesNotDelayOthers: each OnCancel hook runs in its own
+// goroutine, so one that blocks does not hold up the next.
+func TestBlockedHookDoesNotDelayOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, task.Options{})
+		_, tk := e.begin(t, task.Spec{Cancellable: true})
+		release := make(chan struct{})
+		second := make(chan struct{})
+		tk.OnCancel(func() { <-release })
+		tk.OnCancel(func() { close(second) })
+		if err := tk.Cancel("test"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !isClosed(second) {
+			t.Error("the second hook waited for the blocked first one")
+		}
+		close(release)
+		synctest.Wait()
+		tk.End(nil)
+	})
+}

@@ -52,6 +52,27 @@ type slot struct {
 	evictions atomic.Int64
 }
 
+// A claimed slot's res word holds the resource ID (low 20 bits) and a tag
+// of the owning task's ID (high 12 bits). Blocks are recycled; the tag lets
+// an event of an ended task that raced its End recognise that the slot is
+// no longer its own, so it changes nothing there.
+const (
+	idBits   = 20
+	idMask   = 1<<idBits - 1
+	tagShift = idBits
+	// MaxResources is the number of resource IDs the accounting can tell
+	// apart.
+	MaxResources = idMask
+)
+
+// key returns the res word of t's slot for resource id.
+func (t *Task) key(id ResourceID) uint32 {
+	return uint32(id)&idMask | uint32(t.id)<<tagShift
+}
+
+// tag returns the tag part of t's res words.
+func (t *Task) tag() uint32 { return uint32(t.id) << tagShift }
+
 const (
 	unitBits = 24
 	unitMask = 1<<unitBits - 1
@@ -119,19 +140,27 @@ type blockMeta struct {
 // reset zeroes what the task used of the block. A reader (the
 // controller's snapshot) may still be reading the block, so every word is
 // cleared with an atomic store, and only words that are not zero already:
-// a lock held and released leaves little to clear.
-func (b *slotBlock) reset(claimed int, meta bool) {
-	for i := range min(claimed, inlineSlots) {
+// a lock held and released leaves little to clear. Claimed slots are found
+// by their res word, not by the task's count, so a slot claimed by an event
+// racing End is cleared too.
+func (b *slotBlock) reset(meta bool) {
+	for i := range b.slots {
+		if b.slots[i].res.Load() == 0 {
+			break // slots are claimed in order: the rest are free
+		}
 		b.slots[i].clear()
-	}
-	if claimed > inlineSlots {
-		b.more.Store(nil)
+		if i == inlineSlots-1 {
+			b.more.Store(nil)
+		}
 	}
 	if meta {
-		m := &b.meta
-		for _, w := range [...]*atomic.Int64{&m.done, &m.total, &m.exec, &m.actStart, &m.extra, &m.doneSeen} {
-			zero(w)
-		}
+		b.meta.clear()
+	}
+}
+
+func (m *blockMeta) clear() {
+	for _, w := range [...]*atomic.Int64{&m.done, &m.total, &m.exec, &m.actStart, &m.extra, &m.doneSeen} {
+		zero(w)
 	}
 }
 
@@ -157,33 +186,21 @@ func zero(w *atomic.Int64) {
 	}
 }
 
-// slotFor returns the task's slot for resource id, claiming a free one the
-// first time the task touches the resource, or nil if the task has ended.
-func (t *Task) slotFor(id ResourceID) *slot {
+// slotFor returns the task's slot for resource id and its res word,
+// claiming a free slot the first time the task touches the resource, or
+// nil if the task has ended.
+func (t *Task) slotFor(id ResourceID) (*slot, uint32) {
 	if t.state.Load()&stateEnded != 0 {
 		t.reg.lateEvents.Add(1)
-		return nil
+		return nil, 0
 	}
+	key := t.key(id)
 	b := t.blk
 	for i := range b.slots {
-		s := &b.slots[i]
-		switch ResourceID(s.res.Load()) {
-		case id:
-			return s
-		case 0:
-			if s.res.CompareAndSwap(0, uint32(id)) {
-				t.state.Add(claimedOne)
-				return s
-			}
-			if ResourceID(s.res.Load()) == id {
-				return s
-			}
+		if s := b.slots[i].match(t, key); s != nil {
+			return s, key
 		}
 	}
-	return b.slotForSlow(t, id)
-}
-
-func (b *slotBlock) slotForSlow(t *Task, id ResourceID) *slot {
 	next := &b.more
 	for {
 		c := next.Load()
@@ -194,29 +211,36 @@ func (b *slotBlock) slotForSlow(t *Task, id ResourceID) *slot {
 			}
 		}
 		for i := range c.slots {
-			s := &c.slots[i]
-			switch ResourceID(s.res.Load()) {
-			case id:
-				return s
-			case 0:
-				if s.res.CompareAndSwap(0, uint32(id)) {
-					t.state.Add(claimedOne)
-					return s
-				}
-				if ResourceID(s.res.Load()) == id {
-					return s
-				}
+			if s := c.slots[i].match(t, key); s != nil {
+				return s, key
 			}
 		}
 		next = &c.next
 	}
 }
 
+// match returns s if it is t's slot for key, claiming it if it is free.
+func (s *slot) match(t *Task, key uint32) *slot {
+	switch s.res.Load() {
+	case key:
+		return s
+	case 0:
+		if s.res.CompareAndSwap(0, key) {
+			t.state.Add(claimedOne)
+			return s
+		}
+		if s.res.Load() == key {
+			return s
+		}
+	}
+	return nil
+}
+
 // read returns the slot as a Usage at time now.
 func (s *slot) read(now int64) Usage {
 	h, w := s.hold.Load(), s.wait.Load()
 	u := Usage{
-		Resource:  ResourceID(s.res.Load()),
+		Resource:  ResourceID(s.res.Load() & idMask),
 		Held:      int64(h & unitMask),
 		Hold:      time.Duration(s.holdNs.Load()),
 		Waiting:   int32(w & unitMask),
@@ -233,32 +257,46 @@ func (s *slot) read(now int64) Usage {
 	return u
 }
 
-// take adds n units to a packed word, stamping the start when it was 0.
-// It returns false, changing nothing, if the units would overflow.
-func take(word *atomic.Uint64, n uint64, now int64) bool {
+// Outcomes of take and give.
+const (
+	opDone    = iota
+	opRefused // overflow, or not enough units
+	opStale   // the slot is no longer the caller's
+)
+
+// take adds n units to a packed word of slot s, stamping the start when it
+// was 0. It changes nothing if the units would overflow (refused) or s no
+// longer holds key (stale).
+func (s *slot) take(word *atomic.Uint64, key uint32, n uint64, now int64) int {
 	for {
+		if s.res.Load() != key {
+			return opStale
+		}
 		old := word.Load()
 		nw := old + n
 		if old&unitMask == 0 {
 			nw = micros(now)<<unitBits | n
 		} else if old&unitMask+n > unitMask {
-			return false
+			return opRefused
 		}
 		if word.CompareAndSwap(old, nw) {
-			return true
+			return opDone
 		}
 	}
 }
 
-// give removes n units from a packed word. When that empties it, it adds
-// the finished period to acc. It returns false, changing nothing, if fewer
-// than n units are there.
-func give(word *atomic.Uint64, acc *atomic.Int64, n uint64, now int64) bool {
+// give removes n units from a packed word of slot s. When that empties
+// it, it adds the finished period to acc. It changes nothing if fewer than
+// n units are there (refused) or s no longer holds key (stale).
+func (s *slot) give(word *atomic.Uint64, acc *atomic.Int64, key uint32, n uint64, now int64) int {
 	for {
+		if s.res.Load() != key {
+			return opStale
+		}
 		old := word.Load()
 		u := old & unitMask
 		if u < n {
-			return false
+			return opRefused
 		}
 		nw := old - n
 		if u == n {
@@ -270,7 +308,7 @@ func give(word *atomic.Uint64, acc *atomic.Int64, n uint64, now int64) bool {
 					acc.Add(int64(d))
 				}
 			}
-			return true
+			return opDone
 		}
 	}
 }
@@ -285,14 +323,17 @@ func (t *Task) WaitBegin(id ResourceID) {
 	if t == nil {
 		return
 	}
-	s := t.slotFor(id)
+	s, key := t.slotFor(id)
 	if s == nil {
 		return
 	}
-	if take(&s.wait, 1, t.reg.clock.Now()) {
+	switch s.take(&s.wait, key, 1, t.reg.clock.Now()) {
+	case opDone:
 		s.waits.Add(1)
-	} else {
+	case opRefused:
 		t.reg.badEvents.Add(1)
+	case opStale:
+		t.reg.lateEvents.Add(1)
 	}
 }
 
@@ -303,12 +344,15 @@ func (t *Task) WaitEnd(id ResourceID) {
 	if t == nil {
 		return
 	}
-	s := t.slotFor(id)
+	s, key := t.slotFor(id)
 	if s == nil {
 		return
 	}
-	if !give(&s.wait, &s.waitNs, 1, t.reg.clock.Now()) {
+	switch s.give(&s.wait, &s.waitNs, key, 1, t.reg.clock.Now()) {
+	case opRefused:
 		t.reg.badEvents.Add(1)
+	case opStale:
+		t.reg.lateEvents.Add(1)
 	}
 }
 
@@ -324,13 +368,20 @@ func (t *Task) Acquire(id ResourceID, n int64) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
-	s := t.slotFor(id)
+	s, key := t.slotFor(id)
 	if s == nil {
 		return nil
 	}
-	if n > MaxUnits || !take(&s.hold, uint64(n), t.reg.clock.Now()) {
+	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
 		return ErrTooManyUnits
+	}
+	switch s.take(&s.hold, key, uint64(n), t.reg.clock.Now()) {
+	case opRefused:
+		t.reg.badEvents.Add(1)
+		return ErrTooManyUnits
+	case opStale:
+		t.reg.lateEvents.Add(1)
 	}
 	return nil
 }
@@ -341,13 +392,20 @@ func (t *Task) Release(id ResourceID, n int64) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
-	s := t.slotFor(id)
+	s, key := t.slotFor(id)
 	if s == nil {
 		return nil
 	}
-	if n > MaxUnits || !give(&s.hold, &s.holdNs, uint64(n), t.reg.clock.Now()) {
+	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
 		return ErrOverRelease
+	}
+	switch s.give(&s.hold, &s.holdNs, key, uint64(n), t.reg.clock.Now()) {
+	case opRefused:
+		t.reg.badEvents.Add(1)
+		return ErrOverRelease
+	case opStale:
+		t.reg.lateEvents.Add(1)
 	}
 	return nil
 }
@@ -358,7 +416,7 @@ func (t *Task) Evicted(id ResourceID, n int64) {
 	if n <= 0 || t == nil {
 		return
 	}
-	if s := t.slotFor(id); s != nil {
+	if s, key := t.slotFor(id); s != nil && s.res.Load() == key {
 		s.evictions.Add(n)
 	}
 }
@@ -395,30 +453,38 @@ func (t *Task) EachUsage(now int64, fn func(Usage)) {
 	if t.state.Load()&stateEnded != 0 {
 		return
 	}
-	t.blk.each(t.claimed(), now, fn)
+	if t.claimed() > 0 {
+		t.blk.each(t.tag(), now, fn)
+	}
 }
 
-// each calls fn with the first claimed slots of b.
-func (b *slotBlock) each(claimed int, now int64, fn func(Usage)) {
-	if claimed == 0 {
-		return
-	}
+// each calls fn with the claimed slots of b whose tag is tag, in order.
+func (b *slotBlock) each(tag uint32, now int64, fn func(Usage)) {
 	for i := range b.slots {
-		s := &b.slots[i]
-		if s.res.Load() == 0 {
+		if !b.slots[i].visit(tag, now, fn) {
 			return
 		}
-		fn(s.read(now))
 	}
 	for c := b.more.Load(); c != nil; c = c.next.Load() {
 		for i := range c.slots {
-			s := &c.slots[i]
-			if s.res.Load() == 0 {
+			if !c.slots[i].visit(tag, now, fn) {
 				return
 			}
-			fn(s.read(now))
 		}
 	}
+}
+
+// visit calls fn with s if it is claimed with tag, and reports whether
+// slots after s may be claimed.
+func (s *slot) visit(tag uint32, now int64, fn func(Usage)) bool {
+	r := s.res.Load()
+	if r == 0 {
+		return false
+	}
+	if r&^idMask == tag {
+		fn(s.read(now))
+	}
+	return true
 }
 
 // Claimed returns how many resources the task has touched: the number of
