@@ -251,8 +251,11 @@ func (c *Controller) buildLocked(dst *snapshot.Snapshot, live *[]*task.Task, adv
 		dst.Resources = make([]snapshot.Resource, n)
 	}
 	dst.Resources = dst.Resources[:n]
+	c.liveTab = grow(c.liveTab, n)
 	for i := range dst.Resources {
 		r := c.res.ByID(task.ResourceID(i + 1))
+		lh := &c.liveTab[i]
+		lh.tag, lh.held, lh.ok = r.LiveHold(now)
 		e := r.EndedTotals()
 		dst.Resources[i] = snapshot.Resource{
 			ID: r.ID(), Name: r.Name(), Kind: r.Kind(), Capacity: r.Capacity(),

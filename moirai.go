@@ -96,7 +96,8 @@ type Controller struct {
 	steps      uint64
 
 	scratchLive []*task.Task
-	parts       []partial // per-worker sums of a snapshot build
+	parts       []partial  // per-worker sums of a snapshot build
+	liveTab     []liveHold // per resource: the hold in progress its primitive reports
 }
 
 // New returns a running controller. With no option it traces tasks and
@@ -121,6 +122,7 @@ func New(opts ...Option) *Controller {
 	c.clock.SetResolution(cfg.resolution)
 	c.tasks = task.NewRegistry(c.clock, task.Options{
 		OnEnd:       c.res.Fold,
+		LiveHold:    c.res.LiveHold,
 		Report:      c.report,
 		HookTimeout: cfg.hookTimeout,
 	})

@@ -29,6 +29,14 @@ type partial struct {
 	dropped bool
 }
 
+// liveHold is a resource's hold in progress as its primitive reports it
+// (see resource.Resource.LiveHold), read once per snapshot.
+type liveHold struct {
+	tag  uint64
+	held time.Duration
+	ok   bool
+}
+
 type resSum struct {
 	wait, hold       time.Duration
 	waits, evictions int64
@@ -112,13 +120,17 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 		region := dst.Usage[st.First : st.First+st.N]
 		k := 0
 		ti := int32(i)
-		t.EachUsage(now, func(u task.Usage) {
+		tag := task.HolderTag(t.ID())
+		t.EachSlot(now, func(u task.Usage) {
 			if k == len(region) {
 				return // claimed after the layout: next snapshot
 			}
 			ri := int32(u.Resource) - 1
 			if ri < 0 || ri >= n {
 				ri = -1 // registered after the resources were copied
+			} else if lh := &c.liveTab[ri]; lh.ok && lh.tag == tag {
+				u.Held++
+				u.Hold += lh.held
 			}
 			region[k] = snapshot.Usage{Usage: u, Task: ti, Res: ri}
 			k++

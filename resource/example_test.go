@@ -15,7 +15,7 @@ import (
 // (moirai.New, Controller.Begin, Controller.Mutex and the like).
 func exampleSetup() (*resource.Registry, *task.Registry) {
 	res := resource.NewRegistry()
-	return res, task.NewRegistry(clock.New(), task.Options{OnEnd: res.Fold})
+	return res, task.NewRegistry(clock.New(), task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold})
 }
 
 func ExampleMutex() {

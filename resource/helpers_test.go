@@ -25,7 +25,7 @@ func newEnv(t *testing.T) *env {
 	res := resource.NewRegistry()
 	return &env{
 		clk:   clk,
-		tasks: task.NewRegistry(clk, task.Options{OnEnd: res.Fold}),
+		tasks: task.NewRegistry(clk, task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold}),
 		res:   res,
 	}
 }

@@ -9,12 +9,25 @@ import (
 	"github.com/moirai-go/moirai/task"
 )
 
-// Mutex state bits.
+// Mutex state: three flag bits, and while the lock is held, who holds it
+// and since when, so that acquiring the lock and publishing its holder to
+// the controller is one compare-and-swap.
 const (
 	mLocked   = 1 << 0 // held
 	mWaiters  = 1 << 1 // the wait queue is not empty
 	mStarving = 1 << 2 // hand the lock to the queue's head, no barging
+	mFlags    = mLocked | mWaiters | mStarving
+
+	sinceShift = 3               // ms since the clock's epoch, modulo 2³²
+	tagShift   = 3 + 32          // task.HolderTag of the holder (0: unknown)
+	identMask  = ^uint64(mFlags) // the holder's identity bits
 )
+
+// identity returns the state bits naming t as the holder since now.
+func identity(t *task.Task, now int64) uint64 {
+	ms := uint64(now/int64(time.Millisecond)) & (1<<32 - 1)
+	return ms<<sinceShift | task.HolderTag(t.ID())<<tagShift
+}
 
 // starvationThreshold is how long a waiter may lose to newcomers before the
 // mutex switches to handing the lock over in FIFO order (as sync.Mutex does).
@@ -25,19 +38,24 @@ const spins = 4
 
 // Mutex is a mutual-exclusion lock that records, per task, who holds it and
 // who waits for it, and whose Lock gives up when the waiter's context is
-// done. Uncontended, it costs one compare-and-swap and a few atomic adds on
-// the holder's own counters. Under contention newcomers may barge in, as
+// done. Uncontended, Lock and Unlock cost one compare-and-swap each, as
+// sync.Mutex's do: the state word names the holder and the time it took
+// the lock, and the finished hold is added to the holder's counters after
+// the lock is released (one atomic add, none for a hold shorter than a
+// tick of the coarse clock). Under contention newcomers may barge in, as
 // with sync.Mutex, until a waiter has waited a millisecond; then the lock is
 // handed over in arrival order.
 //
 // A Mutex must be created by [NewMutex] (or the controller's Mutex method)
 // and must not be copied after first use.
 type Mutex struct {
-	state atomic.Int32
-	// holder is written by the goroutine that takes the lock and read by
-	// the one that releases it; the state word's compare-and-swap orders
-	// the two, so it needs no atomic access of its own.
+	state atomic.Uint64
+	// holder and since are written by the goroutine that takes the lock
+	// and read by the one that releases it; the state word's
+	// compare-and-swap orders the two, so they need no atomic access of
+	// their own. Others learn the holder from the state word.
 	holder *task.Task
+	since  int64
 	res    *Resource
 	clock  func() int64
 
@@ -46,8 +64,26 @@ type Mutex struct {
 }
 
 // NewMutex returns an unlocked mutex accounted to r, reading time from now.
+// The mutex reports its holder to r (see Resource.LiveHold).
 func NewMutex(r *Resource, now func() int64) *Mutex {
-	return &Mutex{res: r, clock: now}
+	m := &Mutex{res: r, clock: now}
+	r.live.Store(&liveHolder{fn: m.liveHold})
+	return m
+}
+
+// liveHold returns the tag of the task holding m and for how long it has
+// held it at clock value now, read from the state word.
+func (m *Mutex) liveHold(now int64) (tag uint64, held time.Duration, ok bool) {
+	s := m.state.Load()
+	if s&mLocked == 0 {
+		return 0, 0, false
+	}
+	nowMs := uint64(now/int64(time.Millisecond)) & (1<<32 - 1)
+	d := (nowMs - s>>sinceShift) & (1<<32 - 1)
+	if d >= 1<<31 {
+		d = 0 // read with an older clock value
+	}
+	return s >> tagShift, time.Duration(d) * time.Millisecond, true
 }
 
 // Resource returns the resource the mutex is accounted to.
@@ -63,8 +99,10 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if t.Cancelled() {
 		return causeOf(ctx, t)
 	}
-	if m.state.CompareAndSwap(0, mLocked) {
-		m.acquired(t)
+	now := m.clock()
+	if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
+		m.holder, m.since = t, now
+		t.Claim(m.res.id)
 		return nil
 	}
 	return m.lockSlow(ctx, t)
@@ -81,9 +119,19 @@ func (m *Mutex) TryLock(ctx context.Context) bool {
 	return true
 }
 
+// acquired records t as the holder after a slow-path acquisition, which
+// set only the locked bit.
 func (m *Mutex) acquired(t *task.Task) {
-	m.holder = t
-	m.res.acquire(t, 1)
+	now := m.clock()
+	m.holder, m.since = t, now
+	id := identity(t, now)
+	for {
+		s := m.state.Load()
+		if m.state.CompareAndSwap(s, s&^identMask|id) {
+			break
+		}
+	}
+	t.Claim(m.res.id)
 }
 
 // tryLock takes the lock if it is free and nobody is starving.
@@ -220,17 +268,21 @@ func (m *Mutex) dequeuedLocked() {
 // an unlocked Mutex panics, as it does for sync.Mutex; it may be unlocked
 // by a goroutine other than the one that locked it.
 func (m *Mutex) Unlock() {
-	if m.state.Load()&mLocked == 0 {
+	s := m.state.Load()
+	if s&mLocked == 0 {
 		panic("moirai: unlock of unlocked mutex")
 	}
-	if t := m.holder; t != nil {
-		m.holder = nil
-		_ = m.res.release(t, 1)
+	// The hold is charged after the lock is released, to keep the
+	// critical section as short as sync.Mutex's; the holder is read while
+	// the lock still protects it.
+	t, since := m.holder, m.since
+	m.holder = nil
+	if s&(mWaiters|mStarving) != 0 || !m.state.CompareAndSwap(s, 0) {
+		m.unlockSlow()
 	}
-	if m.state.CompareAndSwap(mLocked, 0) {
-		return
+	if t != nil {
+		t.AddHold(m.res.id, time.Duration(m.clock()-since))
 	}
-	m.unlockSlow()
 }
 
 func (m *Mutex) unlockSlow() {
@@ -251,9 +303,11 @@ func (m *Mutex) unlockSlow() {
 		// locked, now for w, so newcomers cannot barge in.
 		m.q.remove(w)
 		w.granted = true
+		ns := s&mFlags | mLocked // the new holder sets its identity
 		if m.q.head == nil {
-			m.state.Store(mLocked)
+			ns = mLocked
 		}
+		m.state.Store(ns)
 		w.ch <- struct{}{}
 	default:
 		// Release and wake the head to compete with newcomers.
@@ -261,7 +315,7 @@ func (m *Mutex) unlockSlow() {
 		w.granted = false
 		for {
 			s := m.state.Load()
-			ns := s &^ mLocked
+			ns := s &^ (mLocked | identMask)
 			if m.q.head == nil {
 				ns &^= mWaiters | mStarving
 			}

@@ -84,6 +84,27 @@ type Resource struct {
 	endedEvict  atomic.Int64
 	resident    atomic.Int64 // KindMemory: units in use now
 	queueLength atomic.Int64 // KindQueue: requests waiting now
+
+	// live reports the hold in progress of a primitive that tracks its
+	// holder itself (Mutex); nil for the others.
+	live atomic.Pointer[liveHolder]
+}
+
+type liveHolder struct {
+	fn func(now int64) (tag uint64, held time.Duration, ok bool)
+}
+
+// LiveHold reports, for a resource whose primitive tracks its holder
+// itself (a Mutex), the task.HolderTag of the task holding it and for how
+// long it has held it at clock value now; ok is false when nobody holds it
+// or the primitive does not track holds this way. Such holds are not in the
+// holder's task accounting until they end: the controller adds them from
+// here, and Task.Usage through task.Options.LiveHold.
+func (r *Resource) LiveHold(now int64) (tag uint64, held time.Duration, ok bool) {
+	if l := r.live.Load(); l != nil {
+		return l.fn(now)
+	}
+	return 0, 0, false
 }
 
 // ID returns the resource's identifier in task accounting.
@@ -280,6 +301,14 @@ func (g *Registry) Lookup(name string) (*Resource, error) {
 	}
 	slices.Sort(known)
 	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(known, ", "))
+}
+
+// LiveHold is Resource.LiveHold by ID, for task.Options.LiveHold.
+func (g *Registry) LiveHold(id task.ResourceID, now int64) (tag uint64, held time.Duration, ok bool) {
+	if r := g.ByID(id); r != nil {
+		return r.LiveHold(now)
+	}
+	return 0, 0, false
 }
 
 // ByID returns the resource with the given ID, or nil.

@@ -26,6 +26,7 @@ const shardsPerCPU = 4
 type Registry struct {
 	clock       *clock.Clock
 	onEnd       func(*Task, int64, []Usage)
+	liveHold    func(ResourceID, int64) (uint64, time.Duration, bool)
 	report      func(error)
 	hookTimeout time.Duration
 
@@ -79,6 +80,12 @@ type Options struct {
 	// HookTimeout is how long a cancel hook may run before it is reported
 	// as blocked. Zero means one second; negative disables the report.
 	HookTimeout time.Duration
+	// LiveHold reports the hold in progress of a resource whose primitive
+	// tracks its holder itself rather than in the holder's accounting (the
+	// controller passes resource.Registry.LiveHold): the HolderTag of the
+	// holder and how long it has held the resource at clock value now.
+	// Task.EachUsage and End's final accounting add such holds.
+	LiveHold func(id ResourceID, now int64) (tag uint64, held time.Duration, ok bool)
 }
 
 // NewRegistry returns an empty registry reading time from clk.
@@ -90,7 +97,7 @@ func NewRegistry(clk *clock.Clock, o Options) *Registry {
 	for n < shardsPerCPU*runtime.GOMAXPROCS(0) {
 		n <<= 1
 	}
-	r := &Registry{clock: clk, onEnd: o.OnEnd, report: o.Report, hookTimeout: o.HookTimeout,
+	r := &Registry{clock: clk, onEnd: o.OnEnd, report: o.Report, hookTimeout: o.HookTimeout, liveHold: o.LiveHold,
 		shards: make([]shard, n), mask: uint64(n - 1)}
 	if r.report == nil {
 		r.report = func(error) {}
@@ -167,7 +174,16 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 	sh.mu.Lock()
 	if r.onEnd != nil {
 		sh.scratch = sh.scratch[:0]
-		t.blk.each(t.tag(), now, func(u Usage) { sh.scratch = append(sh.scratch, u) })
+		tag := HolderTag(t.id)
+		t.blk.each(t.tag(), now, func(u Usage) {
+			if r.liveHold != nil {
+				if htag, held, ok := r.liveHold(u.Resource, now); ok && htag == tag {
+					u.Held++ // a lock held past End: charge the hold so far
+					u.Hold += held
+				}
+			}
+			sh.scratch = append(sh.scratch, u)
+		})
 		r.onEnd(t, now, sh.scratch)
 	}
 	if len(sh.limbo[0]) < maxRecycled {

@@ -410,6 +410,35 @@ func (t *Task) Release(id ResourceID, n int64) error {
 	return nil
 }
 
+// Claim makes sure the task has an accounting entry for resource id, for a
+// primitive that tracks its holds in progress itself (see
+// Options.LiveHold) and adds them with AddHold when they end. Only the
+// first call for a resource costs an atomic operation.
+func (t *Task) Claim(id ResourceID) {
+	if t != nil {
+		t.slotFor(id)
+	}
+}
+
+// AddHold adds a finished hold of d to the task's accounting for resource
+// id. It costs one atomic add, none when d ≤ 0.
+func (t *Task) AddHold(id ResourceID, d time.Duration) {
+	if t == nil || d <= 0 {
+		return
+	}
+	if s, key := t.slotFor(id); s != nil && s.res.Load() == key {
+		s.holdNs.Add(int64(d))
+	}
+}
+
+// tagBits is the width of a holder tag.
+const tagBits = 29
+
+// HolderTag returns the tag by which a primitive that tracks its holder
+// itself names the task with the given ID: the low 29 bits of the ID. Tasks
+// whose IDs differ by a multiple of 2²⁹ share a tag; 0 names no task.
+func HolderTag(id uint64) uint64 { return id & (1<<tagBits - 1) }
+
 // Evicted records that the task's work evicted n units of resource id that
 // others were using (a buffer-pool page, a cache entry).
 func (t *Task) Evicted(id ResourceID, n int64) {
@@ -445,8 +474,32 @@ func (t *Task) AppendUsage(dst []Usage, now int64) []Usage {
 }
 
 // EachUsage calls fn with the task's accounting for every resource it
-// touched, read at time now, in the order the resources were first touched.
+// touched, read at time now, in the order the resources were first touched,
+// including holds in progress that primitives track themselves (see
+// Options.LiveHold).
 func (t *Task) EachUsage(now int64, fn func(Usage)) {
+	if t == nil {
+		return
+	}
+	live := t.reg.liveHold
+	if live == nil {
+		t.EachSlot(now, fn)
+		return
+	}
+	tag := HolderTag(t.id)
+	t.EachSlot(now, func(u Usage) {
+		if htag, held, ok := live(u.Resource, now); ok && htag == tag {
+			u.Held++
+			u.Hold += held
+		}
+		fn(u)
+	})
+}
+
+// EachSlot is EachUsage without the holds in progress that primitives
+// track themselves: the controller's snapshot adds those from one reading
+// of each primitive instead of one per task.
+func (t *Task) EachSlot(now int64, fn func(Usage)) {
 	if t == nil {
 		return
 	}
