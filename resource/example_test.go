@@ -247,3 +247,14 @@ func ExampleKind() {
 	// " io " is io
 	// resource: unknown kind "disk" (want lock, queue, memory, cpu or io)
 }
+
+func ExampleTotals() {
+	res, tasks := exampleSetup()
+	r, _ := res.Register("wal", resource.KindLock, 0)
+	ctx, t := tasks.Begin(context.Background(), task.Spec{})
+	r.WaitBegin(ctx)
+	r.WaitEnd(ctx)
+	t.End(nil) // the task's accounting is folded into the resource's totals
+	fmt.Println(r.EndedTotals().Waits)
+	// Output: 1
+}

@@ -112,3 +112,33 @@ func ExampleSnapshot() {
 	}
 	// Output: task 7 (select-for-update) blocks 2 tasks for 1.2s
 }
+
+func ExampleTask() {
+	s := sample()
+	t := s.Tasks[0]
+	p, _ := t.Progress()
+	fmt.Println(t.ID, t.Class, t.Cancellable, p)
+	// Output: 7 select-for-update true 0.25
+}
+
+func ExampleUsage() {
+	s := sample()
+	for _, u := range s.UsageOf(0) {
+		fmt.Println(s.Resources[u.Res].Name, u.Held, u.Hold)
+	}
+	// Output:
+	// table:orders 1 2s
+	// buffer-pool 300 1s
+}
+
+func ExampleResource() {
+	r := sample().Resources[1]
+	fmt.Println(r.Name, r.Kind, r.Capacity)
+	// Output: buffer-pool memory 1024
+}
+
+func ExampleCompletions() {
+	s := sample()
+	fmt.Println(s.Completed.Throughput(s.Window), "tasks/s")
+	// Output: 500 tasks/s
+}

@@ -360,6 +360,7 @@ type UnendedError struct {
 	Age        time.Duration
 }
 
+// Error describes the task that was never ended.
 func (e *UnendedError) Error() string {
 	return fmt.Sprintf("task: task %d (class %q, key %q) was never ended; its context is done, age %v", e.ID, e.Class, e.Key, e.Age)
 }
