@@ -156,8 +156,9 @@ func BenchmarkTaskContextUsed(b *testing.B) {
 
 // BenchmarkSnapshot takes one snapshot of 10,000 live tasks, each holding
 // or waiting on 8 resources.
-func BenchmarkSnapshot(b *testing.B) {
-	const tasks, resources = 10000, 8
+func BenchmarkSnapshot(b *testing.B) { benchSnapshot(b, 10000, 8) }
+
+func benchSnapshot(b *testing.B, tasks, resources int) {
 	ctl := moirai.New()
 	defer ctl.Close()
 	var res []*moirai.Resource

@@ -26,6 +26,7 @@ const tasksPerWorker = 2048
 // anything.
 type partial struct {
 	res     []resSum
+	scratch []task.Usage
 	dropped bool
 }
 
@@ -118,13 +119,15 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 			c.tasks.CheckUnended(t, now, grace)
 		}
 		region := dst.Usage[st.First : st.First+st.N]
-		k := 0
+		if cap(p.scratch) < len(region) {
+			p.scratch = make([]task.Usage, len(region))
+		}
+		// Entries claimed after the layout wait for the next snapshot.
+		k := t.ReadSlots(p.scratch[:len(region)], now)
 		ti := int32(i)
 		tag := task.HolderTag(t.ID())
-		t.EachSlot(now, func(u task.Usage) {
-			if k == len(region) {
-				return // claimed after the layout: next snapshot
-			}
+		for j := range k {
+			u := p.scratch[j]
 			ri := int32(u.Resource) - 1
 			if ri < 0 || ri >= n {
 				ri = -1 // registered after the resources were copied
@@ -132,9 +135,8 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 				u.Held++
 				u.Hold += lh.held
 			}
-			region[k] = snapshot.Usage{Usage: u, Task: ti, Res: ri}
-			k++
-		})
+			region[j] = snapshot.Usage{Usage: u, Task: ti, Res: ri}
+		}
 		sp := t.Spec()
 		done, total := t.ProgressOf()
 		first, cnt := st.First, st.N

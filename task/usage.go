@@ -236,24 +236,28 @@ func (s *slot) match(t *Task, key uint32) *slot {
 	return nil
 }
 
-// read returns the slot as a Usage at time now.
-func (s *slot) read(now int64) Usage {
+// readInto stores the slot as a Usage at time now in u.
+func (s *slot) readInto(u *Usage, now int64) {
 	h, w := s.hold.Load(), s.wait.Load()
-	u := Usage{
-		Resource:  ResourceID(s.res.Load() & idMask),
-		Held:      int64(h & unitMask),
-		Hold:      time.Duration(s.holdNs.Load()),
-		Waiting:   int32(w & unitMask),
-		Wait:      time.Duration(s.waitNs.Load()),
-		Waits:     int64(s.waits.Load()),
-		Evictions: s.evictions.Load(),
-	}
+	u.Resource = ResourceID(s.res.Load() & idMask)
+	u.Held = int64(h & unitMask)
+	u.Hold = time.Duration(s.holdNs.Load())
+	u.Waiting = int32(w & unitMask)
+	u.Wait = time.Duration(s.waitNs.Load())
+	u.Waits = int64(s.waits.Load())
+	u.Evictions = s.evictions.Load()
 	if u.Held > 0 {
 		u.Hold += since(h, now)
 	}
 	if u.Waiting > 0 {
 		u.Wait += since(w, now)
 	}
+}
+
+// read returns the slot as a Usage at time now.
+func (s *slot) read(now int64) Usage {
+	var u Usage
+	s.readInto(&u, now)
 	return u
 }
 
@@ -494,6 +498,42 @@ func (t *Task) EachUsage(now int64, fn func(Usage)) {
 		}
 		fn(u)
 	})
+}
+
+// ReadSlots stores in dst, up to its length, what EachSlot would report,
+// and returns how many entries it stored. It calls no function per entry,
+// which makes it the fastest way to read a task's accounting.
+func (t *Task) ReadSlots(dst []Usage, now int64) int {
+	if t == nil || t.state.Load()&stateEnded != 0 || t.claimed() == 0 {
+		return 0
+	}
+	tag, n := t.tag(), 0
+	b := t.blk
+	for i := range b.slots {
+		s := &b.slots[i]
+		r := s.res.Load()
+		if r == 0 || n == len(dst) {
+			return n
+		}
+		if r&^idMask == tag {
+			s.readInto(&dst[n], now)
+			n++
+		}
+	}
+	for c := b.more.Load(); c != nil; c = c.next.Load() {
+		for i := range c.slots {
+			s := &c.slots[i]
+			r := s.res.Load()
+			if r == 0 || n == len(dst) {
+				return n
+			}
+			if r&^idMask == tag {
+				s.readInto(&dst[n], now)
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // EachSlot is EachUsage without the holds in progress that primitives
