@@ -22,11 +22,17 @@
 // atomic operations on the task's own counters: no global lock, no
 // allocation, no lookup by name (resources are resolved to a [ResourceID]
 // once). Hold and wait times include a hold or wait in progress, read with a
-// single atomic load (see the comment on slot in usage.go). The counters
-// live in an accounting block that the registry recycles: a block is zeroed
-// when its task ends, waits at least a quarter of the clock's resolution
-// before reuse, and is never touched by Begin, so a task that uses no
-// resource costs no access to it at all.
+// single atomic load (see the comment on slot in usage.go). A primitive may
+// instead track its holds in progress itself and add each finished hold
+// with [Task.AddHold] (resource.Mutex does, to cost what sync.Mutex costs);
+// [Options.LiveHold] tells the registry about such holds.
+//
+// The counters live in an accounting block that the registry recycles: a
+// block is zeroed when its task ends, waits at least a quarter of the
+// clock's resolution before reuse, and is never touched by Begin, so a task
+// that uses no resource costs no access to it at all. Each claimed slot
+// carries a tag of its task's ID, so an event that races its task's End
+// finds the slot no longer its own and changes nothing.
 //
 // # Registry
 //

@@ -172,22 +172,29 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 
 	sh := &r.shards[t.id&r.mask]
 	sh.mu.Lock()
+	// A task that touched no resource and no rarely used state leaves its
+	// block as it found it: End does not touch it either.
+	claimed := state>>8 != 0
 	if r.onEnd != nil {
 		sh.scratch = sh.scratch[:0]
 		tag := HolderTag(t.id)
-		t.blk.each(t.tag(), now, func(u Usage) {
-			if r.liveHold != nil {
-				if htag, held, ok := r.liveHold(u.Resource, now); ok && htag == tag {
-					u.Held++ // a lock held past End: charge the hold so far
-					u.Hold += held
+		if claimed {
+			t.blk.each(t.tag(), now, func(u Usage) {
+				if r.liveHold != nil {
+					if htag, held, ok := r.liveHold(u.Resource, now); ok && htag == tag {
+						u.Held++ // a lock held past End: charge the hold so far
+						u.Hold += held
+					}
 				}
-			}
-			sh.scratch = append(sh.scratch, u)
-		})
+				sh.scratch = append(sh.scratch, u)
+			})
+		}
 		r.onEnd(t, now, sh.scratch)
 	}
 	if len(sh.limbo[0]) < maxRecycled {
-		t.blk.reset(state&stateMeta != 0)
+		if claimed || state&stateMeta != 0 {
+			t.blk.reset(state&stateMeta != 0)
+		}
 		sh.limbo[0] = append(sh.limbo[0], t.blk)
 	}
 	last := len(sh.live) - 1
