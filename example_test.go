@@ -56,11 +56,12 @@ func ExampleController_Cancel() {
 	defer ctl.Close()
 	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "report", Cancellable: true})
 	defer t.End(nil)
-	done := make(chan struct{})
-	t.OnCancel(func() { fmt.Println("hook: abort the query"); close(done) })
+	aborted := make(chan string, 1)
+	t.OnCancel(func() { aborted <- "hook: abort the query" }) // runs in its own goroutine
 
-	fmt.Println(ctl.Cancel(t.ID(), "holds table:orders"))
-	<-done
+	err := ctl.Cancel(t.ID(), "holds table:orders")
+	fmt.Println(err)
+	fmt.Println(<-aborted)
 	fmt.Println(errors.Is(context.Cause(ctx), moirai.ErrCancelled))
 	fmt.Println(ctl.Cancel(t.ID(), "again"))
 	// Output:
