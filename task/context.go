@@ -70,16 +70,17 @@ func (t *Task) cancelCtx() *cancelPair {
 	p := &cancelPair{ctx: ctx, cancel: cancel}
 	if !t.lazy.CompareAndSwap(nil, p) {
 		cancel(nil)
-		return t.lazy.Load()
+		p = t.lazy.Load()
 	}
 	// Cancel and End set their state bit before they look for a context;
-	// this looks at the state after publishing one, so one of the two
-	// always sees the other.
+	// this looks at the state after a context is published, so one of the
+	// two always sees the other. Every caller applies it, the one whose
+	// context lost the race too: the winner may not have done so yet.
 	switch s := t.state.Load(); {
 	case s&stateCancelled != 0:
-		cancel(t.cause())
+		p.cancel(t.cause())
 	case s&stateEnded != 0:
-		cancel(nil)
+		p.cancel(nil)
 	}
 	return p
 }

@@ -315,9 +315,9 @@ func (t *Task) Cancel(reason string) error {
 			break
 		}
 	}
-	if p := t.lazy.Load(); p != nil {
-		p.cancel(t.cause())
-	}
+	// The hooks run after the context is done, so create it if nobody has
+	// yet: a hook that looks at the context must find it cancelled.
+	t.cancelCtx().cancel(t.cause())
 	t.reg.cancelled.Add(1)
 	rs.mu.Lock()
 	hooks := rs.hooks
