@@ -1,0 +1,166 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/bench"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The "test" suite: one case whose culprit holds a lock the light requests
+// need, small enough for a one-second run.
+func init() {
+	bench.Register(bench.Case{
+		Suite: "test", Name: "lock", Models: "test", SLO: 20 * time.Millisecond,
+		Build: func(env *bench.Env) (*bench.Service, error) {
+			mu := env.Ctl.Mutex("lock")
+			return &bench.Service{
+				Rate: 100,
+				Light: func(ctx context.Context, _ int) error {
+					if err := mu.Lock(ctx); err != nil {
+						return err
+					}
+					mu.Unlock()
+					return nil
+				},
+				Culprit: func(ctx context.Context) error {
+					if err := mu.Lock(ctx); err != nil {
+						return err
+					}
+					defer mu.Unlock()
+					t := time.NewTimer(400 * time.Millisecond)
+					defer t.Stop()
+					select {
+					case <-t.C:
+						return nil
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					}
+				},
+			}, nil
+		},
+	})
+	bench.Register(bench.Case{
+		Suite: "test", Name: "broken", Models: "test",
+		Build: func(*bench.Env) (*bench.Service, error) { return nil, errors.New("cannot start") },
+	})
+	bench.RegisterController(bench.Controller{
+		Name: "test-panics",
+		Options: func(time.Duration) []moirai.Option {
+			panic("controller bug")
+		},
+	})
+}
+
+func TestSelect(t *testing.T) {
+	if _, err := bench.SelectCases("test", "lock,nope"); !errors.Is(err, bench.ErrUnknown) || !strings.Contains(err.Error(), "valid: lock, broken") {
+		t.Errorf("unknown case: %v", err)
+	}
+	if _, err := bench.SelectCases("nosuch", "all"); !errors.Is(err, bench.ErrUnknown) {
+		t.Errorf("unknown suite: %v", err)
+	}
+	if _, err := bench.SelectControllers("none,nope"); !errors.Is(err, bench.ErrUnknown) || !strings.Contains(err.Error(), "none") {
+		t.Errorf("unknown controller: %v", err)
+	}
+	cs, err := bench.SelectCases("test", "lock")
+	if err != nil || len(cs) != 1 || cs[0].Name != "lock" {
+		t.Errorf("SelectCases = %v, %v", cs, err)
+	}
+	if _, err := bench.Execute(context.Background(), bench.Options{Cases: cs, Duration: 10 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "minimum") {
+		t.Errorf("short duration: %v", err)
+	}
+}
+
+// TestExecute runs the test suite once: the culprit degrades the light
+// requests, a panicking controller and a case that cannot start fail their
+// rows, and the other rows still run.
+func TestExecute(t *testing.T) {
+	cs, err := bench.SelectCases("test", "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctls, err := bench.SelectControllers("none,test-panics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var steps []string
+	res, err := bench.Execute(context.Background(), bench.Options{
+		Suite: "test", Cases: cs, Controllers: ctls, Duration: time.Second, Seed: 7,
+		Progress: func(done, total int, what string) {
+			mu.Lock()
+			steps = append(steps, what)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 4 {
+		t.Fatalf("%d rows, want 4 (2 cases × 2 controllers)", len(res.Rows))
+	}
+	none, boom, broken := res.Rows[0], res.Rows[1], res.Rows[2]
+	if none.Error != "" || none.Degraded == nil || !*none.Degraded || none.P99Norm < 2 {
+		t.Errorf("none row: %+v", none)
+	}
+	if none.VictimMeanUncontrolledMs != none.VictimMeanMs || none.VictimMeanNormalMs <= 0 || none.VictimMeanMs <= none.VictimMeanNormalMs {
+		t.Errorf("victim means: %+v", none)
+	}
+	if !strings.Contains(boom.Error, "panicked: controller bug") {
+		t.Errorf("panicking controller's row: %+v", boom)
+	}
+	if !strings.Contains(broken.Error, "cannot start") {
+		t.Errorf("broken case's row: %+v", broken)
+	}
+	var normal, uncontrolled *bench.Run
+	for i := range res.Runs {
+		switch r := &res.Runs[i]; {
+		case r.Case == "lock" && r.Controller == "normal":
+			normal = r
+		case r.Case == "lock" && r.Controller == "none":
+			uncontrolled = r
+		}
+	}
+	if normal == nil || uncontrolled == nil {
+		t.Fatalf("runs: %+v", res.Runs)
+	}
+	if normal.WithCulprit || normal.Culprit.Sent != 0 || normal.Light.Sent < 50 {
+		t.Errorf("normal run: %+v", normal)
+	}
+	if !uncontrolled.WithCulprit || uncontrolled.Culprit.Sent != 1 || uncontrolled.InjectedAt != 250*time.Millisecond {
+		t.Errorf("uncontrolled run: culprit %+v injected at %v", uncontrolled.Culprit, uncontrolled.InjectedAt)
+	}
+	if len(uncontrolled.Series) != 4 || uncontrolled.Events[0].Kind != "culprit" {
+		t.Errorf("series %d points, events %+v", len(uncontrolled.Series), uncontrolled.Events)
+	}
+	if len(steps) == 0 || steps[len(steps)-1] != "done" {
+		t.Errorf("progress steps = %q", steps)
+	}
+}
+
+// TestSameSeedSameSchedule: two runs with the same seed send the same
+// number of requests.
+func TestSameSeedSameSchedule(t *testing.T) {
+	cs, _ := bench.SelectCases("test", "lock")
+	ctls, _ := bench.SelectControllers("none")
+	var sent []int
+	for range 2 {
+		res, err := bench.Execute(context.Background(), bench.Options{Suite: "test", Cases: cs, Controllers: ctls, Duration: time.Second, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, res.Runs[0].Light.Sent)
+	}
+	if sent[0] != sent[1] {
+		t.Errorf("light requests sent: %v, want equal", sent)
+	}
+}

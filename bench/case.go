@@ -1,0 +1,166 @@
+// Package bench is moirai's evaluation harness: the suites of cases every
+// claim is measured on (see the project's CASES.md), the controllers they
+// are run under, and the measurement of each run.
+//
+// # How a case is measured
+//
+// A [Case] builds a small service on a [moirai.Controller] using only
+// moirai's public API. The harness serves it over real loopback HTTP and
+// sends it light requests open-loop (Poisson arrivals at the case's rate,
+// from a seeded source, so two runs with the same seed send the same
+// schedule). A quarter of the way into the run (by default) it sends the
+// culprit. Every request's {start, end, outcome} streams into a recorder;
+// summaries (HDR histograms) and time series are computed once, at the end.
+//
+// For each case the same invocation first runs the case without its
+// culprit and without control (the "normal" run), then with the culprit
+// and no control ("none"), then with the culprit under each controller.
+// Rows are normalized by the normal run: throughput_norm, p99_norm, and the
+// victims' mean latencies that pBox's interference reduction ratio needs.
+//
+// # Controllers
+//
+// A [Controller] is a named configuration of moirai: the options of the
+// moirai.Controller (policies, detectors) and an optional admission
+// controller in front of the service's worker slots. The baselines a user
+// would otherwise reach for are here (none, protego, codel, breakwater);
+// the mechanisms of later issues register theirs with [RegisterController].
+//
+// # Outcomes
+//
+// The service answers every request with a status and a Moirai-Outcome
+// header: ok (200), cancelled by the controller (503), rejected by
+// admission (503), failed (500). Light requests are the victims; culprit
+// requests are the culprits: a cancellation is counted as one or the other
+// by the request that received it, never by guess.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moirai-go/moirai"
+)
+
+// Case is one scenario of a suite.
+type Case struct {
+	Suite string
+	Name  string
+	// Models names the paper cases it models (A: Atropos, P: pBox).
+	Models string
+	// Resource, Culprit and Victims describe the case in words.
+	Resource, Culprit, Victims string
+	// SLO is the latency objective of the light requests (default 50 ms).
+	SLO time.Duration
+	// Build builds the service on env.Ctl. It is called once per run.
+	Build func(env *Env) (*Service, error)
+}
+
+// Env is what a case's Build gets.
+type Env struct {
+	// Ctl is the run's controller: create resources on it.
+	Ctl *moirai.Controller
+	// Seed is the run's seed; the same for every run of an invocation.
+	Seed uint64
+	// Duration is the run's length.
+	Duration time.Duration
+}
+
+// Service is a case's service, as the harness drives it.
+type Service struct {
+	// Light serves the i-th light request (a victim). It returns an error
+	// wrapping the context's cause when it gives up.
+	Light func(ctx context.Context, i int) error
+	// Culprit serves the culprit request.
+	Culprit func(ctx context.Context) error
+	// Rate is the light requests' arrival rate per second.
+	Rate float64
+	// Workers bounds the requests served at once (worker slots); 0 means
+	// unbounded. Requests beyond it queue; that wait is the queueing delay
+	// admission controllers see.
+	Workers int64
+	// CulpritAt is when the culprit is sent, as a fraction of the run.
+	// Zero means 0.25.
+	CulpritAt float64
+	// Close, if set, releases what Build started.
+	Close func()
+}
+
+func (c *Case) slo() time.Duration {
+	if c.SLO > 0 {
+		return c.SLO
+	}
+	return 50 * time.Millisecond
+}
+
+var (
+	casesMu sync.Mutex
+	cases   = map[string][]Case{}
+)
+
+// Register adds a case to its suite. It panics on a duplicate name, as
+// http.Handle does: cases are registered at init time.
+func Register(c Case) {
+	casesMu.Lock()
+	defer casesMu.Unlock()
+	for _, o := range cases[c.Suite] {
+		if o.Name == c.Name {
+			panic(fmt.Sprintf("bench: case %s/%s registered twice", c.Suite, c.Name))
+		}
+	}
+	cases[c.Suite] = append(cases[c.Suite], c)
+}
+
+// Suites returns the names of the suites with cases, sorted.
+func Suites() []string {
+	casesMu.Lock()
+	defer casesMu.Unlock()
+	var out []string
+	for s := range cases {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Cases returns the cases of a suite in registration order.
+func Cases(suite string) []Case {
+	casesMu.Lock()
+	defer casesMu.Unlock()
+	return slices.Clone(cases[suite])
+}
+
+// ErrUnknown is wrapped by the errors of SelectCases and
+// SelectControllers.
+var ErrUnknown = errors.New("bench: unknown name")
+
+// SelectCases resolves a comma-separated list of case names, or "all".
+// Unknown names are an error that lists the valid ones.
+func SelectCases(suite, list string) ([]Case, error) {
+	all := Cases(suite)
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%w: suite %q (valid: %s)", ErrUnknown, suite, strings.Join(Suites(), ", "))
+	}
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	var out []Case
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(all, func(c Case) bool { return c.Name == name })
+		if i < 0 {
+			var names []string
+			for _, c := range all {
+				names = append(names, c.Name)
+			}
+			return nil, fmt.Errorf("%w: case %q (valid: %s)", ErrUnknown, name, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moirai-go/moirai"
+)
+
+// Admitter is an admission controller in front of a service's worker slots
+// (see package admit).
+type Admitter interface {
+	Name() string
+	Admit(now time.Duration) bool
+	Started(now, queueDelay time.Duration) bool
+	Done(now, service time.Duration)
+}
+
+// Controller is a named configuration of moirai the harness runs cases
+// under.
+type Controller struct {
+	Name     string
+	Describe string
+	// Options returns the moirai options of a run of a case whose light
+	// requests have the latency objective slo.
+	Options func(slo time.Duration) []moirai.Option
+	// Admitter, if set, returns the run's admission controller.
+	Admitter func(slo time.Duration) Admitter
+}
+
+var (
+	controllersMu sync.Mutex
+	controllers   []Controller
+)
+
+// RegisterController adds a controller. It panics on a duplicate name.
+func RegisterController(c Controller) {
+	controllersMu.Lock()
+	defer controllersMu.Unlock()
+	if slices.ContainsFunc(controllers, func(o Controller) bool { return o.Name == c.Name }) {
+		panic(fmt.Sprintf("bench: controller %q registered twice", c.Name))
+	}
+	controllers = append(controllers, c)
+}
+
+// Controllers returns the registered controllers in registration order.
+func Controllers() []Controller {
+	controllersMu.Lock()
+	defer controllersMu.Unlock()
+	return slices.Clone(controllers)
+}
+
+// SelectControllers resolves a comma-separated list of controller names,
+// or "all". Unknown names are an error that lists the valid ones.
+func SelectControllers(list string) ([]Controller, error) {
+	all := Controllers()
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	var out []Controller
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(all, func(c Controller) bool { return c.Name == name })
+		if i < 0 {
+			var names []string
+			for _, c := range all {
+				names = append(names, c.Name)
+			}
+			return nil, fmt.Errorf("%w: controller %q (valid: %s)", ErrUnknown, name, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// harnessTicks are the loop periods of every run: fine enough that a
+// policy reacts within the runs' time scale.
+func harnessTicks() []moirai.Option {
+	return []moirai.Option{moirai.WithTick(20*time.Millisecond, 5*time.Millisecond)}
+}
+
+func init() {
+	RegisterController(Controller{
+		Name:     "none",
+		Describe: "no control: moirai traces, nothing acts",
+		Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+	})
+}

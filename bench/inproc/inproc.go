@@ -1,0 +1,33 @@
+// Package inproc is the in-process suite of moirai bench: small services,
+// served over real loopback HTTP, whose handlers use moirai's instrumented
+// resources, each modelling an overload or interference case reported for
+// a real system (CASES.md names them after the Atropos (A) and pBox (P)
+// papers' cases). They use only moirai's public API, so they double as
+// integration examples.
+//
+// Simulated I/O (a page read, an fsync) is a sleep of realistic length;
+// CPU work is real computation. Every long operation checks its context at
+// safe points, as production code does, so a cancellation takes effect.
+// Sizes are chosen for a 2-core machine and a run of a few seconds: each
+// case's file documents its parameters.
+package inproc
+
+import (
+	"context"
+	"time"
+)
+
+const suite = "inproc"
+
+// sleep waits for d or until ctx is done, and returns the context's cause
+// in the latter case: simulated I/O that a cancellation interrupts.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,120 @@
+package bench
+
+import "time"
+
+// Row is the result of one (case, controller) pair: what `moirai bench run
+// -o json` prints, one object per row, and what results.json holds. Field
+// names are part of the command's interface.
+type Row struct {
+	Suite      string `json:"suite"`
+	Case       string `json:"case"`
+	Controller string `json:"controller"`
+
+	// Normalized by the same case run without its culprit and without
+	// control, in the same invocation.
+	ThroughputNorm float64 `json:"throughput_norm"`
+	P99Norm        float64 `json:"p99_norm"`
+
+	// DropRate is (rejected + cancelled requests) / all requests.
+	DropRate          float64 `json:"drop_rate"`
+	Cancelled         int     `json:"cancelled"`
+	CulpritsCancelled int     `json:"culprits_cancelled"`
+	VictimsCancelled  int     `json:"victims_cancelled"`
+	Rejected          int     `json:"rejected"`
+	// SLOAttainment is the fraction of light requests that completed
+	// within the case's latency objective.
+	SLOAttainment float64 `json:"slo_attainment"`
+
+	// The victims' (light requests') mean latency in the normal run, the
+	// uncontrolled run with the culprit, and this run: the inputs of pBox's
+	// interference reduction ratio.
+	VictimMeanNormalMs       float64 `json:"victim_mean_normal_ms"`
+	VictimMeanUncontrolledMs float64 `json:"victim_mean_uncontrolled_ms"`
+	VictimMeanMs             float64 `json:"victim_mean_ms"`
+
+	// Error is set when the row failed (its controller panicked, the
+	// service could not start); the numbers are then zero.
+	Error string `json:"error,omitempty"`
+	// Degraded is the sanity check of the case, set on the row of the
+	// uncontrolled run ("none"): whether the culprit degrades the service
+	// (throughput_norm ≤ 0.8 or p99_norm ≥ 2).
+	Degraded *bool `json:"degraded,omitempty"`
+}
+
+// Run is the raw measurement of one run, from which rows are computed and
+// report plots drawn.
+type Run struct {
+	Case        string `json:"case"`
+	Controller  string `json:"controller"` // "normal" for the run without culprit
+	WithCulprit bool   `json:"with_culprit"`
+
+	Duration time.Duration `json:"duration_ns"`
+	// InjectedAt is when the culprit was sent, from the start of the run
+	// (0 when there is none).
+	InjectedAt time.Duration `json:"injected_at_ns"`
+
+	Light   Summary `json:"light"`
+	Culprit Summary `json:"culprit"`
+
+	// Series is the light requests' throughput and p99 per bucket of
+	// SeriesStep, from the start of the run.
+	SeriesStep time.Duration `json:"series_step_ns"`
+	Series     []Point       `json:"series"`
+	// Events are the controller's actions and other marks on the time
+	// axis: the culprit's injection, cancellations, rejections.
+	Events []Event `json:"events"`
+}
+
+// Summary describes one kind of request over a run.
+type Summary struct {
+	Sent      int `json:"sent"`
+	OK        int `json:"ok"`
+	Cancelled int `json:"cancelled"`  // by the controller
+	Rejected  int `json:"rejected"`   // by admission
+	Failed    int `json:"failed"`     // other errors
+	Unfinish  int `json:"unfinished"` // still running when the run ended
+	// Latencies of the requests that completed and of those unfinished at
+	// the end (counted with their time so far), in milliseconds.
+	MeanMs float64 `json:"mean_ms"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
+	// Throughput is OK requests per second over the run.
+	Throughput float64 `json:"throughput"`
+	// WithinSLO is the number of OK requests faster than the objective.
+	WithinSLO int `json:"within_slo"`
+}
+
+// Point is one bucket of a time series.
+type Point struct {
+	T          time.Duration `json:"t_ns"`
+	Throughput float64       `json:"throughput"` // OK light requests per second
+	P99Ms      float64       `json:"p99_ms"`     // of light requests that ended in the bucket
+}
+
+// Event is a mark on a run's time axis.
+type Event struct {
+	T    time.Duration `json:"t_ns"`
+	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "reject"
+	Note string        `json:"note,omitempty"`
+}
+
+// Results is what `moirai bench run --out DIR` writes to results.json.
+type Results struct {
+	Suite    string    `json:"suite"`
+	Started  time.Time `json:"started"`
+	Seed     uint64    `json:"seed"`
+	Duration string    `json:"duration"`
+	Machine  Machine   `json:"machine"`
+	Rows     []Row     `json:"rows"`
+	Runs     []Run     `json:"runs"`
+}
+
+// Machine describes where the results were measured.
+type Machine struct {
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+}

@@ -1,0 +1,439 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/policy"
+)
+
+// MinDuration is the shortest run that measures anything: the culprit
+// must have time to hurt, and the controller time to act.
+const MinDuration = time.Second
+
+// Options configure an invocation of the harness.
+type Options struct {
+	Suite       string
+	Cases       []Case
+	Controllers []Controller
+	// Duration is the length of each run.
+	Duration time.Duration
+	Seed     uint64
+	// Progress, if set, is told what runs, as a fraction of all runs.
+	Progress func(done, total int, what string)
+}
+
+// Outcome header values.
+const (
+	outcomeHeader = "Moirai-Outcome"
+	outcomeOK     = "ok"
+	outcomeCancel = "cancelled"
+	outcomeReject = "rejected"
+	outcomeFail   = "failed"
+)
+
+var errRejected = errors.New("bench: rejected by admission")
+
+// Execute runs every case under every controller and returns the results.
+// Runs follow one another; a run that fails (a controller that panics, a
+// service that cannot start) fails its row and the others go on. ctx
+// cancels the invocation.
+func Execute(ctx context.Context, o Options) (*Results, error) {
+	if o.Duration < MinDuration {
+		return nil, fmt.Errorf("bench: duration %v is too short to measure; the minimum is %v", o.Duration, MinDuration)
+	}
+	res := &Results{
+		Suite: o.Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
+		Machine: machine(),
+	}
+	hasNone := false
+	for _, c := range o.Controllers {
+		hasNone = hasNone || c.Name == "none"
+	}
+	perCase := 1 + len(o.Controllers)
+	if !hasNone {
+		perCase++
+	}
+	total, done := perCase*len(o.Cases), 0
+	step := func(what string) {
+		if o.Progress != nil {
+			o.Progress(done, total, what)
+		}
+		done++
+	}
+	none := Controllers()[0]
+	for _, c := range o.Cases {
+		step(c.Name + ": normal")
+		normal, nerr := runOne(ctx, c, none, false, o)
+		if nerr == nil {
+			normal.Controller = "normal"
+			res.Runs = append(res.Runs, *normal)
+		}
+		var uncontrolled *Run
+		if !hasNone {
+			step(c.Name + ": none")
+			if r, err := runOne(ctx, c, none, true, o); err == nil {
+				uncontrolled = r
+				res.Runs = append(res.Runs, *r)
+			}
+		}
+		for _, ctl := range o.Controllers {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			step(c.Name + ": " + ctl.Name)
+			r, err := runOne(ctx, c, ctl, true, o)
+			row := Row{Suite: c.Suite, Case: c.Name, Controller: ctl.Name}
+			switch {
+			case nerr != nil:
+				row.Error = "normal run failed: " + nerr.Error()
+			case err != nil:
+				row.Error = err.Error()
+			default:
+				res.Runs = append(res.Runs, *r)
+				if ctl.Name == "none" {
+					uncontrolled = r
+				}
+				row = makeRow(c, ctl.Name, normal, uncontrolled, r)
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		// The uncontrolled mean of rows computed before the "none" run.
+		for i := range res.Rows {
+			r := &res.Rows[i]
+			if r.Case == c.Name && r.Error == "" && uncontrolled != nil {
+				r.VictimMeanUncontrolledMs = uncontrolled.Light.MeanMs
+			}
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(total, total, "done")
+	}
+	return res, nil
+}
+
+// makeRow computes a row from the normal, uncontrolled and measured runs.
+func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
+	row := Row{Suite: c.Suite, Case: c.Name, Controller: name}
+	if normal.Light.Throughput > 0 {
+		row.ThroughputNorm = r.Light.Throughput / normal.Light.Throughput
+	}
+	if normal.Light.P99Ms > 0 {
+		row.P99Norm = r.Light.P99Ms / normal.Light.P99Ms
+	}
+	sent := r.Light.Sent + r.Culprit.Sent
+	row.Rejected = r.Light.Rejected + r.Culprit.Rejected
+	row.CulpritsCancelled = r.Culprit.Cancelled
+	row.VictimsCancelled = r.Light.Cancelled
+	row.Cancelled = row.CulpritsCancelled + row.VictimsCancelled
+	if sent > 0 {
+		row.DropRate = float64(row.Rejected+row.Cancelled) / float64(sent)
+	}
+	if r.Light.Sent > 0 {
+		row.SLOAttainment = float64(r.Light.WithinSLO) / float64(r.Light.Sent)
+	}
+	row.VictimMeanNormalMs = normal.Light.MeanMs
+	row.VictimMeanMs = r.Light.MeanMs
+	if uncontrolled != nil {
+		row.VictimMeanUncontrolledMs = uncontrolled.Light.MeanMs
+	}
+	if name == "none" {
+		d := row.ThroughputNorm <= 0.8 || row.P99Norm >= 2
+		row.Degraded = &d
+	}
+	return row
+}
+
+// runOne runs case c once under controller ctl, with or without its
+// culprit. A panic anywhere in the run fails the run, not the invocation.
+func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options) (run *Run, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			run, err = nil, fmt.Errorf("%s under %s panicked: %v", c.Name, ctl.Name, v)
+		}
+	}()
+	rec := newRecorder()
+	var epoch time.Time // set below, before any request; read by the observer
+	var epochSet atomic.Bool
+	observe := moirai.WithDecisionObserver(func(r policy.Record) {
+		if r.Outcome != policy.Acted || !epochSet.Load() {
+			return
+		}
+		kind := "cancel-victim"
+		if r.TaskClass == culpritClass {
+			kind = "cancel-culprit"
+		}
+		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Note: r.Policy + ": " + r.Reason})
+	})
+	slo := c.slo()
+	var opts []moirai.Option
+	if ctl.Options != nil {
+		opts = ctl.Options(slo)
+	}
+	mc := moirai.New(append(opts, observe)...)
+	defer mc.Close()
+	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if svc.Close != nil {
+		defer svc.Close()
+	}
+	var adm Admitter
+	if ctl.Admitter != nil {
+		adm = ctl.Admitter(slo)
+	}
+	srv := &server{ctl: mc, svc: svc, adm: adm}
+	if svc.Workers > 0 {
+		srv.workers = mc.Queue("bench:workers", svc.Workers, 0)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: srv.mux(), ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+
+	start := time.Now()
+	epoch = start
+	epochSet.Store(true)
+	srv.epoch = start
+	load := &loadgen{
+		url:      "http://" + ln.Addr().String(),
+		rate:     svc.Rate,
+		duration: o.Duration,
+		seed:     o.Seed,
+		name:     c.Name,
+		rec:      rec,
+		start:    start,
+	}
+	if culprit {
+		at := svc.CulpritAt
+		if at <= 0 {
+			at = 0.25
+		}
+		load.culpritAt = time.Duration(at * float64(o.Duration))
+	}
+	if err := load.run(ctx); err != nil {
+		return nil, err
+	}
+	run = rec.summarize(slo, o.Duration)
+	run.Case, run.Controller, run.WithCulprit = c.Name, ctl.Name, culprit
+	run.Duration = o.Duration
+	if culprit {
+		run.InjectedAt = load.culpritAt
+		run.Events = append([]Event{{T: load.culpritAt, Kind: "culprit"}}, run.Events...)
+	}
+	return run, nil
+}
+
+// The classes of the harness's tasks.
+const (
+	lightClass   = "light"
+	culpritClass = "culprit"
+)
+
+// server serves a case's service: it begins a task per request, runs
+// admission, takes a worker slot, and answers with the outcome.
+type server struct {
+	ctl     *moirai.Controller
+	svc     *Service
+	adm     Admitter
+	workers *moirai.Queue
+	epoch   time.Time
+}
+
+func (s *server) now() time.Duration { return time.Since(s.epoch) }
+
+func (s *server) mux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /light", func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(r.URL.Query().Get("i"))
+		s.serve(w, r, lightClass, func(ctx context.Context) error { return s.svc.Light(ctx, i) })
+	})
+	mux.HandleFunc("POST /culprit", func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, culpritClass, s.svc.Culprit)
+	})
+	return mux
+}
+
+func (s *server) serve(w http.ResponseWriter, r *http.Request, class string, fn func(context.Context) error) {
+	arrival := s.now()
+	if s.adm != nil && !s.adm.Admit(arrival) {
+		reply(w, errRejected)
+		return
+	}
+	ctx, t := s.ctl.Begin(r.Context(), moirai.Spec{Class: class, Cancellable: true})
+	var err error
+	defer func() { t.End(err) }()
+	if s.workers != nil {
+		var p moirai.Permit
+		if p, err = s.workers.Enter(ctx); err != nil {
+			reply(w, err)
+			return
+		}
+		defer p.Release()
+	}
+	started := s.now()
+	if s.adm != nil && !s.adm.Started(started, started-arrival) {
+		err = errRejected
+		reply(w, err)
+		return
+	}
+	err = fn(ctx)
+	if s.adm != nil {
+		s.adm.Done(s.now(), s.now()-started)
+	}
+	reply(w, err)
+}
+
+// reply writes the outcome of a request.
+func reply(w http.ResponseWriter, err error) {
+	switch {
+	case err == nil:
+		w.Header().Set(outcomeHeader, outcomeOK)
+		w.WriteHeader(http.StatusOK)
+	case errors.Is(err, errRejected):
+		w.Header().Set(outcomeHeader, outcomeReject)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case errors.Is(err, moirai.ErrCancelled):
+		w.Header().Set(outcomeHeader, outcomeCancel)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	default:
+		w.Header().Set(outcomeHeader, outcomeFail)
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+}
+
+// maxInFlight bounds the light requests outstanding at once: past it the
+// load generator sheds arrivals (counted as failed) rather than grow
+// without bound.
+const maxInFlight = 4096
+
+// loadgen sends a case's open-loop load and its culprit, and records
+// every request.
+type loadgen struct {
+	url       string
+	rate      float64
+	duration  time.Duration
+	culpritAt time.Duration // 0: no culprit
+	seed      uint64
+	name      string
+	rec       *recorder
+	start     time.Time
+}
+
+func (l *loadgen) run(ctx context.Context) error {
+	ctx, stop := context.WithTimeout(ctx, l.duration)
+	defer stop()
+	tr := &http.Transport{MaxIdleConnsPerHost: maxInFlight, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	send := func(path string, culprit bool) {
+		at := time.Since(l.start)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, l.url+path, nil)
+		resp, err := client.Do(req)
+		end := time.Since(l.start)
+		r := result{culprit: culprit, start: at, end: end}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			r.outcome, r.end = outcomeUnfinished, l.duration
+		case err != nil:
+			r.outcome = outcomeFail
+		default:
+			r.outcome = resp.Header.Get(outcomeHeader)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if ctx.Err() != nil && r.outcome != outcomeOK {
+				r.outcome, r.end = outcomeUnfinished, l.duration
+			}
+		}
+		l.rec.add(r)
+	}
+	if l.culpritAt > 0 {
+		wg.Go(func() {
+			t := time.NewTimer(l.culpritAt)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				send("/culprit", true)
+			case <-ctx.Done():
+			}
+		})
+	}
+	// Poisson arrivals: exponential gaps from a source seeded by the
+	// invocation's seed and the case, so every run of a case sends the same
+	// schedule.
+	rng := rand.New(rand.NewPCG(l.seed, hash(l.name)))
+	var inflight atomic.Int64
+	next := time.Duration(0)
+	for i := 0; ; i++ {
+		next += time.Duration(rng.ExpFloat64() / l.rate * float64(time.Second))
+		if next >= l.duration {
+			break
+		}
+		if d := next - time.Since(l.start); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if inflight.Load() >= maxInFlight {
+			l.rec.add(result{start: next, end: next, outcome: outcomeShed})
+			continue
+		}
+		inflight.Add(1)
+		path := fmt.Sprintf("/light?i=%d", i)
+		wg.Go(func() {
+			defer inflight.Add(-1)
+			send(path, false)
+		})
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// hash is FNV-1a, to derive a case's random stream from its name.
+func hash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func machine() Machine {
+	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
