@@ -8,16 +8,12 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
 )
 
-// Admitter is an admission controller in front of a service's worker slots
-// (see package admit).
-type Admitter interface {
-	Name() string
-	Admit(now time.Duration) bool
-	Started(now, queueDelay time.Duration) bool
-	Done(now, service time.Duration)
-}
+// Admitter is an admission controller in front of a service's worker
+// slots.
+type Admitter = admit.Admitter
 
 // Controller is a named configuration of moirai the harness runs cases
 // under.

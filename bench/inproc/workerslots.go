@@ -12,7 +12,8 @@ import (
 // slots (a thread pool, a connection pool) where slow requests occupy the
 // slots and fast requests queue for one.
 //
-// Parameters: 8 worker slots; fast requests arrive at 200/s and each holds
+// Parameters: 16 front workers (the queue admission controllers watch) in
+// front of 8 worker slots; fast requests arrive at 200/s and each holds
 // a slot for 5 ms (about 12 % of the pool). A quarter into the run the
 // culprit, a parallel scan, takes 7 of the 8 slots and works for half the
 // run in steps of 10 ms, reporting progress; the fast requests are left
@@ -33,7 +34,8 @@ func buildWorkerSlots(env *bench.Env) (*bench.Service, error) {
 	const step = 10 * time.Millisecond
 	steps := int64(env.Duration / 2 / step)
 	return &bench.Service{
-		Rate: 200,
+		Rate:    200,
+		Workers: 16, // the front pool: requests waiting for a slot hold a worker
 		Light: func(ctx context.Context, _ int) error {
 			p, err := slots.Acquire(ctx, 1)
 			if err != nil {

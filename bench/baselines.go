@@ -1,0 +1,36 @@
+package bench
+
+import (
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/cancel"
+)
+
+// The baselines a user would otherwise reach for, each from the library
+// package where a user would pick it.
+func init() {
+	RegisterController(Controller{
+		Name:     "protego",
+		Describe: "victim dropping: cancel a request whose lock and queue waits reach its latency budget (Protego, NSDI'23)",
+		Options: func(slo time.Duration) []moirai.Option {
+			return append(harnessTicks(),
+				moirai.WithPolicy(cancel.NewProtego(slo)),
+				// Protego drops every request over budget: no spacing.
+				moirai.WithMinCancelInterval(0))
+		},
+	})
+	RegisterController(Controller{
+		Name:     "codel",
+		Describe: "CoDel on the queueing delay of the worker slots, target 5 ms, interval 100 ms",
+		Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+		Admitter: func(time.Duration) Admitter { return admit.NewCoDel() },
+	})
+	RegisterController(Controller{
+		Name:     "breakwater",
+		Describe: "Breakwater-like credits sized by AIMD on queueing delay, target scaled to service time",
+		Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+		Admitter: func(time.Duration) Admitter { return admit.NewBreakwater() },
+	})
+}
