@@ -76,7 +76,9 @@ type Service struct {
 	// Light serves the i-th light request (a victim). It returns an error
 	// wrapping the context's cause when it gives up.
 	Light func(ctx context.Context, i int) error
-	// Culprit serves the culprit request.
+	// Culprit serves the culprit request. Tasks a case begins itself for
+	// the culprit's work must have a class starting with "culprit" so that
+	// their cancellation counts as a culprit's.
 	Culprit func(ctx context.Context) error
 	// Rate is the light requests' arrival rate per second.
 	Rate float64

@@ -46,9 +46,11 @@ func buildTableLock(env *bench.Env) (*bench.Service, error) {
 				return err
 			}
 			defer table.Unlock()
-			t := moirai.From(ctx)
+			t, start := moirai.From(ctx), time.Now()
 			for i := range rows {
-				if err := sleep(ctx, row); err != nil {
+				// Paced from the start, so timer overshoot does not stretch
+				// the hold.
+				if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*row))); err != nil {
 					return err
 				}
 				t.Progress(i+1, rows)

@@ -50,9 +50,11 @@ func buildWorkerSlots(env *bench.Env) (*bench.Service, error) {
 				return err
 			}
 			defer p.Release()
-			t := moirai.From(ctx)
+			t, start := moirai.From(ctx), time.Now()
 			for i := range steps {
-				if err := sleep(ctx, step); err != nil {
+				// Paced from the start, so timer overshoot does not stretch
+				// the hold.
+				if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*step))); err != nil {
 					return err
 				}
 				t.Progress(i+1, steps)

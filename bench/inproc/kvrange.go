@@ -1,0 +1,89 @@
+package inproc
+
+import (
+	"context"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/bench"
+)
+
+// kv-range models A-c16: a key-value store whose index is guarded by a
+// reader/writer lock. An expensive range read holds the read lock while
+// it scans; a put needs the write lock and waits; and since a waiting
+// writer holds back the readers that arrive after it (the moirai RWMutex
+// grants in arrival order, as sync.RWMutex does), the gets behind the
+// first waiting put wait too.
+//
+// The index is real: a slice of values by key, read under the read lock
+// and written under the write lock.
+//
+// Parameters: requests arrive at 200/s, 4 in 5 puts and 1 in 5 gets, each
+// holding the index lock (write or read) for 1 ms of simulated I/O; 64
+// worker slots. The index holds 64 keys per range chunk. A quarter into
+// the run the culprit takes the read lock and scans the whole index for
+// half the run, one chunk of 64 keys at a time (5 ms of simulated page
+// reads each, paced against the scan's start so timer overshoot does not
+// lengthen the hold), reporting progress and checking its context after
+// each chunk.
+func init() {
+	bench.Register(bench.Case{
+		Suite: suite, Name: "kv-range", Models: "A-c16",
+		Resource: "store index RWMutex (Lock)",
+		Culprit:  "expensive range read holding the read lock while writes wait",
+		Victims:  "puts (and the gets queued behind them)",
+		SLO:      50 * time.Millisecond,
+		Build:    buildKVRange,
+	})
+}
+
+func buildKVRange(env *bench.Env) (*bench.Service, error) {
+	const (
+		chunkKeys = 64
+		chunk     = 5 * time.Millisecond
+	)
+	index := env.Ctl.RWMutex("kv:index")
+	chunks := int64(env.Duration / 2 / chunk)
+	values := make([]uint64, chunks*chunkKeys) // guarded by index
+	return &bench.Service{
+		Rate:    200,
+		Workers: 64,
+		Light: func(ctx context.Context, i int) error {
+			key := (i * 7919) % len(values)
+			if i%5 == 4 { // a get
+				if err := index.RLock(ctx); err != nil {
+					return err
+				}
+				defer index.RUnlock(ctx)
+				_ = values[key]
+				return sleep(ctx, time.Millisecond)
+			}
+			// a put
+			if err := index.Lock(ctx); err != nil {
+				return err
+			}
+			defer index.Unlock()
+			values[key] = uint64(i)
+			return sleep(ctx, time.Millisecond)
+		},
+		Culprit: func(ctx context.Context) error {
+			if err := index.RLock(ctx); err != nil {
+				return err
+			}
+			defer index.RUnlock(ctx)
+			t, start := moirai.From(ctx), time.Now()
+			var sum uint64
+			for c := range chunks {
+				for _, v := range values[c*chunkKeys : (c+1)*chunkKeys] {
+					sum += v
+				}
+				if err := sleep(ctx, time.Until(start.Add(time.Duration(c+1)*chunk))); err != nil {
+					return err
+				}
+				t.Progress(c+1, chunks)
+			}
+			_ = sum
+			return nil
+		},
+	}, nil
+}
