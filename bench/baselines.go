@@ -8,9 +8,17 @@ import (
 	"github.com/moirai-go/moirai/cancel"
 )
 
+// none is no control: moirai traces, nothing acts. Normal runs use it too.
+var none = Controller{
+	Name:     "none",
+	Describe: "no control: moirai traces, nothing acts",
+	Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+}
+
 // The baselines a user would otherwise reach for, each from the library
 // package where a user would pick it.
 func init() {
+	RegisterController(none)
 	RegisterController(Controller{
 		Name:     "protego",
 		Describe: "victim dropping: cancel a request whose lock and queue waits reach its latency budget (Protego, NSDI'23)",

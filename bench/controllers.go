@@ -77,11 +77,3 @@ func SelectControllers(list string) ([]Controller, error) {
 func harnessTicks() []moirai.Option {
 	return []moirai.Option{moirai.WithTick(20*time.Millisecond, 5*time.Millisecond)}
 }
-
-func init() {
-	RegisterController(Controller{
-		Name:     "none",
-		Describe: "no control: moirai traces, nothing acts",
-		Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
-	})
-}

@@ -74,7 +74,6 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 		}
 		done++
 	}
-	none := Controllers()[0]
 	for _, c := range o.Cases {
 		step(c.Name + ": normal")
 		normal, nerr := runOne(ctx, c, none, false, o)

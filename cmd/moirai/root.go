@@ -67,7 +67,8 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 tasks hold and wait for which resources, and acting on the one that
 monopolizes a contended resource.
 
-This version ships the core runtime and a demonstration of what it sees.`,
+This version ships the core runtime, a demonstration of what it sees, and
+the evaluation harness (moirai bench).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -92,6 +93,7 @@ This version ships the core runtime and a demonstration of what it sees.`,
 	root.AddCommand(
 		newVersionCommand(g),
 		newDemoCommand(g),
+		newBenchCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moirai-go/moirai/bench"
+	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
+	"github.com/moirai-go/moirai/bench/report"
+)
+
+// benchFlags are the flags of `moirai bench run`.
+type benchFlags struct {
+	suite       string
+	cases       string
+	controllers string
+	duration    time.Duration
+	seed        uint64
+	out         string
+}
+
+func newBenchCommand(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure moirai and its baselines on the evaluation cases",
+		Long: `bench runs the evaluation cases of CASES.md: each case's service, served
+over loopback HTTP under an open-loop load, first without its culprit, then
+with it under each controller, and reports the results normalized by the
+run without the culprit.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g))
+	return cmd
+}
+
+func newBenchListCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the suites, their cases and the controllers",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			type caseInfo struct {
+				Suite, Name, Models, Resource, Culprit, Victims string
+			}
+			type listing struct {
+				Cases       []caseInfo
+				Controllers []map[string]string
+			}
+			var l listing
+			for _, s := range bench.Suites() {
+				for _, c := range bench.Cases(s) {
+					l.Cases = append(l.Cases, caseInfo{c.Suite, c.Name, c.Models, c.Resource, c.Culprit, c.Victims})
+				}
+			}
+			for _, c := range bench.Controllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe})
+			}
+			out := cmd.OutOrStdout()
+			if g.Output == outputJSON {
+				return json.NewEncoder(out).Encode(l)
+			}
+			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SUITE\tCASE\tMODELS\tRESOURCE\tCULPRIT")
+			for _, c := range l.Cases {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Suite, c.Name, c.Models, c.Resource, c.Culprit)
+			}
+			fmt.Fprintln(tw, "\nCONTROLLER\tDESCRIPTION")
+			for _, c := range l.Controllers {
+				fmt.Fprintf(tw, "%s\t%s\n", c["name"], c["describe"])
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newBenchRunCommand(g *globalFlags) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run cases under controllers and report the results",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.suite, "suite", "inproc", "suite to run")
+	fl.StringVar(&f.cases, "case", "all", "cases to run: NAME[,NAME…] or all")
+	fl.StringVar(&f.controllers, "controller", "all", "controllers to run: NAME[,NAME…] or all")
+	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
+	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
+	return cmd
+}
+
+func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+	cases, err := bench.SelectCases(f.suite, f.cases)
+	if err != nil {
+		return usageError{err}
+	}
+	ctls, err := bench.SelectControllers(f.controllers)
+	if err != nil {
+		return usageError{err}
+	}
+	if f.duration < bench.MinDuration {
+		return usageErrorf("--duration %v is too short to measure anything; the minimum is %v", f.duration, bench.MinDuration)
+	}
+	if f.out != "" {
+		// Fail before the run, not after it.
+		if err := checkWritable(f.out); err != nil {
+			return err
+		}
+	}
+	errOut := cmd.ErrOrStderr()
+	progress := func(done, total int, what string) {}
+	if isTerminal(errOut) {
+		progress = func(done, total int, what string) {
+			const width = 30
+			n := width * done / max(total, 1)
+			fmt.Fprintf(errOut, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, what)
+			if done == total {
+				fmt.Fprintln(errOut)
+			}
+		}
+	}
+	res, err := bench.Execute(cmd.Context(), bench.Options{
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, Progress: progress,
+	})
+	if err != nil && res == nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if g.Output == outputJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range res.Rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	} else {
+		if err := report.Table(out, res.Rows); err != nil {
+			return err
+		}
+		warnNotDegraded(out, res.Rows)
+	}
+	if f.out != "" {
+		if err := writeResults(f.out, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "wrote %s and %s\n", filepath.Join(f.out, "results.json"), filepath.Join(f.out, "report.html"))
+	}
+	return err
+}
+
+// warnNotDegraded says which cases did not show the overload they model.
+func warnNotDegraded(w io.Writer, rows []bench.Row) {
+	for _, r := range rows {
+		if r.Degraded != nil && !*r.Degraded {
+			fmt.Fprintf(w, "warning: case %s does not degrade without control (throughput_norm %.2f > 0.8 and p99_norm %.2f < 2): it is mis-sized\n",
+				r.Case, r.ThroughputNorm, r.P99Norm)
+		}
+	}
+}
+
+// checkWritable creates dir if needed and proves a file can be written in
+// it.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".moirai-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s is not writable: %w", dir, err)
+	}
+	name := probe.Name()
+	probe.Close()
+	return os.Remove(name)
+}
+
+func writeResults(dir string, res *bench.Results) error {
+	if err := report.Save(filepath.Join(dir, "results.json"), res); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	if err := report.HTML(f, res); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func newBenchReportCommand(g *globalFlags) *cobra.Command {
+	var in, md, html string
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Regenerate docs/RESULTS.md (and optionally the HTML report) from a results.json",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if in == "" {
+				return usageErrorf("--in is required: the results.json of a `moirai bench run --out DIR`")
+			}
+			res, err := report.Load(in)
+			if err != nil {
+				return err
+			}
+			if md == "" && html == "" {
+				return report.Markdown(cmd.OutOrStdout(), res)
+			}
+			for _, t := range []struct {
+				path  string
+				write func(io.Writer, *bench.Results) error
+			}{{md, report.Markdown}, {html, report.HTML}} {
+				if t.path == "" {
+					continue
+				}
+				f, err := os.Create(t.path)
+				if err != nil {
+					return err
+				}
+				err = t.write(f, res)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return errors.Join(fmt.Errorf("writing %s", t.path), err)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&in, "in", "", "results.json to read")
+	cmd.Flags().StringVar(&md, "md", "", "Markdown file to write (e.g. docs/RESULTS.md); standard output if neither --md nor --html")
+	cmd.Flags().StringVar(&html, "html", "", "HTML report to write")
+	return cmd
+}
