@@ -141,12 +141,16 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	if g.Output == outputJSON {
+		// One object per row with the row's fields only; the sanity check
+		// goes to the error stream, and to results.json.
 		enc := json.NewEncoder(out)
 		for _, r := range res.Rows {
+			r.Degraded = nil
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
 		}
+		warnNotDegraded(errOut, res.Rows)
 	} else {
 		if err := report.Table(out, res.Rows); err != nil {
 			return err
