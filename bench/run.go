@@ -181,7 +181,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		if strings.HasPrefix(r.TaskClass, culpritClass) {
 			kind = "cancel-culprit"
 		}
-		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Note: r.Policy + ": " + r.Reason})
+		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Note: r.TaskClass + " cancelled by " + r.Policy + ": " + r.Reason})
 	})
 	slo := c.slo()
 	var opts []moirai.Option
