@@ -148,19 +148,26 @@ func SelectCases(suite, list string) ([]Case, error) {
 	if len(all) == 0 {
 		return nil, fmt.Errorf("%w: suite %q (valid: %s)", ErrUnknown, suite, strings.Join(Suites(), ", "))
 	}
+	return selectByName(list, "case", all, func(c Case) string { return c.Name })
+}
+
+// selectByName resolves a comma-separated list of names among all, or
+// "all" (also the empty list). An unknown name is an error wrapping
+// ErrUnknown that lists the valid ones.
+func selectByName[T any](list, what string, all []T, name func(T) string) ([]T, error) {
 	if list == "" || list == "all" {
 		return all, nil
 	}
-	var out []Case
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		i := slices.IndexFunc(all, func(c Case) bool { return c.Name == name })
+	var out []T
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(x T) bool { return name(x) == n })
 		if i < 0 {
 			var names []string
-			for _, c := range all {
-				names = append(names, c.Name)
+			for _, x := range all {
+				names = append(names, name(x))
 			}
-			return nil, fmt.Errorf("%w: case %q (valid: %s)", ErrUnknown, name, strings.Join(names, ", "))
+			return nil, fmt.Errorf("%w: %s %q (valid: %s)", ErrUnknown, what, n, strings.Join(names, ", "))
 		}
 		out = append(out, all[i])
 	}

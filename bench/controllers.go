@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,24 +51,7 @@ func Controllers() []Controller {
 // SelectControllers resolves a comma-separated list of controller names,
 // or "all". Unknown names are an error that lists the valid ones.
 func SelectControllers(list string) ([]Controller, error) {
-	all := Controllers()
-	if list == "" || list == "all" {
-		return all, nil
-	}
-	var out []Controller
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		i := slices.IndexFunc(all, func(c Controller) bool { return c.Name == name })
-		if i < 0 {
-			var names []string
-			for _, c := range all {
-				names = append(names, c.Name)
-			}
-			return nil, fmt.Errorf("%w: controller %q (valid: %s)", ErrUnknown, name, strings.Join(names, ", "))
-		}
-		out = append(out, all[i])
-	}
-	return out, nil
+	return selectByName(list, "controller", Controllers(), func(c Controller) string { return c.Name })
 }
 
 // harnessTicks are the loop periods of every run: fine enough that a
