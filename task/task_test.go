@@ -176,7 +176,6 @@ func TestIDsAndLive(t *testing.T) {
 }
 
 func TestContextDone(t *testing.T) {
-	type cause struct{ error }
 	parentCause := errors.New("client went away")
 	tests := []struct {
 		name        string
