@@ -112,7 +112,7 @@ func buildBackupLock(env *bench.Env) (*bench.Service, error) {
 				wg.Go(func() { backup(context.WithoutCancel(ctx)) })
 				t, start := moirai.From(ctx), time.Now()
 				for i := range rows {
-					if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*row))); err != nil {
+					if err := paceTo(ctx, start, int64(i), row); err != nil {
 						return err
 					}
 					t.Progress(i+1, rows)

@@ -98,7 +98,7 @@ func scan(ctx context.Context, pool *lru, base uint64, ios, per int64) error {
 	next := base
 	for i := range ios {
 		// Paced from the start, so timer overshoot does not slow the scan.
-		if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*pageRead))); err != nil {
+		if err := paceTo(ctx, start, int64(i), pageRead); err != nil {
 			return err
 		}
 		for range per {

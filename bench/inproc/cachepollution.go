@@ -81,7 +81,7 @@ func buildCachePollution(env *bench.Env) (*bench.Service, error) {
 			for p := range pages {
 				// Paced from the start, so timer overshoot does not slow
 				// the search.
-				if err := sleep(ctx, time.Until(start.Add(time.Duration(p+1)*bigPage))); err != nil {
+				if err := paceTo(ctx, start, int64(p), bigPage); err != nil {
 					return err
 				}
 				cache.put(ctx, bigBase+uint64(p), bigKiB, own)

@@ -158,7 +158,7 @@ func buildHeapPressure(env *bench.Env) (*bench.Service, error) {
 				if ctx.Err() != nil {
 					return context.Cause(ctx)
 				}
-				if err := sleep(ctx, time.Until(start.Add(time.Duration(s+1)*step))); err != nil {
+				if err := paceTo(ctx, start, int64(s), step); err != nil {
 					return err
 				}
 			}

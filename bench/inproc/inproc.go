@@ -31,3 +31,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return context.Cause(ctx)
 	}
 }
+
+// paceTo waits until the end of the i-th step of length d after start, or
+// until ctx is done (returning its cause). Pacing long work against its
+// start, rather than sleeping d after each step, keeps timer overshoot
+// under load from stretching the culprit's hold from run to run.
+func paceTo(ctx context.Context, start time.Time, i int64, d time.Duration) error {
+	return sleep(ctx, time.Until(start.Add(time.Duration(i+1)*d)))
+}

@@ -77,7 +77,7 @@ func buildKVRange(env *bench.Env) (*bench.Service, error) {
 				for _, v := range values[c*chunkKeys : (c+1)*chunkKeys] {
 					sum += v
 				}
-				if err := sleep(ctx, time.Until(start.Add(time.Duration(c+1)*chunk))); err != nil {
+				if err := paceTo(ctx, start, int64(c), chunk); err != nil {
 					return err
 				}
 				t.Progress(c+1, chunks)

@@ -50,7 +50,7 @@ func buildTableLock(env *bench.Env) (*bench.Service, error) {
 			for i := range rows {
 				// Paced from the start, so timer overshoot does not stretch
 				// the hold.
-				if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*row))); err != nil {
+				if err := paceTo(ctx, start, int64(i), row); err != nil {
 					return err
 				}
 				t.Progress(i+1, rows)

@@ -73,7 +73,7 @@ func buildUndoPurge(env *bench.Env) (*bench.Service, error) {
 				defer undo.Unlock()
 				start := time.Now()
 				for i := range min(batch, backlog-done) {
-					if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*record))); err != nil {
+					if err := paceTo(ctx, start, int64(i), record); err != nil {
 						return err
 					}
 					done++

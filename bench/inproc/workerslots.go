@@ -54,7 +54,7 @@ func buildWorkerSlots(env *bench.Env) (*bench.Service, error) {
 			for i := range steps {
 				// Paced from the start, so timer overshoot does not stretch
 				// the hold.
-				if err := sleep(ctx, time.Until(start.Add(time.Duration(i+1)*step))); err != nil {
+				if err := paceTo(ctx, start, int64(i), step); err != nil {
 					return err
 				}
 				t.Progress(i+1, steps)
