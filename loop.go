@@ -53,6 +53,9 @@ func (c *Controller) step() time.Duration {
 	c.mu.Lock()
 	c.steps++
 	c.buildLocked(&c.snap, &c.live, true)
+	c.trackBusyLocked()
+	c.durations.Observe(&c.snap)
+	c.observeLocked()
 	firing := c.detectLocked()
 	if firing != c.firing {
 		c.firing = firing
@@ -64,12 +67,110 @@ func (c *Controller) step() time.Duration {
 			recs = append(recs, c.actLocked(d, false))
 		}
 	}
+	regular := firing && len(recs) == 0 && !c.confirmedLocked()
+	changed := regular != c.regular
+	c.regular = regular
+	close(c.stepped)
+	c.stepped = make(chan struct{})
 	c.mu.Unlock()
 	c.publish(recs)
+	if changed && c.cfg.regularOverload != nil {
+		c.callUser("regular-overload handler", func() { c.cfg.regularOverload(regular) })
+	}
 	if firing {
 		return c.cfg.fineTick
 	}
 	return c.cfg.coarseTick
+}
+
+// callUser runs user code outside the runtime's locks, recovering and
+// reporting a panic.
+func (c *Controller) callUser(what string, fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: %s panicked: %v", what, v))
+		}
+	}()
+	fn()
+}
+
+// observeLocked shows the snapshot to the detectors and policies that
+// learn from every step.
+func (c *Controller) observeLocked() {
+	for _, d := range c.cfg.detectors {
+		if o, ok := d.(policy.Observer); ok {
+			c.safeObserve(d.Name(), o)
+		}
+	}
+	for _, p := range c.cfg.policies {
+		if o, ok := p.(policy.Observer); ok {
+			c.safeObserve(p.Name(), o)
+		}
+	}
+}
+
+func (c *Controller) safeObserve(name string, o policy.Observer) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: %s panicked observing: %v\n%s", name, v, debug.Stack()))
+		}
+	}()
+	o.Observe(&c.snap)
+}
+
+// confirmedLocked reports whether the overload is resource overload: a
+// policy confirms a contended resource, a cancellation is recent enough
+// that its effect is still draining (one coarse tick, at least a second),
+// or no policy can tell (then the overload is not called regular).
+func (c *Controller) confirmedLocked() bool {
+	if c.lastCancel != 0 && time.Duration(c.clock.Now()-c.lastCancel) < max(time.Second, c.cfg.coarseTick) {
+		return true
+	}
+	can := false
+	for _, p := range c.cfg.policies {
+		cf, ok := p.(policy.Confirmer)
+		if !ok {
+			continue
+		}
+		can = true
+		if c.safeConfirm(p.Name(), cf) {
+			return true
+		}
+	}
+	return !can
+}
+
+func (c *Controller) safeConfirm(name string, cf policy.Confirmer) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: %s panicked confirming: %v", name, v))
+			ok = true
+		}
+	}()
+	return cf.Confirm(&c.snap)
+}
+
+// trackBusyLocked records, per resource, the last time anyone used it:
+// waited for it, held it, or (memory) evicted from it. Re-execution waits
+// for the resources a cancelled task used to be free for a while.
+func (c *Controller) trackBusyLocked() {
+	n := len(c.snap.Resources)
+	now := max(int64(c.snap.At), 1)
+	for len(c.busyAt) < n {
+		c.busyAt = append(c.busyAt, now) // new: not known to be free yet
+	}
+	for i := range c.snap.Resources {
+		r := &c.snap.Resources[i]
+		busy := r.Waiters > 0 || r.WindowWaits > 0 || r.WindowWait > 0
+		if r.Kind == KindMemory {
+			busy = busy || r.WindowEvictions > 0
+		} else {
+			busy = busy || r.Holders > 0 || r.WindowHold > 0 || r.Held > 0
+		}
+		if busy {
+			c.busyAt[i] = now
+		}
+	}
 }
 
 // detectLocked runs the detectors; a panicking detector is reported and

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/cancel"
+	"github.com/moirai-go/moirai/detect"
+	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
@@ -95,14 +98,25 @@ type Controller struct {
 	ringLen    int
 	steps      uint64
 
+	regular   bool          // regular (not resource) overload
+	busyAt    []int64       // per resource ID−1: last clock time it was used
+	stepped   chan struct{} // closed and replaced at every step
+	durations *estimate.Durations
+	retries   RetryStats
+
 	scratchLive []*task.Task
 	parts       []partial  // per-worker sums of a snapshot build
 	liveTab     []liveHold // per resource: the hold in progress its primitive reports
 }
 
-// New returns a running controller. With no option it traces tasks and
-// resources and keeps its loop running, but decides nothing: mechanisms are
-// added with [WithPolicy] and [WithDetector].
+// New returns a running controller.
+//
+// Unless mechanisms are configured with [WithPolicy] or [WithDetector], or
+// turned off with [WithTraceOnly], it runs targeted cancellation (Atropos):
+// the [detect.SLO] detector on the objective of [WithSLO] and the
+// [detect.Collapse] detector (throughput below half the recent best), and
+// the multi-objective [cancel.Atropos] policy. It acts only on tasks begun
+// with Spec.Cancellable set.
 func New(opts ...Option) *Controller {
 	cfg := defaults()
 	for _, o := range opts {
@@ -110,14 +124,30 @@ func New(opts ...Option) *Controller {
 			o(&cfg)
 		}
 	}
+	durations := cfg.durations
+	if durations == nil {
+		durations = estimate.NewDurations(0)
+	}
+	switch {
+	case cfg.traceOnly:
+		cfg.policies, cfg.detectors = nil, nil
+	case len(cfg.policies) == 0 && len(cfg.detectors) == 0:
+		cfg.detectors = []policy.Detector{
+			detect.NewSLO(cfg.sloQuantile, cfg.sloTarget, detect.WithPrediction(durations)),
+			detect.NewCollapse(0.5),
+		}
+		cfg.policies = []policy.Policy{cancel.NewAtropos(cancel.MultiObjective, cancel.WithDurations(durations))}
+	}
 	c := &Controller{
-		cfg:      cfg,
-		clock:    clock.New(),
-		res:      resource.NewRegistry(),
-		log:      cfg.logger,
-		done:     make(chan struct{}),
-		loopDone: make(chan struct{}),
-		ring:     make([]policy.Record, cfg.logSize),
+		cfg:       cfg,
+		clock:     clock.New(),
+		res:       resource.NewRegistry(),
+		log:       cfg.logger,
+		done:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+		ring:      make([]policy.Record, cfg.logSize),
+		stepped:   make(chan struct{}),
+		durations: durations,
 	}
 	c.clock.SetResolution(cfg.resolution)
 	c.tasks = task.NewRegistry(c.clock, task.Options{

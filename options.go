@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -26,6 +27,9 @@ type config struct {
 	dryRun           bool
 	onError          func(error)
 	decisionObserver func(policy.Record)
+	traceOnly        bool
+	durations        *estimate.Durations
+	regularOverload  func(bool)
 }
 
 // defaults is the one place every default lives.
@@ -87,12 +91,14 @@ func WithTick(coarse, fine time.Duration) Option {
 }
 
 // WithPolicy adds policies. With no detector configured they run on every
-// tick; otherwise only while a detector fires.
+// tick; otherwise only while a detector fires. Configuring any policy or
+// detector replaces the default mechanisms (see [New]).
 func WithPolicy(p ...policy.Policy) Option {
 	return func(c *config) { c.policies = append(c.policies, p...) }
 }
 
-// WithDetector adds detectors.
+// WithDetector adds detectors. Configuring any policy or detector replaces
+// the default mechanisms (see [New]).
 func WithDetector(d ...policy.Detector) Option {
 	return func(c *config) { c.detectors = append(c.detectors, d...) }
 }
@@ -146,4 +152,36 @@ func WithErrorHandler(fn func(error)) Option {
 // from the controller's goroutine. It must not block.
 func WithDecisionObserver(fn func(policy.Record)) Option {
 	return func(c *config) { c.decisionObserver = fn }
+}
+
+// WithTraceOnly makes the controller trace tasks and resources and keep
+// its loop and snapshots, but run no mechanism: no default detector or
+// policy is installed, and none given with [WithPolicy] or [WithDetector]
+// runs. It is the "no control" configuration, to measure what tracing
+// costs or to watch a service before letting moirai act.
+func WithTraceOnly() Option {
+	return func(c *config) { c.traceOnly = true }
+}
+
+// WithRegularOverload is called with true when the controller sees
+// overload that is not resource overload (a detector fires, but no policy
+// that can confirm a contended resource does), and with false when that
+// ends: the signal to hand to admission control. It is called from the
+// controller's goroutine, outside its locks, and must not block.
+func WithRegularOverload(fn func(overloaded bool)) Option {
+	return func(c *config) { c.regularOverload = fn }
+}
+
+// WithDurations makes the controller feed d, on every step, with the
+// durations of the tasks that finish, per class, and estimate from it the
+// expected durations [Retry] needs. Pass the same d to the policies and
+// detectors that estimate progress from it (cancel.WithDurations,
+// detect.WithPrediction). Default: a learner of the controller's own, which
+// the default mechanisms share.
+func WithDurations(d *estimate.Durations) Option {
+	return func(c *config) {
+		if d != nil {
+			c.durations = d
+		}
+	}
 }

@@ -12,7 +12,9 @@ import (
 var none = Controller{
 	Name:     "none",
 	Describe: "no control: moirai traces, nothing acts",
-	Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+	Options: func(time.Duration) []moirai.Option {
+		return append(harnessTicks(), moirai.WithTraceOnly())
+	},
 }
 
 // The baselines a user would otherwise reach for, each from the library
@@ -32,13 +34,13 @@ func init() {
 	RegisterController(Controller{
 		Name:     "codel",
 		Describe: "CoDel on the queueing delay of the worker slots, target 5 ms, interval 100 ms",
-		Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithTraceOnly()) },
 		Admitter: func(time.Duration) Admitter { return admit.NewCoDel() },
 	})
 	RegisterController(Controller{
 		Name:     "breakwater",
 		Describe: "Breakwater-like credits sized by AIMD on queueing delay, target scaled to service time",
-		Options:  func(time.Duration) []moirai.Option { return harnessTicks() },
+		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithTraceOnly()) },
 		Admitter: func(time.Duration) Admitter { return admit.NewBreakwater() },
 	})
 }

@@ -69,6 +69,10 @@ type Env struct {
 	Seed uint64
 	// Duration is the run's length.
 	Duration time.Duration
+	// Reexecute is set when the run's controller re-executes cancelled
+	// work (see Controller.Reexecute): a case that begins tasks of its own
+	// for a culprit runs them through moirai.Retry then.
+	Reexecute bool
 }
 
 // Service is a case's service, as the harness drives it.

@@ -24,6 +24,10 @@ type Controller struct {
 	Options func(slo time.Duration) []moirai.Option
 	// Admitter, if set, returns the run's admission controller.
 	Admitter func(slo time.Duration) Admitter
+	// Reexecute serves every request through moirai.Retry, so that a
+	// request the controller cancels is re-executed once the resources it
+	// used are free, as Atropos does.
+	Reexecute bool
 }
 
 var (

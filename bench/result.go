@@ -15,12 +15,18 @@ type Row struct {
 	ThroughputNorm float64 `json:"throughput_norm"`
 	P99Norm        float64 `json:"p99_norm"`
 
-	// DropRate is (rejected + cancelled requests) / all requests.
+	// DropRate is the requests whose final answer was a rejection or a
+	// cancellation (not re-executed), over all requests. Cancelled and its
+	// split count the controller's cancellations, re-executed or not.
 	DropRate          float64 `json:"drop_rate"`
 	Cancelled         int     `json:"cancelled"`
 	CulpritsCancelled int     `json:"culprits_cancelled"`
 	VictimsCancelled  int     `json:"victims_cancelled"`
 	Rejected          int     `json:"rejected"`
+	// Reexecuted counts the cancelled requests run again once their
+	// resources were free (controllers with re-execution), which then
+	// count as what their second run returned.
+	Reexecuted int `json:"reexecuted"`
 	// SLOAttainment is the fraction of light requests that completed
 	// within the case's latency objective.
 	SLOAttainment float64 `json:"slo_attainment"`
@@ -55,6 +61,8 @@ type Run struct {
 
 	Light   Summary `json:"light"`
 	Culprit Summary `json:"culprit"`
+	// Reexecuted counts the requests re-executed after a cancellation.
+	Reexecuted int `json:"reexecuted,omitempty"`
 
 	// Series is the light requests' throughput and p99 per bucket of
 	// SeriesStep, from the start of the run.

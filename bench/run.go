@@ -141,11 +141,22 @@ func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
 	}
 	sent := r.Light.Sent + r.Culprit.Sent
 	row.Rejected = r.Light.Rejected + r.Culprit.Rejected
-	row.CulpritsCancelled = r.Culprit.Cancelled
-	row.VictimsCancelled = r.Light.Cancelled
+	row.Reexecuted = r.Reexecuted
+	// Cancellations are counted from the controller's acted decisions, by
+	// the class of the task cancelled, so that a request cancelled and then
+	// re-executed still counts; drops are the requests whose final answer
+	// was a cancellation or a rejection.
+	for _, e := range r.Events {
+		switch e.Kind {
+		case "cancel-culprit":
+			row.CulpritsCancelled++
+		case "cancel-victim":
+			row.VictimsCancelled++
+		}
+	}
 	row.Cancelled = row.CulpritsCancelled + row.VictimsCancelled
 	if sent > 0 {
-		row.DropRate = float64(row.Rejected+row.Cancelled) / float64(sent)
+		row.DropRate = float64(row.Rejected+r.Light.Cancelled+r.Culprit.Cancelled) / float64(sent)
 	}
 	if r.Light.Sent > 0 {
 		row.SLOAttainment = float64(r.Light.WithinSLO) / float64(r.Light.Sent)
@@ -190,7 +201,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	}
 	mc := moirai.New(append(opts, observe)...)
 	defer mc.Close()
-	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration})
+	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration, Reexecute: ctl.Reexecute})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
@@ -201,7 +212,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	if ctl.Admitter != nil {
 		adm = ctl.Admitter(slo)
 	}
-	srv := &server{ctl: mc, svc: svc, adm: adm}
+	srv := &server{ctl: mc, svc: svc, adm: adm, reexecute: ctl.Reexecute, rec: rec}
 	if svc.Workers > 0 {
 		srv.workers = mc.Queue("bench:workers", svc.Workers, 0)
 	}
@@ -229,6 +240,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		url:      "http://" + ln.Addr().String(),
 		rate:     svc.Rate,
 		duration: o.Duration,
+		drain:    drainOf(o.Duration),
 		seed:     o.Seed,
 		name:     c.Name,
 		rec:      rec,
@@ -246,6 +258,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	}
 	run = rec.summarize(slo, o.Duration)
 	run.Case, run.Controller, run.WithCulprit = c.Name, ctl.Name, culprit
+	run.Reexecuted = int(mc.RetryStats().Reexecuted)
 	run.Duration = o.Duration
 	if culprit {
 		run.InjectedAt = load.culpritAt
@@ -253,6 +266,12 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	}
 	return run, nil
 }
+
+// drainOf is how long a run of the given length waits, after its last
+// arrival, for the requests still in flight: half the run (the culprits'
+// length) plus two seconds, so that a culprit re-executed once the load
+// has stopped, as Atropos re-executes, can finish.
+func drainOf(d time.Duration) time.Duration { return d/2 + 2*time.Second }
 
 // The classes of the harness's tasks.
 const (
@@ -268,6 +287,10 @@ type server struct {
 	adm     Admitter
 	workers *moirai.Queue
 	epoch   time.Time
+	// reexecute serves requests through moirai.Retry: a request the
+	// controller cancels is re-executed once its resources are free.
+	reexecute bool
+	rec       *recorder
 }
 
 func (s *server) now() time.Duration { return time.Since(s.epoch) }
@@ -290,26 +313,36 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, class string, fn 
 		reply(w, errRejected)
 		return
 	}
-	ctx, t := s.ctl.Begin(r.Context(), moirai.Spec{Class: class, Cancellable: true})
-	var err error
-	defer func() { t.End(err) }()
-	if s.workers != nil {
-		var p moirai.Permit
-		if p, err = s.workers.Enter(ctx); err != nil {
-			reply(w, err)
-			return
+	spec := moirai.Spec{Class: class, Cancellable: true}
+	work := func(ctx context.Context) error {
+		if s.workers != nil {
+			p, err := s.workers.Enter(ctx)
+			if err != nil {
+				return err
+			}
+			defer p.Release()
 		}
-		defer p.Release()
+		started := s.now()
+		if s.adm != nil && !s.adm.Started(started, started-arrival) {
+			return errRejected
+		}
+		err := fn(ctx)
+		if s.adm != nil {
+			s.adm.Done(s.now(), s.now()-started)
+		}
+		return err
 	}
-	started := s.now()
-	if s.adm != nil && !s.adm.Started(started, started-arrival) {
-		err = errRejected
-		reply(w, err)
-		return
-	}
-	err = fn(ctx)
-	if s.adm != nil {
-		s.adm.Done(s.now(), s.now()-started)
+	var err error
+	if s.reexecute {
+		err = moirai.Retry(r.Context(), s.ctl, spec, work, moirai.RetryNotify(func(time.Duration) {
+			if s.rec != nil {
+				s.rec.event(Event{T: s.now(), Kind: "reexecute", Note: class + " re-executed"})
+			}
+		}))
+	} else {
+		ctx, t := s.ctl.Begin(r.Context(), spec)
+		err = work(ctx)
+		t.End(err)
 	}
 	reply(w, err)
 }
@@ -345,6 +378,7 @@ type loadgen struct {
 	rate      float64
 	duration  time.Duration
 	culpritAt time.Duration // 0: no culprit
+	drain     time.Duration // after duration, for requests in flight
 	seed      uint64
 	name      string
 	rec       *recorder
@@ -352,29 +386,34 @@ type loadgen struct {
 }
 
 func (l *loadgen) run(ctx context.Context) error {
-	ctx, stop := context.WithTimeout(ctx, l.duration)
+	// Requests may finish during the drain after the last arrival; what
+	// is still running at its end is cancelled and counted unfinished.
+	reqCtx, stopReqs := context.WithTimeout(ctx, l.duration+l.drain)
+	defer stopReqs()
+	ctx, stop := context.WithTimeout(reqCtx, l.duration)
 	defer stop()
+	censor := l.duration + l.drain
 	tr := &http.Transport{MaxIdleConnsPerHost: maxInFlight, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
 	send := func(path string, culprit bool) {
 		at := time.Since(l.start)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, l.url+path, nil)
+		req, _ := http.NewRequestWithContext(reqCtx, http.MethodPost, l.url+path, nil)
 		resp, err := client.Do(req)
 		end := time.Since(l.start)
 		r := result{culprit: culprit, start: at, end: end}
 		switch {
-		case err != nil && ctx.Err() != nil:
-			r.outcome, r.end = outcomeUnfinished, l.duration
+		case err != nil && reqCtx.Err() != nil:
+			r.outcome, r.end = outcomeUnfinished, censor
 		case err != nil:
 			r.outcome = outcomeFail
 		default:
 			r.outcome = resp.Header.Get(outcomeHeader)
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if ctx.Err() != nil && r.outcome != outcomeOK {
-				r.outcome, r.end = outcomeUnfinished, l.duration
+			if reqCtx.Err() != nil && r.outcome != outcomeOK {
+				r.outcome, r.end = outcomeUnfinished, censor
 			}
 		}
 		l.rec.add(r)
@@ -424,7 +463,7 @@ func (l *loadgen) run(ctx context.Context) error {
 		})
 	}
 	<-ctx.Done()
-	wg.Wait()
+	wg.Wait() // the drain: until every request ended or reqCtx expired
 	return nil
 }
 

@@ -145,3 +145,22 @@ func (h *Histogram) Sub(o *Histogram) {
 
 // Reset empties h.
 func (h *Histogram) Reset() { *h = Histogram{} }
+
+// Above returns an estimate of the number of observations greater than d:
+// every observation of the buckets above d's, and of d's own bucket the
+// share of its width above d (observations are taken as spread evenly).
+func (h *Histogram) Above(d time.Duration) float64 {
+	if h.count == 0 {
+		return 0
+	}
+	b := bucketOf(d)
+	lo, hi := bounds(b)
+	n := 0.0
+	if c := h.buckets[b]; c > 0 && hi > lo && d < hi {
+		n = float64(c) * float64(hi-max(d, lo)) / float64(hi-lo)
+	}
+	for _, c := range h.buckets[b+1:] {
+		n += float64(c)
+	}
+	return n
+}

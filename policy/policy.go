@@ -61,6 +61,23 @@ type Detector interface {
 	Detect(s *snapshot.Snapshot) (fired bool, reason string)
 }
 
+// Observer is implemented by the policies and detectors that learn from
+// every snapshot of the loop, whether a detector fires or not (a learner of
+// typical durations, a sliding window). The controller calls Observe before
+// Detect and Decide on each step, from its goroutine.
+type Observer interface {
+	Observe(s *snapshot.Snapshot)
+}
+
+// Confirmer is implemented by the policies that can tell resource overload
+// from regular overload: while a detector fires, Confirm reports whether
+// the snapshot shows a contended resource their decisions could relieve.
+// When no configured Confirmer confirms, the controller reports regular
+// overload, for admission control to handle.
+type Confirmer interface {
+	Confirm(s *snapshot.Snapshot) bool
+}
+
 // Outcome is what the controller did with a decision.
 type Outcome uint8
 

@@ -38,8 +38,11 @@ func init() {
 		Resource: "buffer pool (Memory)",
 		Culprit:  "dump query touching far more pages than the pool holds",
 		Victims:  "point reads that now miss and pay I/O",
-		SLO:      50 * time.Millisecond,
-		Build:    buildBufferPool,
+		// The culprit slows the victims rather than blocking them: an
+		// objective of 20 ms (3–6× their normal p99 on the reference
+		// machine) is one the slowdown breaks.
+		SLO:   20 * time.Millisecond,
+		Build: buildBufferPool,
 	})
 }
 

@@ -35,8 +35,11 @@ func init() {
 		Resource: "query cache (Memory)",
 		Culprit:  "large search evicting hot entries",
 		Victims:  "cached searches",
-		SLO:      50 * time.Millisecond,
-		Build:    buildCachePollution,
+		// The culprit slows the victims rather than blocking them: an
+		// objective of 20 ms (3–6× their normal p99 on the reference
+		// machine) is one the slowdown breaks.
+		SLO:   20 * time.Millisecond,
+		Build: buildCachePollution,
 	})
 }
 

@@ -46,8 +46,11 @@ func init() {
 		Resource: "Go heap / GC (Memory)",
 		Culprit:  "huge nested aggregation allocating a large share of the heap",
 		Victims:  "everything, through GC work",
-		SLO:      50 * time.Millisecond,
-		Build:    buildHeapPressure,
+		// The culprit slows the victims rather than blocking them: an
+		// objective of 20 ms (3–6× their normal p99 on the reference
+		// machine) is one the slowdown breaks.
+		SLO:   20 * time.Millisecond,
+		Build: buildHeapPressure,
 	})
 }
 

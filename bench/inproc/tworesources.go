@@ -28,7 +28,9 @@ import (
 // cancellable), so each can be cancelled without the other, and waits for
 // both before it answers. The request's outcome is the scan's error, else
 // the batch update's: cancelling either is one culprit cancellation for
-// the harness. Light requests are the victims.
+// the harness. Light requests are the victims. Under a controller that
+// re-executes, the batch update runs through moirai.Retry like the
+// request itself.
 //
 // Parameters: the pool of buffer-pool (2,000 pages, hot set of 1,500,
 // 2 ms page reads, 0.2 ms of work per request). Light requests arrive at
@@ -52,8 +54,11 @@ func init() {
 		Resource: "buffer pool (Memory) + table lock (Lock)",
 		Culprit:  "a scan heavy on the pool only, and a batch update moderate on both (class culprit-2)",
 		Victims:  "point reads (pool) and inserts (table lock and pool)",
-		SLO:      50 * time.Millisecond,
-		Build:    buildTwoResources,
+		// The culprit slows the victims rather than blocking them: an
+		// objective of 20 ms (3–6× their normal p99 on the reference
+		// machine) is one the slowdown breaks.
+		SLO:   20 * time.Millisecond,
+		Build: buildTwoResources,
 	})
 }
 
@@ -140,9 +145,14 @@ func buildTwoResources(env *bench.Env) (*bench.Service, error) {
 				}
 			})
 			defer unhook()
-			bctx, bt := ctl.Begin(parent, moirai.Spec{Class: "culprit-2", Cancellable: true})
+			spec := moirai.Spec{Class: "culprit-2", Cancellable: true}
 			batchDone := make(chan error, 1)
 			go func() {
+				if env.Reexecute {
+					batchDone <- moirai.Retry(parent, ctl, spec, batchUpdate)
+					return
+				}
+				bctx, bt := ctl.Begin(parent, spec)
 				err := batchUpdate(bctx)
 				bt.End(err)
 				batchDone <- err

@@ -1,0 +1,212 @@
+package moirai_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/snapshot"
+)
+
+// lockScenario runs, in a synctest bubble, a culprit that holds a table
+// lock for 5 s reporting progress while requests arrive every 5 ms and
+// queue for the lock; it returns how each ended.
+func lockScenario(t *testing.T, ctl *moirai.Controller) (culpritErr error, victimErrs []error) {
+	t.Helper()
+	table := ctl.Mutex("table:orders")
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "scan", Cancellable: true})
+		defer func() { task.End(culpritErr) }()
+		if culpritErr = table.Lock(ctx); culpritErr != nil {
+			return
+		}
+		defer table.Unlock()
+		for i := range int64(500) {
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-ctx.Done():
+				culpritErr = context.Cause(ctx)
+				return
+			}
+			task.Progress(i+1, 500)
+		}
+	})
+	var mu sync.Mutex
+	for i := range 200 {
+		time.Sleep(5 * time.Millisecond)
+		wg.Go(func() {
+			ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "insert", Cancellable: true})
+			err := table.Lock(ctx)
+			if err == nil {
+				time.Sleep(time.Millisecond)
+				table.Unlock()
+			}
+			task.End(err)
+			if err != nil {
+				mu.Lock()
+				victimErrs = append(victimErrs, err)
+				mu.Unlock()
+			}
+		})
+		_ = i
+	}
+	wg.Wait()
+	return culpritErr, victimErrs
+}
+
+func TestDefaultsCancelTheCulprit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
+		defer ctl.Close()
+		culprit, victims := lockScenario(t, ctl)
+		if !errors.Is(culprit, moirai.ErrCancelled) {
+			t.Fatalf("culprit ended with %v; want it cancelled", culprit)
+		}
+		if len(victims) != 0 {
+			t.Errorf("%d victims failed: %v", len(victims), victims[0])
+		}
+		ds := ctl.Decisions()
+		if len(ds) != 1 || ds[0].Outcome != policy.Acted || ds[0].TaskClass != "scan" || ds[0].Policy != "atropos" {
+			t.Fatalf("decisions %+v; want the scan cancelled once by atropos", ds)
+		}
+		if !strings.Contains(ds[0].Reason, "table:orders") || len(ds[0].Details) == 0 {
+			t.Errorf("decision without its explanation: %q %v", ds[0].Reason, ds[0].Details)
+		}
+	})
+}
+
+func TestTraceOnlyActsOnNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithTraceOnly(),
+			moirai.WithPolicy(policyFunc{"never", func(*snapshot.Snapshot) []policy.Decision { panic("ran") }}))
+		defer ctl.Close()
+		culprit, victims := lockScenario(t, ctl)
+		if culprit != nil || len(victims) != 0 || len(ctl.Decisions()) != 0 {
+			t.Errorf("trace-only controller acted: culprit %v, %d victims, %d decisions", culprit, len(victims), len(ctl.Decisions()))
+		}
+	})
+}
+
+func TestRegularOverload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls []bool
+		var mu sync.Mutex
+		fire := atomic.Bool{}
+		ctl := moirai.New(
+			moirai.WithDetector(detectorFunc{"d", func(*snapshot.Snapshot) (bool, string) { return fire.Load(), "test" }}),
+			moirai.WithPolicy(confirmer{}),
+			moirai.WithRegularOverload(func(on bool) { mu.Lock(); calls = append(calls, on); mu.Unlock() }),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		time.Sleep(50 * time.Millisecond)
+		fire.Store(true)
+		time.Sleep(50 * time.Millisecond)
+		fire.Store(false)
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(calls) != 2 || !calls[0] || calls[1] {
+			t.Errorf("regular-overload calls %v; want [true false]", calls)
+		}
+	})
+}
+
+// confirmer is a policy that never finds a contended resource.
+type confirmer struct{}
+
+func (confirmer) Name() string                                { return "confirmer" }
+func (confirmer) Decide(*snapshot.Snapshot) []policy.Decision { return nil }
+func (confirmer) Confirm(*snapshot.Snapshot) bool             { return false }
+
+func TestRetryBackgroundAfterMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var once atomic.Bool
+		ctl := moirai.New(
+			moirai.WithDetector(detectorFunc{"always", func(*snapshot.Snapshot) (bool, string) { return true, "busy" }}),
+			moirai.WithPolicy(policyFunc{"once", func(s *snapshot.Snapshot) []policy.Decision {
+				for _, t := range s.Tasks {
+					if t.Cancellable && once.CompareAndSwap(false, true) {
+						return []policy.Decision{{Action: policy.Cancel, Task: t.ID, Reason: "test"}}
+					}
+				}
+				return nil
+			}}),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		var runs atomic.Int32
+		start := time.Now()
+		err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "purge", Kind: moirai.Background, Cancellable: true},
+			func(ctx context.Context) error {
+				if runs.Add(1) == 1 {
+					<-ctx.Done()
+					return context.Cause(ctx)
+				}
+				if moirai.From(ctx).Spec().Cancellable {
+					return errors.New("re-execution is cancellable")
+				}
+				return nil
+			}, moirai.RetryMaxWait(2*time.Second))
+		if err != nil || runs.Load() != 2 {
+			t.Fatalf("err %v after %d runs; want the background task re-run", err, runs.Load())
+		}
+		// The detector never stops firing: it was re-run after the maximum wait.
+		if waited := time.Since(start); waited < 2*time.Second {
+			t.Errorf("re-run after %v, before the maximum wait", waited)
+		}
+		if st := ctl.RetryStats(); st.Reexecuted != 1 || st.Cancelled != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+func TestRetryRequestDroppedAfterMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var once atomic.Bool
+		ctl := moirai.New(
+			moirai.WithDetector(detectorFunc{"always", func(*snapshot.Snapshot) (bool, string) { return true, "busy" }}),
+			moirai.WithPolicy(policyFunc{"once", func(s *snapshot.Snapshot) []policy.Decision {
+				for _, t := range s.Tasks {
+					if t.Cancellable && once.CompareAndSwap(false, true) {
+						return []policy.Decision{{Action: policy.Cancel, Task: t.ID, Reason: "test"}}
+					}
+				}
+				return nil
+			}}),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		runs := 0
+		err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "q", Cancellable: true},
+			func(ctx context.Context) error { runs++; <-ctx.Done(); return context.Cause(ctx) },
+			moirai.RetryMaxWait(time.Second))
+		if !errors.Is(err, moirai.ErrCancelled) || !errors.Is(err, moirai.ErrDropped) || runs != 1 {
+			t.Errorf("err %v after %d runs; want dropped after one", err, runs)
+		}
+	})
+}
+
+func TestRetryLeavesOtherFailuresAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly())
+		defer ctl.Close()
+		boom := errors.New("boom")
+		runs := 0
+		err := moirai.Retry(context.Background(), ctl, moirai.Spec{Cancellable: true},
+			func(context.Context) error { runs++; return boom })
+		if !errors.Is(err, boom) || runs != 1 {
+			t.Errorf("err %v after %d runs", err, runs)
+		}
+		err = moirai.Retry(context.Background(), ctl, moirai.Spec{Cancellable: true},
+			func(context.Context) error { panic("handler bug") })
+		if err == nil || !strings.Contains(err.Error(), "panicked") || ctl.Stats().Live != 0 {
+			t.Errorf("a panicking function: err %v, %d live tasks", err, ctl.Stats().Live)
+		}
+	})
+}

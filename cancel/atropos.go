@@ -1,0 +1,691 @@
+package cancel
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/snapshot"
+)
+
+// Variant selects how an [Atropos] policy weighs and picks.
+type Variant uint8
+
+const (
+	// MultiObjective is Atropos Algorithm 1: the non-dominated set of the
+	// candidates' future gains over the contended resources, then the
+	// largest Σ_r C_r · gain.
+	MultiObjective Variant = iota + 1
+	// Greedy is the ablation that looks at the most contended resource only
+	// and picks the largest future gain on it.
+	Greedy
+	// CurrentUsage is the ablation that runs MultiObjective on the
+	// candidates' current usage instead of their future gain.
+	CurrentUsage
+)
+
+// String returns the policy name of the variant.
+func (v Variant) String() string {
+	switch v {
+	case MultiObjective:
+		return "atropos"
+	case Greedy:
+		return "atropos-greedy"
+	case CurrentUsage:
+		return "atropos-current"
+	}
+	return fmt.Sprintf("variant(%d)", uint8(v))
+}
+
+type atroposConfig struct {
+	window        time.Duration
+	minContention float64
+	minGain       time.Duration
+	minEvictShare float64
+	logged        int
+	durations     *estimate.Durations
+}
+
+// An AtroposOption configures [NewAtropos].
+type AtroposOption func(*atroposConfig)
+
+// WithMinContention sets the contention level C_r at or above which a
+// resource counts as contended (default 0.1: a tenth of the window's
+// execution time lost to it). A lock or queue must also have waiters at
+// the moment of the snapshot: a queue that has drained is no longer
+// overloaded, whatever its window says. Values outside (0, 1] are ignored.
+func WithMinContention(c float64) AtroposOption {
+	return func(cfg *atroposConfig) {
+		if c > 0 && c <= 1 {
+			cfg.minContention = c
+		}
+	}
+}
+
+// WithContentionWindow sets the sliding window over which the policy
+// measures contention from the snapshots it observes (default 200 ms): long
+// enough that one loop tick's noise (a lock that happened to have no
+// waiter for 5 ms) does not hide a contended resource, short enough that a
+// resource relieved by a cancellation stops looking contended soon after.
+// Snapshots the policy did not observe (an external source calling Decide
+// alone) are measured over their own window. Non-positive values are
+// ignored.
+func WithContentionWindow(d time.Duration) AtroposOption {
+	return func(cfg *atroposConfig) {
+		if d > 0 {
+			cfg.window = d
+		}
+	}
+}
+
+// WithMinGain sets the least future usage of a contended lock, queue, CPU
+// or IO resource that makes a task a candidate (default 10 ms of the whole
+// resource): a task about to release a lock it took a moment ago frees
+// nothing worth a cancellation. Negative values are ignored.
+func WithMinGain(d time.Duration) AtroposOption {
+	return func(cfg *atroposConfig) {
+		if d >= 0 {
+			cfg.minGain = d
+		}
+	}
+}
+
+// WithMinEvictionShare sets the least future usage of a contended memory
+// resource, as a share of the pool's size, that makes a task a candidate
+// (default 0.01). Values outside [0, 1] are ignored.
+func WithMinEvictionShare(f float64) AtroposOption {
+	return func(cfg *atroposConfig) {
+		if f >= 0 && f <= 1 {
+			cfg.minEvictShare = f
+		}
+	}
+}
+
+// WithCandidatesLogged sets how many of the best candidates a decision's
+// explanation lists (default 5, at least 1).
+func WithCandidatesLogged(n int) AtroposOption {
+	return func(cfg *atroposConfig) { cfg.logged = max(n, 1) }
+}
+
+// WithDurations makes the policy estimate progress from d, shared with
+// other users, instead of a learner of its own. The policy's Observe then
+// leaves d alone: whoever shares it feeds it (the controller feeds its own
+// learner on every step).
+func WithDurations(d *estimate.Durations) AtroposOption {
+	return func(cfg *atroposConfig) {
+		if d != nil {
+			cfg.durations = d
+		}
+	}
+}
+
+// Atropos is the targeted-cancellation policy of the Atropos paper (SOSP'25)
+// and its two ablations. See the package documentation.
+//
+// An Atropos learns class durations in [Atropos.Observe]; Observe and
+// Decide must not be called concurrently (the controller calls both from
+// its loop).
+type Atropos struct {
+	variant Variant
+	cfg     atroposConfig
+	levels  []float64
+	order   []int32
+	top     []int32
+	sky     []int32
+	topSet  []bool
+	dimOf   []int32
+	floor   []float64
+	work    []cand
+	vals    []float64
+
+	ownDurations bool
+	steps        []observed // the contention window, oldest first
+	sumDelay     []time.Duration
+	sumExec      time.Duration
+}
+
+// observed is one observed snapshot's contribution to contention.
+type observed struct {
+	at    time.Duration
+	exec  time.Duration
+	delay []time.Duration // per resource index
+}
+
+var (
+	_ policy.Policy    = (*Atropos)(nil)
+	_ policy.Observer  = (*Atropos)(nil)
+	_ policy.Confirmer = (*Atropos)(nil)
+)
+
+// NewAtropos returns the policy of the given variant.
+func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
+	if v < MultiObjective || v > CurrentUsage {
+		v = MultiObjective
+	}
+	a := &Atropos{variant: v, cfg: atroposConfig{
+		window:        200 * time.Millisecond,
+		minContention: 0.1,
+		minGain:       10 * time.Millisecond,
+		minEvictShare: 0.01,
+		logged:        5,
+	}}
+	for _, o := range opts {
+		if o != nil {
+			o(&a.cfg)
+		}
+	}
+	if a.cfg.durations == nil {
+		a.cfg.durations = estimate.NewDurations(0)
+		a.ownDurations = true
+	}
+	return a
+}
+
+// Name returns the variant's name: "atropos", "atropos-greedy" or
+// "atropos-current".
+func (a *Atropos) Name() string { return a.variant.String() }
+
+// Durations returns the class-duration learner the policy estimates
+// progress from.
+func (a *Atropos) Durations() *estimate.Durations { return a.cfg.durations }
+
+// Observe learns class durations from a snapshot of the loop, unless the
+// learner was given with [WithDurations].
+func (a *Atropos) Observe(s *snapshot.Snapshot) {
+	if a.ownDurations {
+		a.cfg.durations.Observe(s)
+	}
+	if s.Window <= 0 {
+		return // cumulative numbers: no window to add
+	}
+	o := observed{at: s.At, exec: estimate.ExecTime(s), delay: make([]time.Duration, len(s.Resources))}
+	for i := range s.Resources {
+		o.delay[i] = estimate.Delay(s, &s.Resources[i])
+	}
+	a.steps = append(a.steps, o)
+	for len(a.sumDelay) < len(s.Resources) {
+		a.sumDelay = append(a.sumDelay, 0)
+	}
+	for i, d := range o.delay {
+		a.sumDelay[i] += d
+	}
+	a.sumExec += o.exec
+	// Keep the steps whose windows end within the contention window.
+	for len(a.steps) > 1 && s.At-a.steps[0].at >= a.cfg.window {
+		old := a.steps[0]
+		for i, d := range old.delay {
+			a.sumDelay[i] -= d
+		}
+		a.sumExec -= old.exec
+		a.steps = a.steps[1:]
+	}
+	if cap(a.steps) > 4*len(a.steps)+64 {
+		a.steps = append([]observed(nil), a.steps...)
+	}
+}
+
+// contention fills a.levels for s: over the observed window when s is the
+// latest observed snapshot, else over s's own window.
+func (a *Atropos) contention(s *snapshot.Snapshot) {
+	if n := len(a.steps); n == 0 || a.steps[n-1].at != s.At || len(a.sumDelay) < len(s.Resources) {
+		a.levels = estimate.Contention(s, a.levels)
+		return
+	}
+	a.levels = a.levels[:0]
+	for i := range s.Resources {
+		a.levels = append(a.levels, estimate.Level(a.sumDelay[i], a.sumExec))
+	}
+}
+
+// Confirm reports whether s has a contended resource: what turns a
+// detector's suspicion into resource overload.
+func (a *Atropos) Confirm(s *snapshot.Snapshot) bool {
+	a.contention(s)
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		if a.levels[i] >= a.cfg.minContention && (r.Kind == resource.KindMemory || r.Waiters > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// Level is one resource's contention level in an [Evaluation].
+type Level struct {
+	Resource  string
+	Kind      resource.Kind
+	Level     float64 // C_r in [0, 1]
+	Waiters   int
+	Contended bool
+}
+
+// Candidate is a task the policy considered, with its gains on the
+// contended resources (in the order of Evaluation.Contended).
+type Candidate struct {
+	Task     uint64
+	Class    string
+	Key      string
+	Progress float64
+	Source   estimate.Source
+	Usage    []float64 // future (or current, for CurrentUsage) usage per contended resource
+	Share    []float64 // Usage as a share of all candidates' on that resource
+	Score    float64   // Σ_r C_r · Share_r
+	// Dominated is set when another candidate gains at least as much on
+	// every contended resource and more on one (MultiObjective and
+	// CurrentUsage only).
+	Dominated bool
+}
+
+// Evaluation is everything a decision rests on: the explanation a decision
+// carries, computed on its own by [Atropos.Evaluate].
+type Evaluation struct {
+	Levels    []Level
+	Contended []int // indexes into Levels of the contended resources
+	// Candidates, best first (by score, or by gain on the most contended
+	// resource for Greedy): all of them from [Atropos.Evaluate], the first
+	// few in a decision's explanation.
+	Candidates []Candidate
+	Total      int // candidates in all
+	Skyline    int // non-dominated candidates
+	// Why tasks were left out.
+	NotCancellable, AlreadyCancelled, NoGain int
+	Chosen                                   int // index into Candidates, -1 for none
+	Reason                                   string
+}
+
+// Evaluate runs the policy on s and returns its full reasoning. It does
+// not modify s.
+func (a *Atropos) Evaluate(s *snapshot.Snapshot) Evaluation {
+	ev := Evaluation{Chosen: -1}
+	a.evaluate(s, &ev, math.MaxInt)
+	return ev
+}
+
+// Decide returns one cancel decision, or nil when no resource is contended
+// or no cancellable task would free any of it. The decision's Details
+// carry the explanation.
+func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
+	var ev Evaluation
+	ev.Chosen = -1
+	a.evaluate(s, &ev, a.cfg.logged)
+	if ev.Chosen < 0 {
+		return nil
+	}
+	c := &ev.Candidates[ev.Chosen]
+	return []policy.Decision{{
+		Policy:  a.Name(),
+		Action:  policy.Cancel,
+		Task:    c.Task,
+		Reason:  ev.Reason,
+		Details: ev.Attrs(a.cfg.logged),
+	}}
+}
+
+// cand is the compact working form of a candidate: the policy sorts and
+// compares these, and builds [Candidate]s only for the ones it reports.
+type cand struct {
+	score, total float64 // Σ C_r·share_r, Σ share_r
+	task         int32   // index into the snapshot's tasks
+	off          int32   // its shares: a.vals[off : off+dims]
+	progress     float64
+	source       estimate.Source
+	dominated    bool
+	support      uint64 // bit d set when the share on dimension d is positive (dims ≤ 64)
+}
+
+func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
+	a.contention(s)
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
+		l.Contended = l.Level >= a.cfg.minContention && (r.Kind == resource.KindMemory || r.Waiters > 0)
+		ev.Levels = append(ev.Levels, l)
+		if l.Contended {
+			ev.Contended = append(ev.Contended, i)
+		}
+	}
+	if len(ev.Contended) == 0 {
+		ev.Reason = "no contended resource"
+		return
+	}
+	if a.variant == Greedy {
+		// Only the most contended resource counts.
+		best := ev.Contended[0]
+		for _, i := range ev.Contended[1:] {
+			if ev.Levels[i].Level > ev.Levels[best].Level {
+				best = i
+			}
+		}
+		ev.Contended = ev.Contended[:1]
+		ev.Contended[0] = best
+	}
+	dims := len(ev.Contended)
+	// dimOf maps a resource index to its dimension, or -1.
+	a.dimOf = a.dimOf[:0]
+	for range s.Resources {
+		a.dimOf = append(a.dimOf, -1)
+	}
+	floor := a.floor[:0]
+	for d, i := range ev.Contended {
+		a.dimOf[i] = int32(d)
+		r := &s.Resources[i]
+		if r.Kind == resource.KindMemory {
+			floor = append(floor, a.cfg.minEvictShare*float64(max(r.Capacity, r.InUse, 1)))
+		} else {
+			floor = append(floor, a.cfg.minGain.Seconds())
+		}
+	}
+	a.floor = floor
+
+	// Candidates and their usage of each contended resource.
+	cands, vals := a.work[:0], a.vals[:0]
+	totals := make([]float64, dims)
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		switch {
+		case !t.Cancellable:
+			ev.NotCancellable++
+			continue
+		case t.Cancelled:
+			ev.AlreadyCancelled++
+			continue
+		}
+		first, n := int(t.First), int(t.N)
+		if first < 0 || n < 0 || first+n > len(s.Usage) {
+			ev.NoGain++
+			continue
+		}
+		off := len(vals)
+		vals = slices.Grow(vals, dims)[:off+dims]
+		usage := vals[off:]
+		clear(usage)
+		any := false
+		p, src := -1.0, estimate.Source(0)
+		for ui := first; ui < first+n; ui++ {
+			u := &s.Usage[ui]
+			if u.Res < 0 || int(u.Res) >= len(s.Resources) {
+				continue
+			}
+			d := a.dimOf[u.Res]
+			if d < 0 {
+				continue
+			}
+			v := estimate.Current(u, &s.Resources[u.Res])
+			if !(v > 0) || math.IsInf(v, 0) {
+				continue
+			}
+			if p < 0 {
+				p, src = estimate.Progress(t, a.cfg.durations)
+			}
+			if a.variant != CurrentUsage {
+				v = estimate.Future(v, p)
+			}
+			if v >= floor[d] && v > 0 {
+				usage[d] += v
+				any = true
+			}
+		}
+		if !any {
+			vals = vals[:off]
+			ev.NoGain++
+			continue
+		}
+		for d, v := range usage {
+			totals[d] += v
+		}
+		cands = append(cands, cand{task: int32(ti), off: int32(off), progress: p, source: src})
+	}
+	a.work, a.vals = cands, vals
+	if len(cands) == 0 {
+		ev.Reason = "no cancellable task would free a contended resource"
+		return
+	}
+
+	// Usage becomes shares in place (dominance is the same on both: each
+	// dimension is scaled by a positive constant), then scores.
+	weight := make([]float64, dims)
+	inv := make([]float64, dims)
+	for d, ri := range ev.Contended {
+		weight[d] = ev.Levels[ri].Level
+		if totals[d] > 0 {
+			inv[d] = 1 / totals[d]
+		}
+	}
+	for i := range cands {
+		c := &cands[i]
+		sh := vals[c.off : int(c.off)+dims]
+		var total, score float64
+		var support uint64
+		for d, v := range sh {
+			v *= inv[d]
+			sh[d] = v
+			if v > 0 && d < 64 {
+				support |= 1 << d
+			}
+			total += v
+			score += weight[d] * v
+		}
+		c.total, c.score, c.support = total, score, support
+	}
+	ids := func(i int32) uint64 { return s.Tasks[cands[i].task].ID }
+	order, sky := a.rank(cands, vals, dims, limit, a.variant != Greedy, ids)
+	ev.Skyline = sky
+	ev.Total = len(cands)
+	for _, i := range order[:min(limit, len(order))] {
+		c := &cands[i]
+		t := &s.Tasks[c.task]
+		share := slices.Clone(vals[c.off : int(c.off)+dims])
+		usage := make([]float64, dims)
+		for d := range share {
+			usage[d] = share[d] * totals[d]
+		}
+		ev.Candidates = append(ev.Candidates, Candidate{
+			Task: t.ID, Class: t.Class, Key: t.Key, Progress: c.progress, Source: c.source,
+			Usage: usage, Share: share, Score: c.score, Dominated: c.dominated,
+		})
+	}
+	ev.Chosen = 0
+	ev.Reason = a.reason(ev)
+}
+
+// topSize is how many of the best candidates the skyline's pre-filter
+// compares every other candidate with.
+const topSize = 32
+
+// rank orders the candidates best first (by score, then total share, then
+// task ID; a dominator has a score at least as high and a larger total, so
+// it always ranks first) and, with skyline, marks the dominated ones. It
+// returns at least the first limit candidates in order, and the number of
+// non-dominated candidates (all of them without skyline).
+//
+// The skyline is a sort-first one (a candidate is compared with the
+// non-dominated candidates ranked before it; transitivity makes that
+// enough), behind a pre-filter: the topSize best candidates, found in one
+// pass, are compared with every other one first. On the skewed data of a
+// real snapshot (a few tasks hold much, most hold little) they dominate
+// nearly every candidate, and only the survivors are sorted. A candidate
+// the pre-filter removes is dominated, and so is anything it would have
+// dominated, so the survivors' skyline is the skyline.
+func (a *Atropos) rank(cands []cand, vals []float64, dims, limit int, skyline bool, id func(int32) uint64) ([]int32, int) {
+	better := func(x, y int32) int {
+		cx, cy := &cands[x], &cands[y]
+		if c := cmp.Compare(cy.score, cx.score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(cy.total, cx.total); c != 0 {
+			return c
+		}
+		return cmp.Compare(id(x), id(y))
+	}
+	order := a.order[:0]
+	n := len(cands)
+	if n <= 2*topSize || limit > topSize {
+		for i := range n {
+			order = append(order, int32(i))
+		}
+	} else {
+		// The topSize best, by insertion into a sorted slice.
+		top := a.top[:0]
+		for i := range int32(n) {
+			if len(top) == topSize && better(i, top[topSize-1]) >= 0 {
+				continue
+			}
+			j, _ := slices.BinarySearchFunc(top, i, better)
+			if len(top) < topSize {
+				top = append(top, 0)
+			}
+			copy(top[j+1:], top[j:len(top)-1])
+			top[j] = i
+		}
+		a.top = top
+		inTop := a.inTop(n, top)
+		for i := range int32(n) {
+			if inTop[i] {
+				order = append(order, i)
+				continue
+			}
+			if skyline {
+				v := vals[cands[i].off : int(cands[i].off)+dims]
+				for _, t := range top {
+					o := cands[t].off
+					if cands[i].support&^cands[t].support == 0 && dominates(vals[o:int(o)+dims], v) {
+						cands[i].dominated = true
+						break
+					}
+				}
+			}
+			if skyline && !cands[i].dominated {
+				order = append(order, i)
+			}
+		}
+	}
+	slices.SortFunc(order, better)
+	a.order = order
+	if !skyline {
+		return order, n
+	}
+	sky := a.sky[:0]
+	for _, i := range order {
+		c := &cands[i]
+		if c.dominated {
+			continue
+		}
+		v := vals[c.off : int(c.off)+dims]
+		for _, j := range sky {
+			o := cands[j].off
+			if c.support&^cands[j].support == 0 && dominates(vals[o:int(o)+dims], v) {
+				c.dominated = true
+				break
+			}
+		}
+		if !c.dominated {
+			sky = append(sky, i)
+		}
+	}
+	a.sky = sky[:0]
+	return order, len(sky)
+}
+
+// The support test above (a candidate can only dominate one whose positive
+// dimensions are among its own) is exact when dims ≤ 64; beyond, the bits
+// of the dimensions past 64 are not set, and the test still never rejects a
+// true dominator.
+
+// inTop returns a reusable table of which of n candidates are in top.
+func (a *Atropos) inTop(n int, top []int32) []bool {
+	t := a.topSet[:0]
+	for range n {
+		t = append(t, false)
+	}
+	for _, i := range top {
+		t[i] = true
+	}
+	a.topSet = t
+	return t
+}
+
+// dominates reports whether a is at least b everywhere and more somewhere.
+func dominates(a, b []float64) bool {
+	more := false
+	for i, x := range a {
+		y := b[i]
+		if x < y {
+			return false
+		}
+		if x > y {
+			more = true
+		}
+	}
+	return more
+}
+
+func (a *Atropos) reason(ev *Evaluation) string {
+	c := &ev.Candidates[ev.Chosen]
+	var frees []string
+	for d, i := range ev.Contended {
+		if c.Share[d] > 0 {
+			frees = append(frees, fmt.Sprintf("%.0f%% of %s (contention %.2f)", 100*c.Share[d], ev.Levels[i].Resource, ev.Levels[i].Level))
+		}
+	}
+	what := "future"
+	if a.variant == CurrentUsage {
+		what = "current"
+	}
+	among := fmt.Sprintf("%d candidate(s)", ev.Total)
+	if a.variant != Greedy {
+		among = fmt.Sprintf("%d non-dominated of %d candidate(s)", ev.Skyline, ev.Total)
+	}
+	return fmt.Sprintf("class %q frees %s of the %s use, progress %.2f (%s); best of %s",
+		c.Class, strings.Join(frees, " and "), what, c.Progress, c.Source, among)
+}
+
+// Attrs returns the explanation as structured attributes, listing at most
+// the first n candidates.
+func (ev *Evaluation) Attrs(n int) []slog.Attr {
+	var lv []slog.Attr
+	for _, l := range ev.Levels {
+		if l.Level > 0 || l.Contended {
+			lv = append(lv, slog.Group(l.Resource,
+				slog.Float64("level", round3(l.Level)),
+				slog.Int("waiters", l.Waiters),
+				slog.Bool("contended", l.Contended)))
+		}
+	}
+	out := []slog.Attr{
+		{Key: "contention", Value: slog.GroupValue(lv...)},
+		slog.Int("candidates", ev.Total),
+		slog.Int("non_dominated", ev.Skyline),
+		slog.Group("excluded",
+			slog.Int("not_cancellable", ev.NotCancellable),
+			slog.Int("already_cancelled", ev.AlreadyCancelled),
+			slog.Int("no_gain", ev.NoGain),
+			slog.Int("dominated", ev.Total-ev.Skyline)),
+	}
+	var cs []slog.Attr
+	for i := range ev.Candidates[:min(n, len(ev.Candidates))] {
+		c := &ev.Candidates[i]
+		var gains []slog.Attr
+		for d, ri := range ev.Contended {
+			gains = append(gains, slog.Float64(ev.Levels[ri].Resource, round3(c.Share[d])))
+		}
+		cs = append(cs, slog.Group(fmt.Sprintf("#%d", i+1),
+			slog.Uint64("task", c.Task),
+			slog.String("class", c.Class),
+			slog.Float64("progress", round3(c.Progress)),
+			slog.String("progress_from", c.Source.String()),
+			slog.Float64("score", round3(c.Score)),
+			slog.Bool("dominated", c.Dominated),
+			slog.Bool("chosen", i == ev.Chosen),
+			slog.Attr{Key: "gains", Value: slog.GroupValue(gains...)}))
+	}
+	return append(out, slog.Attr{Key: "top", Value: slog.GroupValue(cs...)})
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -1,0 +1,211 @@
+package estimate
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
+)
+
+const ms = time.Millisecond
+
+func TestContention(t *testing.T) {
+	s := &snapshot.Snapshot{
+		Window: 100 * ms,
+		Tasks: []snapshot.Task{
+			{ID: 1, Exec: 5 * time.Second}, // capped at the window
+			{ID: 2, Exec: 50 * ms},
+		},
+		Completed: snapshot.Completions{Exec: 50 * ms},
+		Resources: []snapshot.Resource{
+			{Name: "lock", Kind: resource.KindLock, WindowWait: 60 * ms, Wait: time.Hour},
+			{Name: "queue", Kind: resource.KindQueue, WindowWait: 400 * ms},
+			{Name: "pool", Kind: resource.KindMemory, Capacity: 100, InUse: 50, WindowWait: 100 * ms, WindowEvictions: 25, WindowWaits: 200},
+			{Name: "cold", Kind: resource.KindMemory, Capacity: 100, WindowWait: 100 * ms},
+			{Name: "cpu", Kind: resource.KindCPU, WindowWait: -5 * ms},
+		},
+	}
+	if got := ExecTime(s); got != 200*ms {
+		t.Fatalf("ExecTime = %v, want 200ms", got)
+	}
+	got := Contention(s, nil)
+	want := []float64{0.3, 1, 0.0625, 0, 0}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Errorf("C[%s] = %v, want %v", s.Resources[i].Name, got[i], want[i])
+		}
+	}
+	// Without a window the cumulative totals count.
+	s.Window = 0
+	if c := Contention(s, got)[0]; c != 1 {
+		t.Errorf("cumulative C[lock] = %v, want 1 (clamped)", c)
+	}
+}
+
+func TestEvictionRatio(t *testing.T) {
+	for _, tc := range []struct {
+		e, m int64
+		want float64
+	}{
+		{0, 100, 0}, {10, 100, 0.1}, {500, 100, 1}, {3, 0, 1}, {-3, 10, 0}, {5, -1, 1},
+	} {
+		if got := EvictionRatio(tc.e, tc.m); got != tc.want {
+			t.Errorf("EvictionRatio(%d, %d) = %v, want %v", tc.e, tc.m, got, tc.want)
+		}
+	}
+}
+
+func TestFutureAndCurrent(t *testing.T) {
+	if got := Future(1, 0.5); got != 1 {
+		t.Errorf("Future(1, .5) = %v", got)
+	}
+	if got := Future(1, 0); math.Abs(got-99) > 1e-9 {
+		t.Errorf("Future(1, 0) = %v, want 99 (p clamped to 0.01)", got)
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -1, 0} {
+		if got := Future(bad, 0.5); got != 0 {
+			t.Errorf("Future(%v) = %v, want 0", bad, got)
+		}
+	}
+	if got := Future(1, math.NaN()); math.Abs(got-99) > 1e-9 {
+		t.Errorf("Future(1, NaN) = %v, want 99", got)
+	}
+	lock := &snapshot.Resource{Kind: resource.KindLock}
+	queue := &snapshot.Resource{Kind: resource.KindQueue, Capacity: 8}
+	pool := &snapshot.Resource{Kind: resource.KindMemory, Capacity: 100}
+	held := &snapshot.Usage{Usage: task.Usage{Held: 2, Hold: 2 * time.Second, Evictions: 30}}
+	waiting := &snapshot.Usage{Usage: task.Usage{Waiting: 1, Hold: time.Second}}
+	if got := Current(held, lock); got != 2 {
+		t.Errorf("lock current = %v, want 2 s", got)
+	}
+	if got := Current(held, queue); got != 0.5 {
+		t.Errorf("queue current = %v, want 2 s × 2/8", got)
+	}
+	if got := Current(held, pool); got != 32 {
+		t.Errorf("memory current = %v, want 30 evicted + 2 held", got)
+	}
+	if got := Current(waiting, lock); got != 0 {
+		t.Errorf("a waiter's current lock usage = %v, want 0", got)
+	}
+}
+
+// snap is a snapshot of live tasks with the given classes and ages.
+func snap(at, window time.Duration, tasks ...snapshot.Task) *snapshot.Snapshot {
+	return &snapshot.Snapshot{At: at, Window: window, Tasks: tasks}
+}
+
+func TestDurationsObserve(t *testing.T) {
+	d := NewDurations(2)
+	w := 10 * ms
+	d.Observe(snap(0, w, snapshot.Task{ID: 1, Class: "scan", Age: 0}, snapshot.Task{ID: 2, Class: "get", Age: 0}))
+	d.Observe(snap(w, w, snapshot.Task{ID: 1, Class: "scan", Age: w}, snapshot.Task{ID: 3, Class: "other", Age: 0, Cancelled: true}))
+	// Task 2 ended: about 0 + w/2.
+	if n := d.Samples("get"); n != 1 {
+		t.Fatalf("get samples = %v, want 1", n)
+	}
+	d.Observe(snap(2*w, w))
+	if n := d.Samples("scan"); n != 1 {
+		t.Errorf("scan samples = %v, want 1", n)
+	}
+	if n := d.Samples("other"); n != 0 {
+		t.Errorf("a cancelled task was learned: %v samples", n)
+	}
+	// The class limit: a third class is not kept.
+	d.Record("third", time.Second)
+	if n := d.Samples("third"); n != 0 {
+		t.Errorf("third class kept beyond the limit")
+	}
+}
+
+func TestExpectedTotalConditions(t *testing.T) {
+	d := NewDurations(0)
+	for range 90 {
+		d.Record("q", 2*ms)
+	}
+	for range 10 {
+		d.Record("q", time.Second)
+	}
+	mean, ok := d.Mean("q")
+	if !ok || mean < 90*ms || mean > 120*ms {
+		t.Errorf("mean = %v %v, want about 102 ms", mean, ok)
+	}
+	// A task that has run 100 ms is one of the long ones.
+	e, ok := d.ExpectedTotal("q", 100*ms)
+	if !ok || e < 900*ms || e > 1100*ms {
+		t.Errorf("E[D | D > 100ms] = %v %v, want about 1 s", e, ok)
+	}
+	if _, ok := d.ExpectedTotal("q", 2*time.Second); ok {
+		t.Errorf("an age past every sample must give no estimate")
+	}
+	if _, ok := d.ExpectedTotal("none", 0); ok {
+		t.Errorf("an unknown class must give no estimate")
+	}
+	// Progress: reported beats history; history beats the half-done guess.
+	tk := &snapshot.Task{Class: "q", Age: 100 * ms}
+	if p, src := Progress(tk, d); src != History || p < 0.08 || p > 0.12 {
+		t.Errorf("progress = %v %v, want about 0.1 from history", p, src)
+	}
+	tk.Done, tk.Total = 3, 4
+	if p, src := Progress(tk, d); src != Reported || p != 0.75 {
+		t.Errorf("progress = %v %v, want 0.75 reported", p, src)
+	}
+	tk.Done, tk.Total, tk.Class = 0, 0, "none"
+	if p, src := Progress(tk, d); src != Lindy || p != 0.5 {
+		t.Errorf("progress = %v %v, want 0.5", p, src)
+	}
+	// Tasks younger than twice the observation window are not estimated
+	// from history, which misses the short ones.
+	d.Observe(snap(0, 200*ms))
+	tk.Class = "q"
+	if _, src := Progress(tk, d); src != Lindy {
+		t.Errorf("a task younger than the blind spot used history")
+	}
+}
+
+func TestDurationsDecay(t *testing.T) {
+	d := NewDurations(0)
+	for range halveAt - 1 {
+		d.Record("c", ms)
+	}
+	for range halveAt {
+		d.Record("c", time.Second)
+	}
+	// The old samples were halved at least once: the recent ones weigh more.
+	if m, _ := d.Mean("c"); m < 600*ms {
+		t.Errorf("mean after a shift = %v, want the recent durations to dominate", m)
+	}
+}
+
+func FuzzContention(f *testing.F) {
+	f.Add(int64(10), int64(100), int64(5), int64(100), int64(50), int64(3), uint8(0))
+	f.Add(int64(-1), int64(0), int64(-5), int64(0), int64(-50), int64(0), uint8(2))
+	f.Fuzz(func(t *testing.T, wait, exec, evict, capacity, inUse, window int64, kind uint8) {
+		s := &snapshot.Snapshot{
+			Window:    time.Duration(window),
+			Tasks:     []snapshot.Task{{Exec: time.Duration(exec), Age: time.Duration(exec)}},
+			Completed: snapshot.Completions{Exec: time.Duration(exec / 2)},
+			Resources: []snapshot.Resource{{
+				Kind: resource.Kind(kind % 6), Capacity: capacity, InUse: inUse,
+				Wait: time.Duration(wait), WindowWait: time.Duration(wait),
+				Evictions: evict, WindowEvictions: evict,
+			}},
+		}
+		for _, c := range Contention(s, nil) {
+			if math.IsNaN(c) || c < 0 || c > 1 {
+				t.Fatalf("contention %v out of [0, 1]", c)
+			}
+		}
+		u := &snapshot.Usage{Usage: task.Usage{Held: inUse, Hold: time.Duration(wait), Evictions: evict}}
+		cur := Current(u, &s.Resources[0])
+		if math.IsNaN(cur) || cur < 0 || math.IsInf(cur, 0) {
+			t.Fatalf("current usage %v", cur)
+		}
+		p := float64(evict) / float64(capacity)
+		if f := Future(cur, p); math.IsNaN(f) || f < 0 || math.IsInf(f, 0) {
+			t.Fatalf("future usage %v from %v, %v", f, cur, p)
+		}
+	})
+}

@@ -1,0 +1,95 @@
+package estimate
+
+import (
+	"math"
+	"time"
+
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/snapshot"
+)
+
+// The bounds of an estimated progress: they bound (1−p)/p to [0.0101, 99].
+const (
+	MinProgress = 0.01
+	MaxProgress = 0.99
+)
+
+// Source says where a progress estimate came from.
+type Source uint8
+
+const (
+	// Reported: the task reported done/total.
+	Reported Source = iota + 1
+	// History: its class's finished tasks, conditioned on its age.
+	History
+	// Lindy: no usable history; assumed half done.
+	Lindy
+)
+
+// String returns the source's name.
+func (s Source) String() string {
+	switch s {
+	case Reported:
+		return "reported"
+	case History:
+		return "class-history"
+	case Lindy:
+		return "half-done"
+	}
+	return "unknown"
+}
+
+// Progress returns task t's progress p in [MinProgress, MaxProgress] and
+// where it came from: reported progress when t reports some, else its
+// class's history in d (nil: no history), else 1/2.
+func Progress(t *snapshot.Task, d *Durations) (float64, Source) {
+	if p, ok := t.Progress(); ok && !math.IsNaN(p) {
+		return clampProgress(p), Reported
+	}
+	if d != nil {
+		if exp, ok := d.ExpectedTotal(t.Class, t.Age); ok && exp > 0 {
+			return clampProgress(float64(t.Age) / float64(exp)), History
+		}
+	}
+	return 0.5, Lindy
+}
+
+func clampProgress(p float64) float64 {
+	switch {
+	case math.IsNaN(p) || p < MinProgress:
+		return MinProgress
+	case p > MaxProgress:
+		return MaxProgress
+	}
+	return p
+}
+
+// Future returns the future usage current · (1−p)/p, or 0 when current is
+// not a positive finite number. p is clamped to [MinProgress, MaxProgress].
+func Future(current, p float64) float64 {
+	if !(current > 0) || math.IsInf(current, 0) {
+		return 0
+	}
+	p = clampProgress(p)
+	return current * (1 - p) / p
+}
+
+// Current returns task usage u's current usage of resource r, in the unit
+// the package documentation gives for r's kind: held-time × share of
+// capacity (seconds) for Lock, Queue, CPU and IO, counted only while u
+// holds r; evicted plus held units for Memory. It is 0 for anything not
+// positive and finite.
+func Current(u *snapshot.Usage, r *snapshot.Resource) float64 {
+	if r.Kind == resource.KindMemory {
+		v := float64(max(u.Evictions, 0)) + float64(max(u.Held, 0))
+		return v
+	}
+	if u.Held <= 0 || u.Hold <= 0 {
+		return 0
+	}
+	share := 1.0
+	if r.Capacity > 1 {
+		share = min(float64(u.Held)/float64(r.Capacity), 1)
+	}
+	return time.Duration(u.Hold).Seconds() * share
+}

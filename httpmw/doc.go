@@ -1,0 +1,49 @@
+// Package httpmw is moirai's net/http server middleware: it makes every
+// request a moirai task, so that the controller sees who holds and who
+// waits for what, and can cancel the request that monopolizes a resource
+// through the request's own context.
+//
+// # What the middleware does
+//
+// [Handler] begins a task per request (class, key and cancellability from
+// its options), passes the task's context to the next handler as the
+// request's context, and ends the task when the handler returns: with an
+// error for a 5xx answer or a panic, so that the controller's completion
+// counts and latency histograms see failures. Cancellation propagates the
+// standard way: the controller cancels the request's context with cause
+// moirai.ErrCancelled, so every call the handler makes with that context
+// (a database query, an outgoing request, a moirai lock) returns. A handler
+// that returns after a cancellation without answering gets a 503 with
+// Retry-After.
+//
+// # Re-execution
+//
+// With [WithReexecution], a request that the controller cancels is not
+// lost: it is re-executed once, as a task that is not cancellable, when the
+// resources it used have been free for a while (see moirai.Retry, which
+// does the waiting and the deciding; a request whose objective can no
+// longer be met is answered 503 instead). To make that possible the
+// middleware buffers, for those handlers only, the request body (up to
+// [WithMaxBody]; a larger body turns re-execution off for that request)
+// and the whole response of the first run, which is discarded if the run
+// is cancelled. Buffering means such a handler cannot stream: Flush is a
+// no-op until the handler returns, and http.ResponseController cannot
+// reach the connection. Opt in only for handlers that are safe to run
+// twice, the way a cancelled database transaction is (it rolled back).
+//
+// # Non-goals here
+//
+// Admission control, priorities from trusted peers and path fences plug
+// into the same middleware later (DAGOR and PathFence); the client side
+// (a RoundTripper) comes with them.
+//
+// # Usage
+//
+//	ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
+//	defer ctl.Close()
+//	mux := http.NewServeMux()
+//	mux.Handle("POST /report", httpmw.Handler(ctl, reportHandler,
+//		httpmw.WithClass(func(*http.Request) string { return "report" }),
+//		httpmw.WithReexecution()))
+//	http.ListenAndServe(addr, httpmw.Handler(ctl, mux))
+package httpmw

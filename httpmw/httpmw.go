@@ -1,0 +1,294 @@
+package httpmw
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/moirai-go/moirai"
+)
+
+// Option configures [Handler].
+type Option func(*config)
+
+type config struct {
+	class       func(*http.Request) string
+	key         func(*http.Request) string
+	cancellable bool
+	reexecute   bool
+	retry       []moirai.RetryOption
+	maxBody     int64
+}
+
+// maxClass bounds the length of a class derived from a request.
+const maxClass = 128
+
+func defaults() config {
+	return config{
+		class: func(r *http.Request) string {
+			c := r.Method + " " + r.URL.Path
+			if len(c) > maxClass {
+				c = c[:maxClass]
+			}
+			return c
+		},
+		key:         func(*http.Request) string { return "" },
+		cancellable: true,
+		maxBody:     1 << 20,
+	}
+}
+
+// WithClass sets how a request's class is derived (default: method and
+// path, at most 128 bytes). The class groups requests whose durations are
+// alike; the controller learns them per class, so keep the number of
+// classes small (route patterns, not raw paths with IDs in them).
+func WithClass(fn func(*http.Request) string) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.class = fn
+		}
+	}
+}
+
+// WithKey sets how a request's key (a client, a tenant) is derived.
+// Default: none.
+func WithKey(fn func(*http.Request) string) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.key = fn
+		}
+	}
+}
+
+// WithCancellable sets whether the controller may cancel the requests
+// (default true).
+func WithCancellable(on bool) Option {
+	return func(c *config) { c.cancellable = on }
+}
+
+// WithReexecution makes a request that the controller cancels run again
+// once, when the resources it used are free (see the package
+// documentation and moirai.Retry, to which opts are passed).
+func WithReexecution(opts ...moirai.RetryOption) Option {
+	return func(c *config) {
+		c.reexecute = true
+		c.retry = opts
+	}
+}
+
+// WithMaxBody bounds the request body buffered for re-execution (default
+// 1 MiB). A request with a larger body is served without re-execution.
+func WithMaxBody(n int64) Option {
+	return func(c *config) {
+		if n >= 0 {
+			c.maxBody = n
+		}
+	}
+}
+
+// Handler returns next wrapped so that each request is a moirai task of
+// ctl. It panics if ctl or next is nil, as http.Handle does for a nil
+// handler.
+func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Handler {
+	if ctl == nil || next == nil {
+		panic("httpmw: nil controller or handler")
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return &handler{ctl: ctl, next: next, cfg: cfg}
+}
+
+type handler struct {
+	ctl  *moirai.Controller
+	next http.Handler
+	cfg  config
+}
+
+func (h *handler) spec(r *http.Request) moirai.Spec {
+	return moirai.Spec{Class: h.cfg.class(r), Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable}
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.reexecute && h.cfg.cancellable {
+		if body, ok := h.bufferBody(r); ok {
+			h.serveRetry(w, r, body)
+			return
+		}
+	}
+	ctx, t := h.ctl.Begin(r.Context(), h.spec(r))
+	sw := &statusWriter{ResponseWriter: w}
+	err := errPanicked
+	defer func() { t.End(err) }()
+	h.next.ServeHTTP(sw, r.WithContext(ctx))
+	err = outcome(ctx, sw.status)
+	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
+		rejectCancelled(w)
+	}
+}
+
+// errPanicked ends the task of a handler that panicked; net/http then
+// recovers the panic as it would without the middleware.
+var errPanicked = errors.New("httpmw: handler panicked")
+
+// outcome is the error a task ends with: the cancellation's cause, or a
+// server error status.
+func outcome(ctx context.Context, status int) error {
+	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+		return cause
+	}
+	if status >= 500 {
+		return fmt.Errorf("httpmw: status %d", status)
+	}
+	return nil
+}
+
+func rejectCancelled(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "request cancelled by overload control", http.StatusServiceUnavailable)
+}
+
+// bufferBody reads r's body into memory for a re-executable request. It
+// reports false, restoring the body, when it is larger than allowed.
+func (h *handler) bufferBody(r *http.Request) ([]byte, bool) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, true
+	}
+	if r.ContentLength > h.cfg.maxBody {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, h.cfg.maxBody+1))
+	if err != nil || int64(len(b)) > h.cfg.maxBody {
+		// Serve it as it comes: what was read, then the rest (or the error).
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), errReader{err}, r.Body), r.Body}
+		return nil, false
+	}
+	r.Body.Close()
+	return b, true
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
+}
+
+// errDiscarded is what a cancelled run's function returns: its buffered
+// answer is thrown away and moirai.Retry decides what happens next.
+var errDiscarded = errors.New("httpmw: cancelled run discarded")
+
+func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte) {
+	var final *bufferedWriter
+	run := func(ctx context.Context) error {
+		bw := newBufferedWriter()
+		req := r.Clone(ctx)
+		if body != nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		h.next.ServeHTTP(bw, req)
+		if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+			return fmt.Errorf("%w: %w", errDiscarded, cause)
+		}
+		final = bw
+		return outcome(ctx, bw.status)
+	}
+	err := moirai.Retry(r.Context(), h.ctl, h.spec(r), run, h.cfg.retry...)
+	switch {
+	case final != nil:
+		final.commit(w)
+	case errors.Is(err, moirai.ErrCancelled):
+		rejectCancelled(w) // dropped: its objective can no longer be met
+	case r.Context().Err() != nil:
+		// The client went away while the request waited: nobody to answer.
+	default:
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	}
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush passes a flush on, when the underlying writer can.
+func (s *statusWriter) Flush() {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// bufferedWriter holds a run's whole answer until it is known not to be
+// cancelled. It deliberately has no Unwrap: nothing may reach the
+// connection before the run is over.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newBufferedWriter() *bufferedWriter { return &bufferedWriter{header: http.Header{}} }
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+
+// Flush is a no-op: the answer is sent when the run is over.
+func (b *bufferedWriter) Flush() {}
+
+func (b *bufferedWriter) commit(w http.ResponseWriter) {
+	dst := w.Header()
+	for k, v := range b.header {
+		dst[k] = v
+	}
+	status := b.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	w.Write(b.body.Bytes())
+}
