@@ -136,7 +136,8 @@ func New(opts ...Option) *Controller {
 			detect.NewSLO(cfg.sloQuantile, cfg.sloTarget, detect.WithPrediction(durations)),
 			detect.NewCollapse(0.5),
 		}
-		cfg.policies = []policy.Policy{cancel.NewAtropos(cancel.MultiObjective, cancel.WithDurations(durations))}
+		cfg.policies = []policy.Policy{cancel.NewAtropos(cancel.MultiObjective,
+			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2))}
 	}
 	c := &Controller{
 		cfg:       cfg,

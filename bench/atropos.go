@@ -29,7 +29,7 @@ func init() {
 					moirai.WithSLO(0.99, slo),
 					moirai.WithDurations(d),
 					moirai.WithDetector(detect.NewSLO(0.99, slo, detect.WithPrediction(d)), detect.NewCollapse(0.5)),
-					moirai.WithPolicy(cancel.NewAtropos(v.variant, cancel.WithDurations(d))))
+					moirai.WithPolicy(cancel.NewAtropos(v.variant, cancel.WithDurations(d), cancel.WithMinGain(slo/2))))
 			},
 			Reexecute: true,
 		})

@@ -38,6 +38,10 @@ type Row struct {
 	VictimMeanUncontrolledMs float64 `json:"victim_mean_uncontrolled_ms"`
 	VictimMeanMs             float64 `json:"victim_mean_ms"`
 
+	// NoCulprit marks the rows of a run without culprits (see
+	// Options.NoCulprit): the controller's cost when nothing goes wrong.
+	NoCulprit bool `json:"no_culprit,omitempty"`
+
 	// Error is set when the row failed (its controller panicked, the
 	// service could not start); the numbers are then zero.
 	Error string `json:"error,omitempty"`

@@ -32,6 +32,13 @@ type Options struct {
 	// Duration is the length of each run.
 	Duration time.Duration
 	Seed     uint64
+	// NoCulprit measures what each controller costs when nothing goes
+	// wrong: every case runs without its culprit, once under no control
+	// (the baseline) and once under each controller, and the rows compare
+	// each run with the baseline (p99_norm is then the raw ratio of the
+	// p99s, not floored at a tenth of the objective). A "none" controller
+	// in the list measures the noise between two identical runs.
+	NoCulprit bool
 	// Progress, if set, is told what runs, as a fraction of all runs.
 	Progress func(done, total int, what string)
 }
@@ -58,6 +65,9 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	res := &Results{
 		Suite: o.Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
 		Machine: machine(),
+	}
+	if o.NoCulprit {
+		return executeNoCulprit(ctx, o, res)
 	}
 	hasNone := false
 	for _, c := range o.Controllers {
@@ -116,6 +126,51 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 			if r.Case == c.Name && r.Error == "" && uncontrolled != nil {
 				r.VictimMeanUncontrolledMs = uncontrolled.Light.MeanMs
 			}
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(total, total, "done")
+	}
+	return res, nil
+}
+
+// executeNoCulprit is Execute's NoCulprit mode.
+func executeNoCulprit(ctx context.Context, o Options, res *Results) (*Results, error) {
+	total, done := (1+len(o.Controllers))*len(o.Cases), 0
+	step := func(what string) {
+		if o.Progress != nil {
+			o.Progress(done, total, what)
+		}
+		done++
+	}
+	for _, c := range o.Cases {
+		step(c.Name + ": baseline")
+		base, berr := runOne(ctx, c, none, false, o)
+		if berr == nil {
+			base.Controller = "normal"
+			res.Runs = append(res.Runs, *base)
+		}
+		for _, ctl := range o.Controllers {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			step(c.Name + ": " + ctl.Name + " (no culprit)")
+			r, err := runOne(ctx, c, ctl, false, o)
+			row := Row{Suite: c.Suite, Case: c.Name, Controller: ctl.Name, NoCulprit: true}
+			switch {
+			case berr != nil:
+				row.Error = "baseline run failed: " + berr.Error()
+			case err != nil:
+				row.Error = err.Error()
+			default:
+				res.Runs = append(res.Runs, *r)
+				row = makeRow(c, ctl.Name, base, nil, r)
+				row.NoCulprit, row.Degraded = true, nil
+				if base.Light.P99Ms > 0 {
+					row.P99Norm = r.Light.P99Ms / base.Light.P99Ms
+				}
+			}
+			res.Rows = append(res.Rows, row)
 		}
 	}
 	if o.Progress != nil {

@@ -87,8 +87,12 @@ func WithContentionWindow(d time.Duration) AtroposOption {
 
 // WithMinGain sets the least future usage of a contended lock, queue, CPU
 // or IO resource that makes a task a candidate (default 10 ms of the whole
-// resource): a task about to release a lock it took a moment ago frees
-// nothing worth a cancellation. Negative values are ignored.
+// resource; the controller's default policy uses half the latency
+// objective): a task expected to release what it holds sooner than that
+// frees nothing worth a cancellation, since its waiters get the resource
+// within their objective anyway. It is also what keeps a victim that holds
+// the lock for a moment, or that the scheduler stalled while it held it,
+// from being taken for a culprit. Negative values are ignored.
 func WithMinGain(d time.Duration) AtroposOption {
 	return func(cfg *atroposConfig) {
 		if d >= 0 {

@@ -26,6 +26,7 @@ type benchFlags struct {
 	duration    time.Duration
 	seed        uint64
 	out         string
+	noCulprit   bool
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -100,6 +101,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
+	fl.BoolVar(&f.noCulprit, "no-culprit", false, "measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
 	return cmd
 }
 
@@ -134,7 +136,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		}
 	}
 	res, err := bench.Execute(cmd.Context(), bench.Options{
-		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, Progress: progress,
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Progress: progress,
 	})
 	if err != nil && res == nil {
 		return err
