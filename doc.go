@@ -35,6 +35,26 @@
 // clock, while a detector fires. With no detector configured, policies run
 // on every tick.
 //
+// # Targeted cancellation by default
+//
+// Unless configured otherwise, a controller runs Atropos: the SLO detector
+// (package detect) on the objective of [WithSLO], which counts a request
+// queued behind a long holder at its predicted latency, and the throughput
+// collapse detector; and the multi-objective cancellation policy (package
+// cancel), which confirms that a resource is contended and cancels the
+// cancellable task whose cancellation frees the most of it. Contention and
+// gains are estimated in package estimate; the typical duration of each
+// task class, which gives the progress of tasks that report none, is
+// learned from the loop's snapshots. [WithTraceOnly] turns every mechanism
+// off; [WithPolicy] and [WithDetector] replace the defaults.
+//
+// A cancelled request need not be lost: [Retry] (and the httpmw
+// middleware's re-execution) runs it again, once and not cancellable, when
+// the resources it used have been free for a while, or drops it if its
+// objective can no longer be met. Overload without a contended resource is
+// reported as regular overload ([WithRegularOverload]), for admission
+// control.
+//
 // # Safety
 //
 // Only tasks marked cancellable are cancelled, each at most once, no sooner

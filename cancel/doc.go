@@ -1,10 +1,48 @@
 // Package cancel holds moirai's cancellation policies: pure functions from a
 // [snapshot.Snapshot] to [policy.Decision]s that name tasks to cancel.
 //
-// It will hold the Atropos policies (SOSP'25: cancel the one
-// task whose cancellation frees the most of the contended resources, with
-// its greedy and current-usage ablations), which a later change adds. For
-// now it holds the baseline they are compared against, [Protego].
+// # Atropos
+//
+// [Atropos] is targeted cancellation (Atropos, SOSP'25, §3–§4): when a
+// resource is overloaded, cancel the one task whose cancellation frees the
+// most of the contended resources, instead of dropping the tasks that wait
+// for them. One decision goes:
+//
+//  1. Contention. Each resource's level C_r = D_r / T_exec over a sliding
+//     window of the snapshots the policy observed (package estimate says
+//     what D_r is per kind). A resource is contended when C_r reaches a
+//     threshold (0.1) and, for locks and queues, someone waits for it now.
+//     No contended resource, no decision: the overload is not one a
+//     cancellation can relieve.
+//  2. Candidates. Every cancellable, not yet cancelled task with a gain on
+//     a contended resource: its future usage, current usage × (1−p)/p,
+//     with p its reported progress or, when it reports none, estimated
+//     from its class's learned durations. Gains below a floor (half the
+//     objective of lock time; 1 % of a pool) are not worth a cancellation:
+//     that floor is what keeps a victim that holds the lock for a moment
+//     from being mistaken for the culprit.
+//  3. Choice. Gains become shares of each resource's total; the
+//     non-dominated candidates (no other gains at least as much on every
+//     contended resource and more on one) form the skyline, and the one
+//     with the largest Σ_r C_r · share_r is cancelled.
+//
+// The two ablations of the paper are variants: [Greedy] looks at the most
+// contended resource only and takes its largest gain; [CurrentUsage] runs
+// the multi-objective choice on current usage instead of future gain.
+//
+// The skyline is computed sort-first, behind a pre-filter: the 32 best
+// candidates by score are compared with every other, and only those they
+// do not dominate are sorted and compared with the skyline so far. A
+// dominator always scores at least as high, so the result is the exact
+// skyline; on the skewed gains of a real snapshot the pre-filter removes
+// nearly everything, and 10,000 tasks × 8 resources are decided in well
+// under a millisecond (BenchmarkDecide).
+//
+// Every decision carries its explanation: the contention levels, the
+// candidate count and the skyline's size, the best candidates with their
+// progress (and where it came from), gains and scores, and how many tasks
+// were excluded and why ([Evaluation.Attrs]). [Atropos.Evaluate] returns
+// the whole reasoning without deciding.
 //
 // # Protego
 //
