@@ -46,6 +46,7 @@ func (v Variant) String() string {
 
 type atroposConfig struct {
 	window        time.Duration
+	confirm       time.Duration
 	minContention float64
 	minGain       time.Duration
 	minEvictShare float64
@@ -81,6 +82,20 @@ func WithContentionWindow(d time.Duration) AtroposOption {
 	return func(cfg *atroposConfig) {
 		if d > 0 {
 			cfg.window = d
+		}
+	}
+}
+
+// WithConfirmation sets how long the same task must stay the policy's
+// choice before it is cancelled (default 10 ms: two or more fine ticks of
+// the controller's loop). A culprit stays the choice for as long as it
+// holds what others need; a victim that the scheduler stalled while it held
+// a lock for a moment stops being the choice as soon as it runs again.
+// Zero decides at once.
+func WithConfirmation(d time.Duration) AtroposOption {
+	return func(cfg *atroposConfig) {
+		if d >= 0 {
+			cfg.confirm = d
 		}
 	}
 }
@@ -150,6 +165,8 @@ type Atropos struct {
 	vals    []float64
 
 	ownDurations bool
+	pending      uint64        // the task chosen, awaiting confirmation
+	pendingSince time.Duration // since when (snapshot time)
 	steps        []observed // the contention window, oldest first
 	sumDelay     []time.Duration
 	sumExec      time.Duration
@@ -175,6 +192,7 @@ func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
 	}
 	a := &Atropos{variant: v, cfg: atroposConfig{
 		window:        200 * time.Millisecond,
+		confirm:       10 * time.Millisecond,
 		minContention: 0.1,
 		minGain:       10 * time.Millisecond,
 		minEvictShare: 0.01,
@@ -320,9 +338,20 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 	ev.Chosen = -1
 	a.evaluate(s, &ev, a.cfg.logged)
 	if ev.Chosen < 0 {
+		a.pending = 0
 		return nil
 	}
 	c := &ev.Candidates[ev.Chosen]
+	if a.cfg.confirm > 0 {
+		if a.pending != c.Task || s.At < a.pendingSince {
+			a.pending, a.pendingSince = c.Task, s.At
+			return nil
+		}
+		if s.At-a.pendingSince < a.cfg.confirm {
+			return nil
+		}
+	}
+	a.pending = 0
 	return []policy.Decision{{
 		Policy:  a.Name(),
 		Action:  policy.Cancel,

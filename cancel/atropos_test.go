@@ -90,7 +90,7 @@ func TestAtroposCancelsTheHolder(t *testing.T) {
 		task(3, "insert", true, 0, 0, 40*ms, use{res: 0, waiting: true, hold: ms}).
 		build()
 	for _, v := range []Variant{MultiObjective, Greedy, CurrentUsage} {
-		if got := decideOne(t, NewAtropos(v), s); got != 1 {
+		if got := decideOne(t, NewAtropos(v, WithConfirmation(0)), s); got != 1 {
 			t.Errorf("%v cancelled task %d, want the holder 1", v, got)
 		}
 	}
@@ -103,7 +103,7 @@ func TestAtroposSafety(t *testing.T) {
 	b.task(3, "insert", true, 0, 0, time.Second, use{res: 0, waiting: true})
 	s := b.build()
 	s.Tasks[1].Cancelled = true
-	a := NewAtropos(MultiObjective)
+	a := NewAtropos(MultiObjective, WithConfirmation(0))
 	if ds := a.Decide(s); ds != nil {
 		t.Fatalf("decided %+v; the only holders are not cancellable or already cancelled", ds)
 	}
@@ -154,10 +154,10 @@ func twoResources() *snapshot.Snapshot {
 
 func TestAtroposAblationTwoResources(t *testing.T) {
 	s := twoResources()
-	if got := decideOne(t, NewAtropos(MultiObjective), s); got != 2 {
+	if got := decideOne(t, NewAtropos(MultiObjective, WithConfirmation(0)), s); got != 2 {
 		t.Errorf("multi-objective cancelled %d, want the batch update 2 (frees both resources)", got)
 	}
-	if got := decideOne(t, NewAtropos(Greedy), s); got != 1 {
+	if got := decideOne(t, NewAtropos(Greedy, WithConfirmation(0)), s); got != 1 {
 		t.Errorf("greedy cancelled %d, want the scan 1 (largest on the most contended resource)", got)
 	}
 }
@@ -169,10 +169,10 @@ func TestAtroposCurrentVersusFuture(t *testing.T) {
 		task(1, "report", true, 95, 100, 2*time.Second, use{res: 0, held: 1, hold: 2 * time.Second}).
 		task(2, "report", true, 5, 100, 200*ms, use{res: 0, held: 1, hold: 200 * ms}).
 		build()
-	if got := decideOne(t, NewAtropos(MultiObjective), s); got != 2 {
+	if got := decideOne(t, NewAtropos(MultiObjective, WithConfirmation(0)), s); got != 2 {
 		t.Errorf("multi-objective cancelled %d, want 2 (largest future gain)", got)
 	}
-	if got := decideOne(t, NewAtropos(CurrentUsage), s); got != 1 {
+	if got := decideOne(t, NewAtropos(CurrentUsage, WithConfirmation(0)), s); got != 1 {
 		t.Errorf("current-usage cancelled %d, want 1 (largest usage so far)", got)
 	}
 }
@@ -293,7 +293,7 @@ func BenchmarkDecide(b *testing.B) {
 	}{{"typical", false}, {"dense", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := decideSnapshot(10000, 8, bc.dense)
-			a := NewAtropos(MultiObjective)
+			a := NewAtropos(MultiObjective, WithConfirmation(0))
 			b.ReportAllocs()
 			var sky int
 			for b.Loop() {
@@ -305,5 +305,29 @@ func BenchmarkDecide(b *testing.B) {
 			sky = a.Evaluate(s).Skyline
 			b.ReportMetric(float64(sky), "non-dominated")
 		})
+	}
+}
+
+func TestAtroposConfirmation(t *testing.T) {
+	a := NewAtropos(MultiObjective) // 10 ms by default
+	s := newBuilder(0).res("table", resource.KindLock, 0, 0.8, 5).
+		task(1, "scan", true, 10, 1000, time.Second, use{res: 0, held: 1, hold: 100 * ms}).build()
+	at := func(d time.Duration) *snapshot.Snapshot { c := *s; c.At = d; return &c }
+	if ds := a.Decide(at(time.Second)); ds != nil {
+		t.Fatalf("decided at first sight: %+v", ds)
+	}
+	if ds := a.Decide(at(time.Second + 5*ms)); ds != nil {
+		t.Fatalf("decided 5 ms after first sight: %+v", ds)
+	}
+	if ds := a.Decide(at(time.Second + 10*ms)); len(ds) != 1 || ds[0].Task != 1 {
+		t.Fatalf("not decided after 10 ms of the same choice: %+v", ds)
+	}
+	// A snapshot without a choice resets the confirmation.
+	calm := newBuilder(0).res("table", resource.KindLock, 0, 0.01, 0).build()
+	a.Decide(at(2 * time.Second))
+	calm.At = 2*time.Second + 5*ms
+	a.Decide(calm)
+	if ds := a.Decide(at(2*time.Second + 10*ms)); ds != nil {
+		t.Errorf("decided although the choice lapsed in between: %+v", ds)
 	}
 }
