@@ -59,9 +59,13 @@ type AtroposOption func(*atroposConfig)
 
 // WithMinContention sets the contention level C_r at or above which a
 // resource counts as contended (default 0.1: a tenth of the window's
-// execution time lost to it). A lock or queue must also have waiters at
-// the moment of the snapshot: a queue that has drained is no longer
-// overloaded, whatever its window says. Values outside (0, 1] are ignored.
+// execution time lost to it): a decision is taken only when some resource
+// is. Once one is, every resource with a tenth of that level also counts,
+// weighted by its level, so that a task that frees a little of a second
+// resource besides the first is preferred to one that frees only the
+// first. A lock or queue must also have waiters at the moment of the
+// snapshot: a queue that has drained is no longer overloaded, whatever its
+// window says. Values outside (0, 1] are ignored.
 func WithMinContention(c float64) AtroposOption {
 	return func(cfg *atroposConfig) {
 		if c > 0 && c <= 1 {
@@ -308,8 +312,11 @@ type Candidate struct {
 // Evaluation is everything a decision rests on: the explanation a decision
 // carries, computed on its own by [Atropos.Evaluate].
 type Evaluation struct {
-	Levels    []Level
-	Contended []int // indexes into Levels of the contended resources
+	Levels []Level
+	// Contended indexes into Levels the resources the decision weighs:
+	// those at a tenth of the contention threshold or more, once one has
+	// reached it (Greedy: the most contended one only).
+	Contended []int
 	// Candidates, best first (by score, or by gain on the most contended
 	// resource for Greedy): all of them from [Atropos.Evaluate], the first
 	// few in a decision's explanation.
@@ -378,13 +385,15 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
-		l.Contended = l.Level >= a.cfg.minContention && (r.Kind == resource.KindMemory || r.Waiters > 0)
+		busy := r.Kind == resource.KindMemory || r.Waiters > 0
+		l.Contended = l.Level >= a.cfg.minContention && busy
 		ev.Levels = append(ev.Levels, l)
-		if l.Contended {
+		if busy && l.Level >= a.cfg.minContention/10 {
 			ev.Contended = append(ev.Contended, i)
 		}
 	}
-	if len(ev.Contended) == 0 {
+	if !slices.ContainsFunc(ev.Levels, func(l Level) bool { return l.Contended }) {
+		ev.Contended = ev.Contended[:0]
 		ev.Reason = "no contended resource"
 		return
 	}
