@@ -331,3 +331,55 @@ func TestAtroposConfirmation(t *testing.T) {
 		t.Errorf("decided although the choice lapsed in between: %+v", ds)
 	}
 }
+
+// FuzzDecide feeds the policies snapshots built from arbitrary numbers,
+// negative and huge ones included: they must never choose a task that is
+// not cancellable or already cancelled, nor score anything NaN.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, int64(100), int64(-5))
+	f.Add([]byte{255, 0, 255, 0, 128, 64, 32, 16}, int64(-1), int64(1<<62))
+	f.Fuzz(func(t *testing.T, data []byte, hold, wait int64) {
+		if len(data) < 4 {
+			return
+		}
+		s := &snapshot.Snapshot{At: time.Duration(hold), Window: time.Duration(wait % int64(time.Second))}
+		nres := 1 + int(data[0]%4)
+		for r := range nres {
+			s.Resources = append(s.Resources, snapshot.Resource{
+				Name: string(rune('a' + r)), Kind: resource.Kind(data[r%len(data)] % 6),
+				Capacity: int64(data[(r+1)%len(data)]) - 10, InUse: hold, Waiters: int(data[(r+2)%len(data)]%3) - 1,
+				WindowWait: time.Duration(wait * int64(r+1)), WindowWaits: hold, WindowEvictions: wait,
+			})
+		}
+		for i := 1; i+2 < len(data); i += 3 {
+			t0 := snapshot.Task{
+				ID: uint64(i), Class: string(rune('x' + data[i]%3)), Cancellable: data[i]&1 == 1, Cancelled: data[i]&2 == 2,
+				Done: int64(data[i+1]) - 50, Total: int64(data[i+2]) - 50, Age: time.Duration(hold * int64(data[i+1])),
+				Exec: time.Duration(wait), First: int32(len(s.Usage)), N: 1,
+			}
+			if data[i]&4 == 4 {
+				t0.N = 7 // out of range
+			}
+			s.Tasks = append(s.Tasks, t0)
+			s.Usage = append(s.Usage, snapshot.Usage{
+				Usage: task.Usage{Held: int64(data[i+2]) - 3, Hold: time.Duration(hold), Evictions: wait, Waiting: int32(data[i+1] % 2)},
+				Task:  int32(len(s.Tasks) - 1), Res: int32(int(data[i+1]) % (nres + 1)),
+			})
+		}
+		for _, v := range []Variant{MultiObjective, Greedy, CurrentUsage} {
+			a := NewAtropos(v, WithConfirmation(0))
+			ev := a.Evaluate(s)
+			for _, c := range ev.Candidates {
+				if c.Score != c.Score || c.Score < 0 {
+					t.Fatalf("%v: score %v", v, c.Score)
+				}
+			}
+			for _, d := range a.Decide(s) {
+				i := s.TaskByID(d.Task)
+				if i < 0 || !s.Tasks[i].Cancellable || s.Tasks[i].Cancelled {
+					t.Fatalf("%v chose task %d: %+v", v, d.Task, s.Tasks[max(i, 0)])
+				}
+			}
+		}
+	})
+}
