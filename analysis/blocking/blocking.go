@@ -43,8 +43,10 @@ package blocking
 import (
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -114,7 +116,7 @@ type Result struct {
 
 func run(pass *analysis.Pass) (any, error) {
 	r := &Result{info: pass.TypesInfo, facts: map[*types.Func]Fact{}}
-	std := isStd(pass.Pkg.Path())
+	std := isStd(pass)
 	// Facts of the imported functions the package calls. All files, so
 	// that test files are analysed the same way.
 	var decls []*ast.FuncDecl
@@ -513,9 +515,12 @@ func root(what string) string {
 	return inner
 }
 
-// isStd reports whether path is a standard library package's: its first
-// element has no dot.
-func isStd(path string) bool {
-	first, _, _ := strings.Cut(path, "/")
-	return !strings.Contains(first, ".")
+// isStd reports whether the pass is over a standard library package: its
+// files are in GOROOT.
+func isStd(pass *analysis.Pass) bool {
+	if len(pass.Files) == 0 || build.Default.GOROOT == "" {
+		return false
+	}
+	name := pass.Fset.File(pass.Files[0].Pos()).Name()
+	return strings.HasPrefix(name, filepath.Join(build.Default.GOROOT, "src")+string(filepath.Separator))
 }

@@ -38,6 +38,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 
@@ -71,6 +72,9 @@ func run(pass *analysis.Pass) (any, error) {
 			u = &chanUse{where: w}
 			chans[w.Var] = u
 			order = append(order, w.Var)
+		}
+		if strings.Contains(w.Name, ".") && !strings.Contains(u.where.Name, ".") {
+			u.where = w // a field named with its struct: "Server.tokens"
 		}
 		return u
 	}

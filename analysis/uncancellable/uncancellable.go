@@ -140,15 +140,18 @@ func (c *checker) loop(loop ast.Stmt) bool {
 		Message: fmt.Sprintf("loop in %s %s on every iteration but never checks %s: a cancellation (moirai's or the client's) does not take effect until it ends; check %s.Err() in the loop",
 			c.fn.Name(), does, c.ctx, c.ctx),
 	}
-	if ret, ok := c.returnStmt("err"); ok {
-		indent := c.indent(loop) + "\t"
-		text := fmt.Sprintf("\n%sif err := %s.Err(); err != nil {\n%s\t%s\n%s}", indent, c.ctx, indent, ret, indent)
+	if ret, ok := c.returnStmt("err"); ok && len(body.List) > 0 {
+		// Before the body's first statement, on its own lines, so that a
+		// comment after the loop's brace stays where it is.
+		first := body.List[0]
+		indent := c.indent(first)
+		text := fmt.Sprintf("if err := %s.Err(); err != nil {\n%s\t%s\n%s}\n%s", c.ctx, indent, ret, indent, indent)
 		if !c.returnsError() {
-			text = fmt.Sprintf("\n%sif %s.Err() != nil {\n%s\t%s\n%s}", indent, c.ctx, indent, ret, indent)
+			text = fmt.Sprintf("if %s.Err() != nil {\n%s\t%s\n%s}\n%s", c.ctx, indent, ret, indent, indent)
 		}
 		d.SuggestedFixes = []analysis.SuggestedFix{{
 			Message:   "check " + c.ctx + ".Err() at the start of each iteration",
-			TextEdits: []analysis.TextEdit{{Pos: body.Lbrace + 1, End: body.Lbrace + 1, NewText: []byte(text)}},
+			TextEdits: []analysis.TextEdit{{Pos: first.Pos(), End: first.Pos(), NewText: []byte(text)}},
 		}}
 	}
 	c.pass.Report(d)

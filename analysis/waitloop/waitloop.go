@@ -186,14 +186,22 @@ func quietCall(pass *analysis.Pass, blk *blocking.Result, call *ast.CallExpr) bo
 	if must, _, _ := blk.Call(call); must&blocking.Wait != 0 {
 		return true // a wrapper of a wait
 	}
-	// A logger's method (Debug, Infof, Warn...).
+	// A logger's method (Debug, Infof, Warn...): a type named …Logger, or
+	// of a logging package (zap, logrus, klog, zerolog).
 	if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
-		n := strings.ToLower(types.TypeString(sig.Recv().Type(), nil))
-		if strings.Contains(n, "log") {
-			return true
+		t := sig.Recv().Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			if strings.HasSuffix(n.Obj().Name(), "Logger") {
+				return true
+			}
 		}
 	}
-	return false
+	path := fn.Pkg().Path()
+	return strings.Contains(path, "zap") || strings.Contains(path, "logrus") ||
+		strings.Contains(path, "klog") || strings.Contains(path, "zerolog")
 }
 
 // leaves reports whether a block ends in break or return.
