@@ -181,7 +181,7 @@ func reportLookalikes(pass *analysis.Pass, funcs *scan.Funcs) {
 					}
 				default:
 					if scan.IsNamed(fv.Type(), "container/list", "List") {
-						order = append(order, fv)
+						order = append([]*types.Var{fv}, order...) // the list names it best
 					}
 				}
 			}
