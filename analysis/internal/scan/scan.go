@@ -336,10 +336,6 @@ func IsFuncValueCall(info *types.Info, call *ast.CallExpr) bool {
 	return false
 }
 
-// FullName is fn's name with its package path or receiver:
-// "time.Sleep", "(*sync.Mutex).Lock".
-func FullName(fn *types.Func) string { return fn.FullName() }
-
 // Kind is where a variable lives.
 type Kind int
 
