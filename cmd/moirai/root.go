@@ -15,6 +15,7 @@ const (
 	ExitSuccess     = 0   // the command did what was asked
 	ExitError       = 1   // the command failed
 	ExitBadArgs     = 2   // invalid flags or arguments: see --help
+	ExitFindings    = 3   // moirai vet reported findings
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM (128 + SIGINT)
 )
 
@@ -48,6 +49,8 @@ func exitCode(err error) int {
 		return ExitSuccess
 	case errors.As(err, &ue):
 		return ExitBadArgs
+	case errors.Is(err, errFindings):
+		return ExitFindings
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	default:
@@ -67,8 +70,9 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 tasks hold and wait for which resources, and acting on the one that
 monopolizes a contended resource.
 
-This version ships the core runtime, a demonstration of what it sees, and
-the evaluation harness (moirai bench).`,
+This version ships the core runtime, a demonstration of what it sees, the
+evaluation harness (moirai bench), and the analyzers that find the resources
+worth instrumenting (moirai vet).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -94,6 +98,7 @@ the evaluation harness (moirai bench).`,
 		newVersionCommand(g),
 		newDemoCommand(g),
 		newBenchCommand(g),
+		newVetCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,258 @@
+// Package waitloop defines an analyzer that finds hand-made waits: loops
+// that wait (sleep, yield, wait on a condition or a channel) until state
+// another goroutine changes says they may go on. Such a loop is a lock or
+// a queue the program built itself, invisible to moirai unless it is
+// marked with a raw resource's WaitBegin and WaitEnd.
+//
+// # Heuristic
+//
+// This is pBox's (Algorithm 2 of its paper) in Go: a for loop is a wait
+// loop when
+//
+//   - its body calls a waiting function: time.Sleep, runtime.Gosched,
+//     (*sync.Cond).Wait, a channel receive or a select without default,
+//     or a wrapper of one, a function that must wait (see the blocking
+//     package: on its normal path, error returns aside);
+//   - the loop's condition, or the condition of an if that leaves the
+//     loop (break or return) directly in its body, reads state shared
+//     between goroutines: a package-level variable, a struct field, a
+//     captured variable, a pointer parameter's target, or a call of one
+//     of their methods (an atomic load). Channels do not count: a loop
+//     around a select that returns when a stop channel closes is Go's
+//     idiom for a goroutine's lifetime, not a wait for a resource;
+//   - and the body does no other work: every call statement in it is a
+//     wait, a lock or unlock, an atomic operation, a context or time
+//     function, or logging. This is the part pBox does not need (C
+//     programs rarely run a periodic job as a loop around a sleep); Go
+//     programs do, and a loop that calls work between its waits is a
+//     ticker loop or a worker, not a wait for a resource.
+//
+// Loops anywhere count, on a request path or not: a background goroutine
+// that spins on a flag waits as much as a request does.
+//
+// # Known false positives and negatives
+//
+// A loop that polls for an external event (a file appearing) through a
+// shared field reads as a wait loop. A wait loop whose work is a call
+// statement (retry loops that call the operation) is missed, as are
+// loops that wait through a function value or an interface.
+//
+// # Fixes
+//
+// None: marking the wait needs a resource (ctl.Register(name,
+// moirai.KindLock, n)) and a task's context at the loop.
+package waitloop
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/moirai-go/moirai/analysis/blocking"
+	"github.com/moirai-go/moirai/analysis/internal/scan"
+)
+
+// Analyzer reports hand-made wait loops.
+var Analyzer = &analysis.Analyzer{
+	Name:     "waitloop",
+	Doc:      "find loops that wait until shared state changes (hand-made locks and queues): mark them with a moirai resource's WaitBegin/WaitEnd",
+	URL:      "https://pkg.go.dev/github.com/moirai-go/moirai/analysis/waitloop",
+	Requires: []*analysis.Analyzer{blocking.Analyzer},
+	Run:      run,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	blk := pass.ResultOf[blocking.Analyzer].(*blocking.Result)
+	funcs := scan.Collect(pass)
+	for _, fn := range funcs.All {
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.ForStmt:
+				check(pass, blk, fn, n)
+			}
+			return true
+		})
+	}
+	return nil, nil
+}
+
+func check(pass *analysis.Pass, blk *blocking.Result, fn *scan.Func, loop *ast.ForStmt) {
+	wait := waitIn(blk, loop.Body)
+	if wait == "" {
+		return
+	}
+	if work := workIn(pass, blk, loop.Body); work != "" {
+		return
+	}
+	state := ""
+	if loop.Cond != nil {
+		state = sharedIn(pass, fn, loop.Cond)
+	}
+	for _, st := range loop.Body.List {
+		if state != "" {
+			break
+		}
+		switch st := st.(type) {
+		case *ast.IfStmt:
+			if leaves(st.Body) {
+				state = sharedIn(pass, fn, st.Cond)
+			}
+		}
+	}
+	if state == "" {
+		return
+	}
+	pass.Report(analysis.Diagnostic{
+		Pos: loop.For, End: loop.Body.Lbrace, Category: "waitloop",
+		Message: fmt.Sprintf("loop in %s waits (%s) until %s changes: a hand-made wait on a resource; mark it with a moirai resource (ctl.Register(name, moirai.KindLock, n)) calling WaitBegin(ctx) before the loop and WaitEnd(ctx) after it, or replace it with a moirai Mutex, Semaphore or Queue",
+			fn.Name(), wait, state),
+	})
+}
+
+// waitIn returns a waiting operation of body that must happen in an
+// iteration (a top-level statement that must wait), or "".
+func waitIn(blk *blocking.Result, body *ast.BlockStmt) string {
+	for _, st := range body.List {
+		if sel, ok := st.(*ast.SelectStmt); ok && !hasDefault(sel) {
+			return "a select"
+		}
+		if op, what := blk.MustStmts([]ast.Stmt{st}); op&blocking.Wait != 0 {
+			return what
+		}
+	}
+	return ""
+}
+
+func hasDefault(sel *ast.SelectStmt) bool {
+	for _, c := range sel.Body.List {
+		if c.(*ast.CommClause).Comm == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// quiet are the packages and functions whose calls are not work.
+var quietPkgs = map[string]bool{
+	"time": true, "context": true, "sync/atomic": true, "log": true, "log/slog": true,
+	"fmt": true, "errors": true, "runtime": true,
+}
+
+// workIn returns a call statement of body that does work other than
+// waiting, locking, atomics, time, context or logging, or "".
+func workIn(pass *analysis.Pass, blk *blocking.Result, body *ast.BlockStmt) string {
+	work := ""
+	ast.Inspect(body, func(n ast.Node) bool {
+		if work != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ExprStmt:
+			call, ok := n.X.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if !quietCall(pass, blk, call) {
+				work = types.ExprString(call.Fun)
+			}
+		}
+		return true
+	})
+	return work
+}
+
+func quietCall(pass *analysis.Pass, blk *blocking.Result, call *ast.CallExpr) bool {
+	if tv, ok := pass.TypesInfo.Types[call.Fun]; ok && (tv.IsBuiltin() || tv.IsType()) {
+		return true
+	}
+	fn := scan.Callee(pass.TypesInfo, call)
+	if fn == nil {
+		fn = scan.Method(pass.TypesInfo, call)
+	}
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	if quietPkgs[fn.Pkg().Path()] || fn.Pkg().Path() == "sync" {
+		return true
+	}
+	if must, _, _ := blk.Call(call); must&blocking.Wait != 0 {
+		return true // a wrapper of a wait
+	}
+	// A logger's method (Debug, Infof, Warn...): a type named …Logger, or
+	// of a logging package (zap, logrus, klog, zerolog).
+	if sig := fn.Type().(*types.Signature); sig.Recv() != nil {
+		t := sig.Recv().Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			if strings.HasSuffix(n.Obj().Name(), "Logger") {
+				return true
+			}
+		}
+	}
+	path := fn.Pkg().Path()
+	return strings.Contains(path, "zap") || strings.Contains(path, "logrus") ||
+		strings.Contains(path, "klog") || strings.Contains(path, "zerolog")
+}
+
+// leaves reports whether a block ends in break or return.
+func leaves(b *ast.BlockStmt) bool {
+	if len(b.List) == 0 {
+		return false
+	}
+	switch st := b.List[len(b.List)-1].(type) {
+	case *ast.ReturnStmt:
+		return true
+	case *ast.BranchStmt:
+		return st.Tok == token.BREAK || st.Tok == token.GOTO
+	}
+	return false
+}
+
+// sharedIn returns the name of shared state e reads, or "".
+func sharedIn(pass *analysis.Pass, fn *scan.Func, e ast.Expr) string {
+	if e == nil {
+		return ""
+	}
+	found := ""
+	ast.Inspect(e, func(n ast.Node) bool {
+		if found != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.SelectorExpr, *ast.Ident:
+			w := scan.Where(pass.TypesInfo, fn, n.(ast.Expr))
+			if w.Kind.Shared() && !isChan(w.Var.Type()) {
+				found = w.Name
+				return false
+			}
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				// A method of shared state: s.ready(), x.Load().
+				if s := pass.TypesInfo.Selections[sel]; s != nil && s.Kind() == types.MethodVal {
+					if w := scan.Where(pass.TypesInfo, fn, sel.X); w.Kind.Shared() {
+						found = w.Name + "." + sel.Sel.Name + "()"
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	return found
+}
+
+func isChan(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Chan)
+	return ok
+}
