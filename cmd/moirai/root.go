@@ -94,6 +94,7 @@ the evaluation harness (moirai bench).`,
 		newVersionCommand(g),
 		newDemoCommand(g),
 		newBenchCommand(g),
+		newCPUsCommand(g),
 	)
 	return root
 }

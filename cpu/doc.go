@@ -1,0 +1,2 @@
+// Package cpu is placeholder.
+package cpu
