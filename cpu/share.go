@@ -34,12 +34,12 @@ func Limit(o, cpus float64) int {
 // tick is mostly rounding; over a window of n ticks it is the share of
 // the last n ticks' time, updated at every tick.
 type window struct {
-	ring []Sample
-	next int // where the next sample goes
+	ring []Sample // the last n samples
+	next int      // where the next sample goes; the oldest when full
 	full bool
 }
 
-func newWindow(n int) *window { return &window{ring: make([]Sample, max(n, 1)+1)} }
+func newWindow(n int) *window { return &window{ring: make([]Sample, max(n, 1))} }
 
 // reset forgets the samples (after a failed read: the next difference
 // would span an unknown time).
@@ -50,26 +50,26 @@ func (w *window) reset() { w.next, w.full = 0, false }
 // no CPU was busy at all (an idle host), the share is 1: nobody else
 // wants the CPUs. A counter that went backwards resets the window.
 func (w *window) push(s Sample) (share float64, ok bool) {
-	oldest, have := w.ring[w.next], w.full
-	if !have && w.next > 0 {
-		oldest, have = w.ring[0], true
+	var oldest Sample
+	switch {
+	case w.full:
+		oldest, ok = w.ring[w.next], true
+	case w.next > 0:
+		oldest, ok = w.ring[0], true
+	}
+	if ok && (s.Self < oldest.Self || s.Busy < oldest.Busy) {
+		w.reset()
+		ok = false
 	}
 	w.ring[w.next] = s
 	w.next++
 	if w.next == len(w.ring) {
 		w.next, w.full = 0, true
 	}
-	if !have {
+	if !ok {
 		return 0, false
 	}
-	dSelf, dBusy := s.Self-oldest.Self, s.Busy-oldest.Busy
-	if dSelf < 0 || dBusy < 0 {
-		w.reset()
-		w.ring[0] = s
-		w.next = 1
-		return 0, false
-	}
-	return shareOf(dSelf, dBusy), true
+	return shareOf(s.Self-oldest.Self, s.Busy-oldest.Busy), true
 }
 
 // shareOf is dSelf / dBusy, clamped to [0, 1]; 1 when nothing was busy.
