@@ -57,7 +57,7 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	}
 	res := &Results{
 		Suite: o.Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
-		Machine: machine(),
+		Machine: CurrentMachine(),
 	}
 	hasNone := false
 	for _, c := range o.Controllers {
@@ -438,7 +438,8 @@ func hash(s string) uint64 {
 	return h
 }
 
-func machine() Machine {
+// CurrentMachine describes the machine the harness runs on.
+func CurrentMachine() Machine {
 	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
