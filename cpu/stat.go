@@ -114,14 +114,22 @@ func ParseSelfStat(data []byte) (uint64, error) {
 	}
 	// After ") ": state(3) ppid pgrp session tty_nr tpgid flags minflt
 	// cminflt majflt cmajflt utime(14) stime(15).
-	f := bytes.Fields(data[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu: /proc/self/stat: %d fields after the command name, want at least 13", len(f))
+	rest := data[i+1:]
+	var f []byte
+	for range 12 {
+		if f, rest = nextField(rest); f == nil {
+			return 0, errors.New("cpu: /proc/self/stat: fewer than 13 fields after the command name")
+		}
 	}
-	u, err1 := strconv.ParseUint(string(f[11]), 10, 64)
-	s, err2 := strconv.ParseUint(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("cpu: /proc/self/stat: utime %q and stime %q are not counters", f[11], f[12])
+	utime := f
+	stime, _ := nextField(rest)
+	if stime == nil {
+		return 0, errors.New("cpu: /proc/self/stat: fewer than 13 fields after the command name")
+	}
+	u, ok1 := parseCounter(utime)
+	s, ok2 := parseCounter(stime)
+	if !ok1 || !ok2 {
+		return 0, fmt.Errorf("cpu: /proc/self/stat: utime %q and stime %q are not counters", utime, stime)
 	}
 	return u + s, nil
 }
@@ -134,22 +142,59 @@ func ParseSelfStat(data []byte) (uint64, error) {
 // user.
 func ParseStat(data []byte) (uint64, error) {
 	line, _, _ := bytes.Cut(data, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) < 5 || string(f[0]) != "cpu" {
+	name, rest := nextField(line)
+	if string(name) != "cpu" {
 		return 0, errors.New(`cpu: /proc/stat: the first line is not "cpu user nice system idle ..."`)
 	}
 	var busy uint64
-	for i, v := range f[1:] {
-		n, err := strconv.ParseUint(string(v), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("cpu: /proc/stat: field %d %q is not a counter", i+1, v)
+	n := 0
+	for f, rest := nextField(rest); f != nil; f, rest = nextField(rest) {
+		v, ok := parseCounter(f)
+		if !ok {
+			return 0, fmt.Errorf("cpu: /proc/stat: field %d %q is not a counter", n+1, f)
 		}
-		switch i {
+		switch n {
 		case 0, 1, 2, 5, 6: // user, nice, system, irq, softirq
-			busy += n
+			busy += v
 		}
+		n++
+	}
+	if n < 4 {
+		return 0, errors.New(`cpu: /proc/stat: the first line is not "cpu user nice system idle ..."`)
 	}
 	return busy, nil
+}
+
+// nextField returns the first space-separated field of b and what follows
+// it; a nil field when there is none.
+func nextField(b []byte) (field, rest []byte) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n') {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' {
+		j++
+	}
+	if i == j {
+		return nil, nil
+	}
+	return b[i:j], b[j:]
+}
+
+// parseCounter parses a decimal counter without allocating.
+func parseCounter(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
 }
 
 // atClkTck is the auxiliary vector entry holding the frequency of times(2)
