@@ -189,7 +189,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 			"work item":         fmt.Sprintf("fib(%d), %.2f ms alone (fastest of 15)", o.Fib, float64(item)/1e6),
 			"offered load":      fmt.Sprintf("%.0f%% of %s CPUs (%s), Poisson arrivals", 100*o.Load, cpu.FormatCPUs(budget.CPUs), budget.Limit),
 			"warm-up":           o.Warmup.String() + " of each run, not measured",
-			"rounds":            fmt.Sprintf("%d, interleaved, each starting one controller further; a row merges the items of its rounds", o.Rounds),
+			"rounds":            fmt.Sprintf("%d, interleaved, each starting one controller further; a row holds the median over its rounds of each round's figures (throughput: the mean)", o.Rounds),
 			"ignorant pool":     fmt.Sprintf("%d workers per process", int(math.Ceil(budget.CPUs))),
 			"clock tick":        clockTick(),
 			"control loop cost": loopText,
@@ -401,25 +401,50 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	return results, back, nil
 }
 
-// merge computes a row from the processes' results of every round.
+// merge computes a row from the processes' results of every round
+// (rounds × K results, round after round). Each figure is computed per
+// round, over the items of the round's K processes, and the row holds the
+// median over the rounds: on a shared machine a burst of someone else's
+// work can fall on one round, and the median keeps it from deciding the
+// row. The throughput is the rounds' mean.
 func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult) bench.Row {
 	row := bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Offered: rate * float64(c.K)}
-	var work, queue []int32
-	var active float64
-	for _, r := range rs {
-		work = append(work, r.Work...)
-		queue = append(queue, r.Queue...)
-		if r.Measured > 0 {
-			row.Throughput += float64(r.Completed) / r.Measured
+	var p99, mx, q99, active []float64
+	for len(rs) > 0 {
+		n := min(c.K, len(rs))
+		round := rs[:n]
+		rs = rs[n:]
+		var work, queue []int32
+		a := 0.0
+		for _, r := range round {
+			work = append(work, r.Work...)
+			queue = append(queue, r.Queue...)
+			if r.Measured > 0 {
+				row.Throughput += float64(r.Completed) / r.Measured
+			}
+			a += r.ActiveMean
 		}
-		active += r.ActiveMean
+		p99 = append(p99, quantile(work, 0.99))
+		mx = append(mx, quantile(work, 1))
+		q99 = append(q99, quantile(queue, 0.99))
+		active = append(active, a)
 	}
-	row.Throughput /= float64(rounds)
-	row.ActiveMean = active / float64(rounds)
-	row.P99Ms = quantile(work, 0.99)
-	if len(work) > 0 {
-		row.MaxMs = float64(work[len(work)-1]) / 1000 // sorted by quantile
-	}
-	row.QueueP99Ms = quantile(queue, 0.99)
+	row.Throughput /= float64(max(rounds, 1))
+	row.P99Ms, row.MaxMs, row.QueueP99Ms = median(p99), median(mx), median(q99)
+	row.ActiveMean = mean(active)
 	return row
+}
+
+// median returns the median of xs (the mean of the middle two when even).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -67,9 +67,22 @@ func TestMerge(t *testing.T) {
 	}
 	row := merge(Case{"k2", 2}, Controller{Name: "friendly-o1"}, 50, 2, rs)
 	got := [...]float64{row.P99Ms, row.MaxMs, row.QueueP99Ms, row.Throughput, row.Offered, row.ActiveMean}
-	want := [...]float64{4, 4, 10, 17.5, 100, 2}
+	// Round 1: p99 3, max 3, queue p99 10; round 2: 4, 4, 0. Medians of
+	// two: their means.
+	want := [...]float64{3.5, 3.5, 5, 17.5, 100, 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("merge (-want +got):\n%s", diff)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tt.xs); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.xs, got, tt.want)
+		}
 	}
 }
 

@@ -67,8 +67,8 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 tasks hold and wait for which resources, and acting on the one that
 monopolizes a contended resource.
 
-This version ships the core runtime, a demonstration of what it sees, and
-the evaluation harness (moirai bench).`,
+This version ships the core runtime, a demonstration of what it sees, the
+evaluation harness (moirai bench), and the CPU budget (moirai cpus).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
