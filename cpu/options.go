@@ -14,6 +14,7 @@ type Option func(*config) error
 type config struct {
 	budget     float64 // CPUs; 0: ReadBudget of the real file system
 	overcommit float64
+	tolerance  float64
 	fixed      int // > 0: a static pool of this many workers, no loop
 	reader     Reader
 	tick       time.Duration // 0: one clock tick
@@ -50,6 +51,26 @@ func WithOvercommit(o float64) Option {
 			return fmt.Errorf("cpu: overcommit factor %v is not in (0, 16]", o)
 		}
 		c.overcommit = o
+		return nil
+	}
+}
+
+// WithTolerance makes the active count ⌈O · share · CPUs − tol⌉ instead
+// of ⌈O · share · CPUs⌉ (tol in [0, 1), default 0). The ceiling always
+// claims one worker more than the process uses until the CPUs are full,
+// and a pool that has it keeps it: at n workers on a full host of C CPUs
+// with N runnable workers in all, its share is n/N and ⌈n·C/N⌉ stays n
+// while N < n·C/(n−1). On 2 CPUs two pools settle at 2 + 1 workers, one
+// more than the CPUs, and the share's rounding noise at exactly 1 worker
+// (share 1/2) is enough to get there. A tolerance of 0.5 (rounding)
+// removes that fixed point: a pool grows only when the CPU left idle is
+// at least half a worker's.
+func WithTolerance(tol float64) Option {
+	return func(c *config) error {
+		if !(tol >= 0) || tol >= 1 {
+			return fmt.Errorf("cpu: tolerance %v is not in [0, 1)", tol)
+		}
+		c.tolerance = tol
 		return nil
 	}
 }

@@ -155,7 +155,7 @@ func (p *Pool) step(win *window) {
 		info.Share, info.OK = win.push(s)
 		if info.OK {
 			p.share.Store(math.Float64bits(info.Share))
-			p.setActive(Active(p.cfg.overcommit, info.Share, p.cpus, p.limit))
+			p.setActive(activeTol(p.cfg.overcommit, info.Share, p.cpus, p.cfg.tolerance, p.limit))
 		}
 	}
 	if p.cfg.onStep != nil {

@@ -343,7 +343,7 @@ func TestPoolGOMAXPROCS(t *testing.T) {
 func TestNewPoolOptions(t *testing.T) {
 	for _, o := range []Option{
 		WithBudget(0), WithBudget(-1), WithBudget(math.NaN()), WithOvercommit(0), WithOvercommit(17),
-		WithFixed(0), WithReader(nil), WithTick(time.Microsecond), WithWindow(0), WithQueue(nil), WithBacklog(-1),
+		WithFixed(0), WithTolerance(1), WithTolerance(-0.1), WithReader(nil), WithTick(time.Microsecond), WithWindow(0), WithQueue(nil), WithBacklog(-1),
 	} {
 		if p, err := NewPool(o); err == nil {
 			p.Close()

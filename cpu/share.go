@@ -11,11 +11,17 @@ import (
 // factor. A share outside [0, 1] is clamped. It is the pure policy the
 // pool's loop applies at each tick.
 func Active(o, share, cpus float64, limit int) int {
+	return activeTol(o, share, cpus, 0, limit)
+}
+
+// activeTol is ⌈o · share · cpus − tol⌉, at least 1 and at most limit:
+// Active with a tolerance (see WithTolerance).
+func activeTol(o, share, cpus, tol float64, limit int) int {
 	share = min(max(share, 0), 1)
 	if math.IsNaN(share) {
 		share = 1
 	}
-	x := o * share * cpus
+	x := o*share*cpus - tol
 	// A product that is an integer but for rounding error (0.1·3·10) is
 	// that integer, not the next one.
 	n := int(math.Ceil(x - 1e-9))

@@ -169,7 +169,7 @@ func parseLoopScript(t *testing.T, file string) (opts []Option, lines []scriptLi
 		bad := func(err error) { t.Fatalf("%s:%d: %q: %v", file, n, text, err) }
 		cmd, rest, _ := strings.Cut(text, " ")
 		switch cmd {
-		case "budget", "overcommit", "window":
+		case "budget", "overcommit", "window", "tolerance":
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil {
 				bad(err)
@@ -178,6 +178,7 @@ func parseLoopScript(t *testing.T, file string) (opts []Option, lines []scriptLi
 				"budget":     func() Option { return WithBudget(v) },
 				"overcommit": func() Option { return WithOvercommit(v) },
 				"window":     func() Option { return WithWindow(int(v)) },
+				"tolerance":  func() Option { return WithTolerance(v) },
 			}[cmd]())
 		case "tick", "error", "back":
 			before, after, ok := strings.Cut(text, "->")

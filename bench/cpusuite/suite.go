@@ -32,7 +32,9 @@
 //   - optimal: a static pool of budget / K workers (at least 1): what an
 //     oracle that knows the neighbours would run;
 //   - friendly-oO: the neighbour-aware pool of package cpu with
-//     overcommit factor O.
+//     overcommit factor O;
+//   - friendly-o1-t0.5: the same with O = 1 and a tolerance of 0.5
+//     (cpu.WithTolerance).
 package cpusuite
 
 import (
@@ -74,10 +76,11 @@ type Controller struct {
 	Describe   string
 	Pool       string
 	Overcommit float64
+	Tolerance  float64
 }
 
-// Controllers returns ignorant, optimal and friendly with O of 1, 1.5 and
-// 2.
+// Controllers returns ignorant, optimal, friendly with O of 1, 1.5 and 2,
+// and friendly with O of 1 and a tolerance of 0.5.
 func Controllers() []Controller {
 	out := []Controller{
 		{Name: "ignorant", Pool: "ignorant", Describe: "static pool of as many workers as the CPU budget"},
@@ -88,6 +91,8 @@ func Controllers() []Controller {
 		out = append(out, Controller{Name: "friendly-o" + s, Pool: "friendly", Overcommit: o,
 			Describe: "neighbour-aware pool (package cpu), overcommit factor " + s})
 	}
+	out = append(out, Controller{Name: "friendly-o1-t0.5", Pool: "friendly", Overcommit: 1, Tolerance: 0.5,
+		Describe: "neighbour-aware pool, overcommit factor 1, tolerance 0.5 (cpu.WithTolerance)"})
 	return out
 }
 
@@ -350,7 +355,7 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	var t0 time.Time
 	for i := range c.K {
 		cfg := WorkerConfig{
-			Pool: ctl.Pool, Overcommit: ctl.Overcommit, K: c.K, Index: i, Seed: o.Seed,
+			Pool: ctl.Pool, Overcommit: ctl.Overcommit, Tolerance: ctl.Tolerance, K: c.K, Index: i, Seed: o.Seed,
 			Rate: rate, Fib: o.Fib, StartAt: startAt.UnixNano(), Duration: o.Duration, Warmup: o.Warmup,
 		}
 		cmd := o.Command(rctx, cfg)

@@ -98,8 +98,8 @@ func TestSelect(t *testing.T) {
 	if err != nil || len(ks) != 1 || ks[0].Overcommit != 1.5 {
 		t.Errorf("SelectControllers = %v, %v", ks, err)
 	}
-	if all, _ := SelectControllers("all"); len(all) != 5 {
-		t.Errorf("%d controllers, want 5", len(all))
+	if all, _ := SelectControllers("all"); len(all) != 6 {
+		t.Errorf("%d controllers, want 6", len(all))
 	}
 }
 

@@ -22,6 +22,7 @@ type WorkerConfig struct {
 	// friendly; K the number of processes of the run.
 	Pool       string  `json:"pool"`
 	Overcommit float64 `json:"overcommit,omitempty"`
+	Tolerance  float64 `json:"tolerance,omitempty"`
 	K          int     `json:"k"`
 	// Index is the process's number in the run, 0 to K−1: its arrival
 	// stream is seeded by Seed and Index.
@@ -104,7 +105,7 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	case "optimal":
 		opts = append(opts, cpu.WithFixed(max(1, int(math.Round(budget/float64(c.K))))))
 	case "friendly":
-		opts = append(opts, cpu.WithBudget(budget), cpu.WithOvercommit(c.Overcommit),
+		opts = append(opts, cpu.WithBudget(budget), cpu.WithOvercommit(c.Overcommit), cpu.WithTolerance(c.Tolerance),
 			cpu.WithObserver(func(s cpu.StepInfo) {
 				mu.Lock()
 				activeSum += float64(s.Active)

@@ -74,7 +74,7 @@ func cpuStatus(row bench.Row, rows []bench.Row) string {
 	if row.Error != "" {
 		return "FAILED: " + row.Error
 	}
-	if row.Controller != "friendly-o1" || row.Case == "k1" {
+	if (row.Controller != "friendly-o1" && !strings.HasPrefix(row.Controller, "friendly-o1-")) || row.Case == "k1" {
 		return ""
 	}
 	s, _ := targetsMet(ratiosOf(row, rows))
@@ -136,7 +136,7 @@ func splitCPU(rows []bench.Row) (others, cpu []bench.Row) {
 }
 
 // mdCPUHeader is the header of the cpu suite's Markdown table.
-const mdCPUHeader = "| case | controller | work p99 ms | work max ms | queue p99 ms | throughput /s | offered /s | workers (mean, all processes) | background CPUs | p99: ignorant / this | p99: this / optimal | throughput: this / ignorant | targets (friendly-o1, K ≥ 2) |\n" +
+const mdCPUHeader = "| case | controller | work p99 ms | work max ms | queue p99 ms | throughput /s | offered /s | workers (mean, all processes) | background CPUs | p99: ignorant / this | p99: this / optimal | throughput: this / ignorant | targets (friendly O = 1, K ≥ 2) |\n" +
 	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
 
 // markdownCPU writes the cpu suite's section of RESULTS.md: the
