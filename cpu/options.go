@@ -23,6 +23,7 @@ type config struct {
 	backlog    int64
 	gomaxprocs bool
 	setProcs   func(int) int // runtime.GOMAXPROCS; replaced in tests
+	noPark     bool          // tests of the loop: never park when idle
 	onStep     func(StepInfo)
 }
 

@@ -45,6 +45,11 @@ type Pool struct {
 
 	stop     chan struct{}
 	loopDone chan struct{}
+	// The loop parks when the pool has been idle for a window and new
+	// work wakes it: parked is set by the loop, cleared by whoever sends
+	// on wake.
+	parked atomic.Bool
+	wake   chan struct{}
 	procs0   int       // GOMAXPROCS before the pool, in GOMAXPROCS mode
 	closer   io.Closer // the reader the pool opened, if any
 }
@@ -109,7 +114,7 @@ func NewPool(opts ...Option) (*Pool, error) {
 		p.procs0 = cfg.setProcs(p.limit)
 	}
 	if cfg.fixed == 0 {
-		p.stop, p.loopDone = make(chan struct{}), make(chan struct{})
+		p.stop, p.loopDone, p.wake = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		go p.loop(tick)
 	}
 	return p, nil
@@ -121,21 +126,46 @@ func (p *Pool) closeReader() {
 	}
 }
 
-// loop runs one step per tick until Close.
+// loop runs one step per tick until Close. When the pool has had no
+// work for a whole window it stops ticking (an idle pool costs nothing)
+// until new work arrives; the window then starts afresh, from the active
+// count it had.
 func (p *Pool) loop(tick time.Duration) {
 	defer close(p.loopDone)
 	win := newWindow(p.cfg.window)
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	idle := 0
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
-			start := time.Now()
-			p.step(win)
-			p.loopNanos.Add(int64(time.Since(start)))
 		}
+		start := time.Now()
+		p.step(win)
+		p.loopNanos.Add(int64(time.Since(start)))
+		if p.cfg.noPark || p.pending.Load() > 0 || p.q.Running() > 0 {
+			idle = 0
+			continue
+		}
+		if idle++; idle < p.cfg.window {
+			continue
+		}
+		idle = 0
+		t.Stop()
+		p.parked.Store(true)
+		if p.pending.Load() > 0 && p.parked.CompareAndSwap(true, false) {
+			// Work arrived between the check and parking.
+		} else {
+			select {
+			case <-p.stop:
+				return
+			case <-p.wake:
+			}
+		}
+		win.reset()
+		t.Reset(tick)
 	}
 }
 
@@ -226,6 +256,9 @@ func (p *Pool) admit() error {
 	}
 	p.pending.Add(1)
 	p.wg.Add(1)
+	if p.parked.Load() && p.parked.CompareAndSwap(true, false) {
+		p.wake <- struct{}{}
+	}
 	return nil
 }
 
@@ -288,7 +321,8 @@ type Stats struct {
 	// Share is the last measured share, NaN before the first (and for a
 	// fixed pool).
 	Share float64
-	// Ticks counts the loop's steps, ReadErrors its failed reads, Changes
+	// Ticks counts the loop's steps (none while it is parked, after a
+	// window without work), ReadErrors its failed reads, Changes
 	// the changes of the active count, Dropped the work whose context was
 	// done before a worker was free.
 	Ticks, ReadErrors, Changes, Dropped int64

@@ -62,7 +62,7 @@ func TestPoolExactlyActive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &scriptReader{}
 		r.setRate(1, 2) // half the busy time: ⌈0.5 · 4⌉ = 2
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1))
+		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), noPark)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestPoolBacklog(t *testing.T) {
 func TestPoolReadErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &scriptReader{steps: []scriptStep{{d: ticks(1, 4)}, {d: ticks(1, 4)}, {err: true}, {err: true}, {err: true}}}
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1))
+		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), noPark)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +324,7 @@ func TestPoolGOMAXPROCS(t *testing.T) {
 		}
 		r := &scriptReader{}
 		r.setRate(1, 4)
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), WithGOMAXPROCS(),
+		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), WithGOMAXPROCS(), noPark,
 			func(c *config) error { c.setProcs = set; return nil })
 		if err != nil {
 			t.Fatal(err)
@@ -365,4 +365,37 @@ func TestPoolDefault(t *testing.T) {
 	if st := p.Stats(); st.Limit < 1 || st.CPUs <= 0 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// TestPoolParksWhenIdle: after a window without work the loop stops
+// ticking; new work wakes it, and the window starts afresh.
+func TestPoolParksWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &scriptReader{}
+		r.setRate(1, 4)
+		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		settle(10)
+		parked := p.Stats().Ticks
+		if parked != 3 || p.Active() != 1 {
+			t.Fatalf("%d ticks, active %d; want the loop parked after 3 ticks at 1", parked, p.Active())
+		}
+		settle(100)
+		if n := p.Stats().Ticks; n != parked {
+			t.Fatalf("%d ticks while parked, want %d", n, parked)
+		}
+		b := newBlocker()
+		defer close(b.release)
+		if err := p.Go(context.Background(), b.work); err != nil {
+			t.Fatal(err)
+		}
+		r.setRate(4, 4)
+		settle(5)
+		if n := p.Stats().Ticks; n != parked+5 || p.Active() != 4 {
+			t.Errorf("%d ticks, active %d after new work; want %d and 4", n, p.Active(), parked+5)
+		}
+	})
 }

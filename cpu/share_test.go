@@ -128,6 +128,9 @@ func (r *scriptReader) setRate(self, busy int) {
 	r.per = ticks(self, busy)
 }
 
+// noPark keeps the loop of an idle pool ticking.
+func noPark(c *config) error { c.noPark = true; return nil }
+
 func ticks(self, busy int) Sample {
 	return Sample{Self: time.Duration(self) * 10 * time.Millisecond, Busy: time.Duration(busy) * 10 * time.Millisecond}
 }
@@ -218,7 +221,7 @@ func runLoopScript(t *testing.T, file string) {
 			r.steps = append(r.steps, l.step)
 		}
 		var got []int
-		p, err := NewPool(append(opts, WithReader(r), WithTick(10*time.Millisecond),
+		p, err := NewPool(append(opts, WithReader(r), WithTick(10*time.Millisecond), noPark,
 			WithObserver(func(s StepInfo) { got = append(got, s.Active) }))...)
 		if err != nil {
 			t.Fatal(err)

@@ -183,7 +183,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 		o.loopCost = 2 * time.Second
 	}
 	loop, loopErr := LoopCost(ctx, o.loopCost)
-	loopText := fmt.Sprintf("%.3f%% of one CPU (process CPU time of an idle friendly pool over %v, getrusage)", loop, o.loopCost)
+	loopText := fmt.Sprintf("%.3f%% of one CPU (process CPU time over %v of a friendly pool whose loop ticks and no work runs, getrusage)", loop, o.loopCost)
 	if loopErr != nil {
 		loopText = "not measured: " + loopErr.Error()
 	}
@@ -282,15 +282,20 @@ func Calibrate(n int) time.Duration {
 }
 
 // LoopCost measures what a friendly pool's control loop costs: the
-// process's CPU time while an idle pool (loop running, no work) lives for
-// d, in percent of one CPU. It includes everything the loop does at each
-// tick: the timer's wake-up, the two reads of /proc, the policy.
+// process's CPU time over d while a pool holds one piece of work that
+// only waits (so the loop ticks, and nothing else runs), in percent of
+// one CPU. It includes everything the loop does at each tick: the
+// timer's wake-up of the loop's goroutine, the two reads of /proc, the
+// policy.
 func LoopCost(ctx context.Context, d time.Duration) (float64, error) {
 	p, err := cpu.NewPool()
 	if err != nil {
 		return 0, err
 	}
 	defer p.Close()
+	hold, release := context.WithCancel(ctx)
+	defer release()
+	p.Go(hold, func(ctx context.Context) { <-ctx.Done() })
 	c0, t0 := processCPUTime(), time.Now()
 	t := time.NewTimer(d)
 	select {
