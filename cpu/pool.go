@@ -50,8 +50,8 @@ type Pool struct {
 	// on wake.
 	parked atomic.Bool
 	wake   chan struct{}
-	procs0   int       // GOMAXPROCS before the pool, in GOMAXPROCS mode
-	closer   io.Closer // the reader the pool opened, if any
+	procs0 int       // GOMAXPROCS before the pool, in GOMAXPROCS mode
+	closer io.Closer // the reader the pool opened, if any
 }
 
 // NewPool returns a pool configured by opts and starts its loop. Without
