@@ -154,10 +154,12 @@ func (p *Pool) loop(tick time.Duration) {
 		}
 		idle = 0
 		t.Stop()
+		// Park, unless work arrived between the check and here: admit
+		// adds to pending before it looks at parked, the loop sets
+		// parked before it looks at pending, so one of them sees the
+		// other, and the one whose CompareAndSwap wins decides.
 		p.parked.Store(true)
-		if p.pending.Load() > 0 && p.parked.CompareAndSwap(true, false) {
-			// Work arrived between the check and parking.
-		} else {
+		if p.pending.Load() == 0 || !p.parked.CompareAndSwap(true, false) {
 			select {
 			case <-p.stop:
 				return
