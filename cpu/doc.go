@@ -51,7 +51,10 @@
 // runs its whole budget; K equally busy processes have 1/K each and run
 // CPUs/K. Because a process's share grows only by using more CPU, ⌈⌉
 // rounds up: the pool always claims one worker more than it uses until
-// the CPU is full, and shrinks once neighbours hold the rest.
+// the CPU is full, and shrinks once neighbours hold the rest. On a small
+// host that extra worker is a large overcommit and a stable one (two
+// pools on 2 CPUs settle at 2 + 1 workers); [WithTolerance] subtracts a
+// tolerance before rounding up to remove it.
 //
 // The clock tick is sysconf(_SC_CLK_TCK). Go has no sysconf without cgo
 // and golang.org/x/sys/unix does not expose it, but C libraries answer it
@@ -65,7 +68,8 @@
 // process's time moves by 0, 1 or 2 ticks and a share of one tick is
 // mostly rounding. The loop therefore re-evaluates at every tick but
 // measures the share over a sliding window of the last ticks (10 by
-// default, [WithWindow]).
+// default, [WithWindow]). After a window without work the loop stops
+// ticking, and new work wakes it: an idle pool costs nothing.
 //
 // # The pool
 //
