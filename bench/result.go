@@ -42,6 +42,21 @@ type Row struct {
 	// Options.NoCulprit): the controller's cost when nothing goes wrong.
 	NoCulprit bool `json:"no_culprit,omitempty"`
 
+	// The cpu suite's measures, zero and omitted in the other suites: the
+	// work items' p99 and maximum work latency (from start to end on a
+	// worker) and p99 queue latency (from arrival to start), in
+	// milliseconds, over the items of every process; the items completed
+	// and offered per second, all processes summed; the pools' mean
+	// active counts, summed; and the CPUs the host's other processes kept
+	// busy meanwhile (the machine's background load).
+	P99Ms      float64 `json:"p99_ms,omitempty"`
+	MaxMs      float64 `json:"max_ms,omitempty"`
+	QueueP99Ms float64 `json:"queue_p99_ms,omitempty"`
+	Throughput float64 `json:"throughput,omitempty"`
+	Offered    float64 `json:"offered,omitempty"`
+	ActiveMean float64 `json:"active_mean,omitempty"`
+	Background float64 `json:"background_cpus,omitempty"`
+
 	// Error is set when the row failed (its controller panicked, the
 	// service could not start); the numbers are then zero.
 	Error string `json:"error,omitempty"`
@@ -118,8 +133,11 @@ type Results struct {
 	Seed     uint64    `json:"seed"`
 	Duration string    `json:"duration"`
 	Machine  Machine   `json:"machine"`
-	Rows     []Row     `json:"rows"`
-	Runs     []Run     `json:"runs"`
+	// Params are the suite's other parameters, by name (omitted when the
+	// suite has none beyond the ones above).
+	Params map[string]string `json:"params,omitempty"`
+	Rows   []Row             `json:"rows"`
+	Runs   []Run             `json:"runs"`
 }
 
 // Machine describes where the results were measured.

@@ -64,7 +64,7 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	}
 	res := &Results{
 		Suite: o.Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
-		Machine: machine(),
+		Machine: CurrentMachine(),
 	}
 	if o.NoCulprit {
 		return executeNoCulprit(ctx, o, res)
@@ -532,7 +532,8 @@ func hash(s string) uint64 {
 	return h
 }
 
-func machine() Machine {
+// CurrentMachine describes the machine the harness runs on.
+func CurrentMachine() Machine {
 	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {

@@ -20,7 +20,25 @@ var tableHeader = []string{
 // bench run -o table`): one line per row, numbers formatted as in the
 // other reports. A failed row shows its error in the STATUS column; the
 // uncontrolled row shows whether the case degrades.
+//
+// The cpu suite's rows have their own columns (latencies, throughput,
+// ratios to the ignorant and optimal pools); they follow the others in a
+// table of their own.
 func Table(w io.Writer, rows []bench.Row) error {
+	rows, cpu := splitCPU(rows)
+	if len(cpu) > 0 {
+		if len(rows) > 0 {
+			if err := table(w, rows); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		return cpuTable(w, cpu)
+	}
+	return table(w, rows)
+}
+
+func table(w io.Writer, rows []bench.Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
 	for _, row := range rows {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/moirai-go/moirai/bench"
+	"github.com/moirai-go/moirai/bench/cpusuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
 	"github.com/moirai-go/moirai/bench/report"
 )
@@ -27,6 +28,11 @@ type benchFlags struct {
 	seed        uint64
 	out         string
 	noCulprit   bool
+	// The cpu suite's.
+	warmup time.Duration
+	rounds int
+	fib    int
+	load   float64
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -40,7 +46,7 @@ run without the culprit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g))
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand())
 	return cmd
 }
 
@@ -63,8 +69,15 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 					l.Cases = append(l.Cases, caseInfo{c.Suite, c.Name, c.Models, c.Resource, c.Culprit, c.Victims})
 				}
 			}
+			for _, c := range cpusuite.Cases() {
+				l.Cases = append(l.Cases, caseInfo{Suite: cpusuite.Suite, Name: c.Name, Models: "friendlypool",
+					Resource: "CPU", Culprit: fmt.Sprintf("%d processes on the host", c.K)})
+			}
 			for _, c := range bench.Controllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe})
+			}
+			for _, c := range cpusuite.Controllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite cpu)"})
 			}
 			out := cmd.OutOrStdout()
 			if g.Output == outputJSON {
@@ -102,10 +115,17 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suite cpu: unmeasured start of each run")
+	fl.IntVar(&f.rounds, "rounds", 1, "suite cpu: runs of every (case, controller) pair, interleaved")
+	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
+	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+	if f.suite == cpusuite.Suite {
+		return runCPUBench(cmd, g, f)
+	}
 	cases, err := bench.SelectCases(f.suite, f.cases)
 	if err != nil {
 		return usageError{err}
@@ -124,19 +144,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		}
 	}
 	errOut := cmd.ErrOrStderr()
-	progress := func(done, total int, what string) {}
-	if isTerminal(errOut) {
-		progress = func(done, total int, what string) {
-			const width = 30
-			n := width * done / max(total, 1)
-			fmt.Fprintf(errOut, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, what)
-			if done == total {
-				fmt.Fprintln(errOut)
-			}
-		}
-	}
 	res, err := bench.Execute(cmd.Context(), bench.Options{
-		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Progress: progress,
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Progress: progressBar(errOut),
 	})
 	if err != nil && res == nil {
 		return err
@@ -166,6 +175,22 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		fmt.Fprintf(errOut, "wrote %s and %s\n", filepath.Join(f.out, "results.json"), filepath.Join(f.out, "report.html"))
 	}
 	return err
+}
+
+// progressBar returns a progress callback that draws a bar on w when w is
+// a terminal, and does nothing otherwise.
+func progressBar(w io.Writer) func(done, total int, what string) {
+	if !isTerminal(w) {
+		return func(int, int, string) {}
+	}
+	return func(done, total int, what string) {
+		const width = 30
+		n := width * done / max(total, 1)
+		fmt.Fprintf(w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, what)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 // warnNotDegraded says which cases did not show the overload they model.
@@ -209,26 +234,41 @@ func writeResults(dir string, res *bench.Results) error {
 }
 
 func newBenchReportCommand(g *globalFlags) *cobra.Command {
-	var in, md, html string
+	var (
+		in       []string
+		md, html string
+	)
 	cmd := &cobra.Command{
 		Use:   "report",
-		Short: "Regenerate docs/RESULTS.md (and optionally the HTML report) from a results.json",
-		Args:  noArgs,
+		Short: "Regenerate docs/RESULTS.md (and optionally the HTML report) from results.json files",
+		Long: `report writes the Markdown of docs/RESULTS.md, and optionally an HTML report,
+from the results.json of one or more runs of moirai bench run --out DIR.
+With several --in, the Markdown holds each one's machine, parameters and
+suites in order (e.g. the inproc and the cpu suites, measured apart); the
+HTML report is written from the first.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if in == "" {
+			if len(in) == 0 {
 				return usageErrorf("--in is required: the results.json of a `moirai bench run --out DIR`")
 			}
-			res, err := report.Load(in)
-			if err != nil {
-				return err
+			var all []*bench.Results
+			for _, path := range in {
+				res, err := report.Load(path)
+				if err != nil {
+					return err
+				}
+				all = append(all, res)
 			}
 			if md == "" && html == "" {
-				return report.Markdown(cmd.OutOrStdout(), res)
+				return report.MarkdownAll(cmd.OutOrStdout(), all)
 			}
 			for _, t := range []struct {
 				path  string
-				write func(io.Writer, *bench.Results) error
-			}{{md, report.Markdown}, {html, report.HTML}} {
+				write func(io.Writer) error
+			}{
+				{md, func(w io.Writer) error { return report.MarkdownAll(w, all) }},
+				{html, func(w io.Writer) error { return report.HTML(w, all[0]) }},
+			} {
 				if t.path == "" {
 					continue
 				}
@@ -236,7 +276,7 @@ func newBenchReportCommand(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				err = t.write(f, res)
+				err = t.write(f)
 				if cerr := f.Close(); err == nil {
 					err = cerr
 				}
@@ -247,7 +287,7 @@ func newBenchReportCommand(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&in, "in", "", "results.json to read")
+	cmd.Flags().StringSliceVar(&in, "in", nil, "results.json to read; repeat (or separate with commas) for several")
 	cmd.Flags().StringVar(&md, "md", "", "Markdown file to write (e.g. docs/RESULTS.md); standard output if neither --md nor --html")
 	cmd.Flags().StringVar(&html, "html", "", "HTML report to write")
 	return cmd

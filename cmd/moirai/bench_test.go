@@ -84,3 +84,35 @@ func TestBenchRunWritesResults(t *testing.T) {
 		t.Errorf("RESULTS.md: %v\n%s", err, b)
 	}
 }
+
+func TestBenchRunCPUBadInput(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "run", "--suite", "cpu", "--case", "k9"}, "valid: k1, k2, k3, k4"},
+		{[]string{"bench", "run", "--suite", "cpu", "--controller", "none"}, "valid: ignorant, optimal"},
+		{[]string{"bench", "run", "--suite", "cpu", "--warmup", "2s"}, "warm-up under half"},
+		{[]string{"bench", "run", "--suite", "cpu", "--fib", "99"}, "--fib 99"},
+		{[]string{"bench", "run", "--suite", "cpu", "--load", "0"}, "--load 0"},
+		{[]string{"bench", "run", "--suite", "cpu", "--rounds", "0"}, "--rounds 0"},
+		{[]string{"bench", "worker-cpu", "--config", "{"}, "--config"},
+	} {
+		_, _, err := run(t, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || exitCode(err) != ExitBadArgs {
+			t.Errorf("%q: err %v (exit %d), want %q and exit %d", tt.args, err, exitCode(err), tt.want, ExitBadArgs)
+		}
+	}
+}
+
+func TestBenchListCPU(t *testing.T) {
+	out, _, err := run(t, "bench", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cpu ", "k4", "friendly-o1.5", "ignorant"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench list lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Command moirai is the command-line tool of moirai, the overload-control
 // library: for now `moirai demo`, a live view of what the runtime sees in an
-// embedded service whose table lock is monopolized by one transaction, and
-// `moirai version`. Later: bench, guard, cpus.
+// embedded service whose table lock is monopolized by one transaction,
+// `moirai bench`, the evaluation harness, `moirai cpus`, the CPU budget and
+// neighbour share, and `moirai version`. Later: guard.
 //
 // Commands return errors; only main exits, with one of the Exit* codes.
 package main

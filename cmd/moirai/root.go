@@ -71,8 +71,9 @@ tasks hold and wait for which resources, and acting on the one that
 monopolizes a contended resource.
 
 This version ships the core runtime, a demonstration of what it sees, the
-evaluation harness (moirai bench), and the analyzers that find the resources
-worth instrumenting (moirai vet).`,
+evaluation harness (moirai bench), targeted cancellation (on by default), the
+analyzers that find the resources worth instrumenting (moirai vet), and the
+CPU budget (moirai cpus).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -99,6 +100,7 @@ worth instrumenting (moirai vet).`,
 		newDemoCommand(g),
 		newBenchCommand(g),
 		newVetCommand(g),
+		newCPUsCommand(g),
 	)
 	return root
 }

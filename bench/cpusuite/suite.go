@@ -1,0 +1,460 @@
+// Package cpusuite is the `cpu` suite of the project's CASES.md: K real
+// processes on one host, each running an open-loop CPU-bound workload
+// through a worker pool of package cpu, measured per work item.
+//
+// # A run
+//
+// A run is one (case, controller) pair: case kK starts K processes at
+// once (the parent's [Options].Command builds each one's command line;
+// `moirai bench run --suite cpu` re-executes the moirai binary with the
+// hidden subcommand `bench worker-cpu`). Every process runs [Worker]: from
+// a common start instant, work items arrive as a Poisson stream (seeded
+// per process) at a rate that offers the host [Options].Load of its CPUs
+// in total, K·rate·item = Load·CPUs; each item computes fib(n), a few
+// milliseconds of real CPU work. The process prints a [WorkerResult] as
+// JSON and exits; the parent merges the K results into one [bench.Row].
+//
+// # What is measured
+//
+// Per item, after a warm-up: the work latency (from the item's start on a
+// worker to its end: how much the CPU was shared while it ran), the queue
+// latency (from its arrival to its start), and whether it completed
+// within the run. A row holds the p99 and maximum work latency and the
+// p99 queue latency over the items of all K processes, the throughput of
+// all of them summed, the friendly pools' mean active count, and the cost
+// of their control loops as a share of one CPU.
+//
+// # Controllers
+//
+//   - ignorant: a static pool of as many workers as the budget (the
+//     host's CPUs here): what a process that believes it owns the host
+//     runs;
+//   - optimal: a static pool of budget / K workers (at least 1): what an
+//     oracle that knows the neighbours would run;
+//   - friendly-oO: the neighbour-aware pool of package cpu with
+//     overcommit factor O;
+//   - friendly-o1-t0.5: the same with O = 1 and a tolerance of 0.5
+//     (cpu.WithTolerance).
+package cpusuite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moirai-go/moirai/bench"
+	"github.com/moirai-go/moirai/cpu"
+)
+
+// Suite is the suite's name.
+const Suite = "cpu"
+
+// Case is a number of processes.
+type Case struct {
+	Name string
+	K    int
+}
+
+// Cases returns k1 to k4.
+func Cases() []Case {
+	return []Case{{"k1", 1}, {"k2", 2}, {"k3", 3}, {"k4", 4}}
+}
+
+// Controller is a pool configuration every process of a run uses.
+type Controller struct {
+	Name       string
+	Describe   string
+	Pool       string
+	Overcommit float64
+	Tolerance  float64
+}
+
+// Controllers returns ignorant, optimal, friendly with O of 1, 1.5 and 2,
+// and friendly with O of 1 and a tolerance of 0.5.
+func Controllers() []Controller {
+	out := []Controller{
+		{Name: "ignorant", Pool: "ignorant", Describe: "static pool of as many workers as the CPU budget"},
+		{Name: "optimal", Pool: "optimal", Describe: "static pool of budget / K workers: knows its neighbours"},
+	}
+	for _, o := range []float64{1, 1.5, 2} {
+		s := strconv.FormatFloat(o, 'f', -1, 64)
+		out = append(out, Controller{Name: "friendly-o" + s, Pool: "friendly", Overcommit: o,
+			Describe: "neighbour-aware pool (package cpu), overcommit factor " + s})
+	}
+	out = append(out, Controller{Name: "friendly-o1-t0.5", Pool: "friendly", Overcommit: 1, Tolerance: 0.5,
+		Describe: "neighbour-aware pool, overcommit factor 1, tolerance 0.5 (cpu.WithTolerance)"})
+	return out
+}
+
+// SelectCases resolves a comma-separated list of case names, or "all".
+func SelectCases(list string) ([]Case, error) {
+	return selectByName(list, "case", Cases(), func(c Case) string { return c.Name })
+}
+
+// SelectControllers resolves a comma-separated list of controller names,
+// or "all".
+func SelectControllers(list string) ([]Controller, error) {
+	return selectByName(list, "controller", Controllers(), func(c Controller) string { return c.Name })
+}
+
+func selectByName[T any](list, what string, all []T, name func(T) string) ([]T, error) {
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	var out []T
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(x T) bool { return name(x) == n })
+		if i < 0 {
+			var names []string
+			for _, x := range all {
+				names = append(names, name(x))
+			}
+			return nil, fmt.Errorf("%w: %s %q of suite cpu (valid: %s)", bench.ErrUnknown, what, n, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// Options configure an invocation of the suite.
+type Options struct {
+	Cases       []Case
+	Controllers []Controller
+	// Duration is the length of each run, Warmup its unmeasured start.
+	Duration, Warmup time.Duration
+	// Rounds is how many times every (case, controller) pair runs; the
+	// rounds are interleaved (every pair once, then again), so that a
+	// change in the machine's background load falls on every controller
+	// alike. A row merges its pair's rounds.
+	Rounds int
+	Seed   uint64
+	// Fib is the size of a work item (fib(Fib)); Load the offered load as
+	// a fraction of the host's CPUs.
+	Fib  int
+	Load float64
+	// Command returns the command that runs one process of a run: it
+	// must run [Worker] with cfg and print its result as JSON on
+	// standard output.
+	Command func(ctx context.Context, cfg WorkerConfig) *exec.Cmd
+	// Progress, if set, is told what runs.
+	Progress func(done, total int, what string)
+
+	// For tests: the item's time instead of calibrating, how long to
+	// measure the loop's cost (default 2 s), and how long the processes
+	// get to start (default 500 ms).
+	calibrated, loopCost, startLead time.Duration
+}
+
+// Defaults of the suite: items of fib(30), about 4 ms on the 2-CPU VM
+// the results were measured on, offered at 90 % of the host's CPUs.
+const (
+	DefaultFib  = 30
+	DefaultLoad = 0.9
+)
+
+// Execute runs every case under every controller, Rounds times, and
+// returns the results. A run that fails fails its row; the others go on.
+// ctx cancels the invocation (the processes are killed).
+func Execute(ctx context.Context, o Options) (*bench.Results, error) {
+	if o.Duration < 100*time.Millisecond || o.Warmup < 0 || o.Warmup >= o.Duration/2 {
+		return nil, fmt.Errorf("cpusuite: duration %v with warm-up %v: want at least 100ms, and a warm-up under half of it", o.Duration, o.Warmup)
+	}
+	if o.Fib < 1 || o.Fib > 45 || !(o.Load > 0) || o.Load > 4 {
+		return nil, fmt.Errorf("cpusuite: fib(%d) at load %v: want fib 1 to 45 and a load in (0, 4]", o.Fib, o.Load)
+	}
+	o.Rounds = max(o.Rounds, 1)
+	budget := cpu.ReadBudget(os.DirFS("/"))
+	item := o.calibrated
+	if item == 0 {
+		item = Calibrate(o.Fib)
+	}
+	if o.loopCost == 0 {
+		o.loopCost = 2 * time.Second
+	}
+	loop, loopErr := LoopCost(ctx, o.loopCost)
+	loopText := fmt.Sprintf("%.3f%% of one CPU (process CPU time over %v of a friendly pool whose loop ticks and no work runs, getrusage)", loop, o.loopCost)
+	if loopErr != nil {
+		loopText = "not measured: " + loopErr.Error()
+	}
+	res := &bench.Results{
+		Suite: Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
+		Machine: bench.CurrentMachine(),
+		Params: map[string]string{
+			"work item":         fmt.Sprintf("fib(%d), %.2f ms alone (fastest of 15)", o.Fib, float64(item)/1e6),
+			"offered load":      fmt.Sprintf("%.0f%% of %s CPUs (%s), Poisson arrivals", 100*o.Load, cpu.FormatCPUs(budget.CPUs), budget.Limit),
+			"warm-up":           o.Warmup.String() + " of each run, not measured",
+			"rounds":            fmt.Sprintf("%d, interleaved, each starting one controller further; a row holds the median over its rounds of each round's figures (throughput: the mean)", o.Rounds),
+			"ignorant pool":     fmt.Sprintf("%d workers per process", int(math.Ceil(budget.CPUs))),
+			"clock tick":        clockTick(),
+			"control loop cost": loopText,
+		},
+	}
+	type key struct{ c, ctl int }
+	acc := map[key][]*WorkerResult{}
+	backs := map[key][]float64{}
+	failed := map[key]error{}
+	total, done := o.Rounds*len(o.Cases)*len(o.Controllers), 0
+	for round := range o.Rounds {
+		for ci, c := range o.Cases {
+			rate := o.Load * budget.CPUs / float64(c.K) / item.Seconds()
+			// Each round starts the controllers one further along, so
+			// that no controller always runs first (right after a case's
+			// processes change) or last.
+			for j := range o.Controllers {
+				ki := (j + round) % len(o.Controllers)
+				ctl := o.Controllers[ki]
+				if err := ctx.Err(); err != nil {
+					return res, err
+				}
+				if o.Progress != nil {
+					o.Progress(done, total, fmt.Sprintf("round %d/%d %s: %s", round+1, o.Rounds, c.Name, ctl.Name))
+				}
+				done++
+				k := key{ci, ki}
+				if failed[k] != nil {
+					continue
+				}
+				rs, back, err := runOne(ctx, o, c, ctl, rate)
+				if err != nil {
+					failed[k] = err
+					continue
+				}
+				acc[k] = append(acc[k], rs...)
+				backs[k] = append(backs[k], back)
+			}
+		}
+	}
+	for ci, c := range o.Cases {
+		rate := o.Load * budget.CPUs / float64(c.K) / item.Seconds()
+		for ki, ctl := range o.Controllers {
+			k := key{ci, ki}
+			if err := failed[k]; err != nil {
+				res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Error: err.Error()})
+				continue
+			}
+			row := merge(c, ctl, rate, o.Rounds, acc[k])
+			row.Background = mean(backs[k])
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(total, total, "done")
+	}
+	return res, nil
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// Calibrate returns how long fib(n) takes on one CPU: the fastest of 15
+// runs after 3 unmeasured ones (on a shared machine the others are
+// stretched by the neighbours, which the suite is about).
+func Calibrate(n int) time.Duration {
+	for range 3 {
+		sink.Add(int64(Fib(n)))
+	}
+	ds := make([]time.Duration, 15)
+	for i := range ds {
+		s := time.Now()
+		sink.Add(int64(Fib(n)))
+		ds[i] = time.Since(s)
+	}
+	return slices.Min(ds)
+}
+
+// LoopCost measures what a friendly pool's control loop costs: the
+// process's CPU time over d while a pool holds one piece of work that
+// only waits (so the loop ticks, and nothing else runs), in percent of
+// one CPU. It includes everything the loop does at each tick: the
+// timer's wake-up of the loop's goroutine, the two reads of /proc, the
+// policy.
+func LoopCost(ctx context.Context, d time.Duration) (float64, error) {
+	p, err := cpu.NewPool()
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	hold, release := context.WithCancel(ctx)
+	defer release()
+	p.Go(hold, func(ctx context.Context) { <-ctx.Done() })
+	c0, t0 := processCPUTime(), time.Now()
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return 0, ctx.Err()
+	}
+	c1, el := processCPUTime(), time.Since(t0)
+	if c1 == 0 {
+		return 0, errors.New("no process CPU time on this system")
+	}
+	return 100 * float64(c1-c0) / float64(el), nil
+}
+
+func clockTick() string {
+	hz, err := cpu.ReadClockTick("/")
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	return fmt.Sprintf("%d Hz (the friendly pools' loop period)", hz)
+}
+
+// hostBusy returns the host's busy CPU time so far, or 0 if it cannot be
+// read.
+func hostBusy() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	ticks, err := cpu.ParseStat(data)
+	if err != nil || tickHz() == 0 {
+		return 0
+	}
+	return time.Duration(ticks) * time.Second / time.Duration(tickHz())
+}
+
+var tickHz = sync.OnceValue(func() int {
+	hz, err := cpu.ReadClockTick("/")
+	if err != nil {
+		return 0
+	}
+	return hz
+})
+
+// runOne runs K processes under one controller and returns their results
+// and the CPUs the rest of the host kept busy meanwhile.
+func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64) ([]*WorkerResult, float64, error) {
+	// Every process starts its arrivals at the same instant, leaving them
+	// time to start.
+	lead := o.startLead
+	if lead == 0 {
+		lead = 500 * time.Millisecond
+	}
+	startAt := time.Now().Add(lead)
+	rctx, cancel := context.WithTimeout(ctx, o.Duration+20*time.Second)
+	defer cancel()
+	results := make([]*WorkerResult, c.K)
+	errs := make([]error, c.K)
+	var wg sync.WaitGroup
+	var busy0 time.Duration
+	var t0 time.Time
+	for i := range c.K {
+		cfg := WorkerConfig{
+			Pool: ctl.Pool, Overcommit: ctl.Overcommit, Tolerance: ctl.Tolerance, K: c.K, Index: i, Seed: o.Seed,
+			Rate: rate, Fib: o.Fib, StartAt: startAt.UnixNano(), Duration: o.Duration, Warmup: o.Warmup,
+		}
+		cmd := o.Command(rctx, cfg)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			errs[i] = err
+			continue
+		}
+		wg.Go(func() {
+			err := cmd.Wait()
+			if err != nil {
+				errs[i] = fmt.Errorf("process %d: %w: %s", i, err, strings.TrimSpace(stderr.String()))
+				return
+			}
+			var r WorkerResult
+			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+				errs[i] = fmt.Errorf("process %d: %w: %v", i, errNoResult, err)
+				return
+			}
+			results[i] = &r
+		})
+	}
+	if err := errors.Join(errs...); err != nil {
+		cancel()
+		wg.Wait()
+		return nil, 0, err
+	}
+	// The host's busy time over the processes' arrivals.
+	if d := time.Until(startAt); d > 0 {
+		time.Sleep(d)
+	}
+	busy0, t0 = hostBusy(), time.Now()
+	time.Sleep(time.Until(startAt.Add(o.Duration)))
+	busy1, el := hostBusy(), time.Since(t0)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	var own time.Duration
+	for _, r := range results {
+		own += r.CPUTime
+	}
+	back := 0.0
+	if busy0 > 0 && busy1 > busy0 {
+		back = max(float64(busy1-busy0-own)/float64(el), 0)
+	}
+	return results, back, nil
+}
+
+// merge computes a row from the processes' results of every round
+// (rounds × K results, round after round). Each figure is computed per
+// round, over the items of the round's K processes, and the row holds the
+// median over the rounds: on a shared machine a burst of someone else's
+// work can fall on one round, and the median keeps it from deciding the
+// row. The throughput is the rounds' mean.
+func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult) bench.Row {
+	row := bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Offered: rate * float64(c.K)}
+	var p99, mx, q99, active []float64
+	for len(rs) > 0 {
+		n := min(c.K, len(rs))
+		round := rs[:n]
+		rs = rs[n:]
+		var work, queue []int32
+		a := 0.0
+		for _, r := range round {
+			work = append(work, r.Work...)
+			queue = append(queue, r.Queue...)
+			if r.Measured > 0 {
+				row.Throughput += float64(r.Completed) / r.Measured
+			}
+			a += r.ActiveMean
+		}
+		p99 = append(p99, quantile(work, 0.99))
+		mx = append(mx, quantile(work, 1))
+		q99 = append(q99, quantile(queue, 0.99))
+		active = append(active, a)
+	}
+	row.Throughput /= float64(max(rounds, 1))
+	row.P99Ms, row.MaxMs, row.QueueP99Ms = median(p99), median(mx), median(q99)
+	row.ActiveMean = mean(active)
+	return row
+}
+
+// median returns the median of xs (the mean of the middle two when even).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}

@@ -1,0 +1,199 @@
+package cpusuite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+// workerEnv makes the test binary a worker process: the suite's Execute
+// re-executes it with the configuration in this variable.
+const workerEnv = "MOIRAI_CPUSUITE_WORKER"
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(workerEnv); cfg != "" {
+		var c WorkerConfig
+		if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		r, err := Worker(context.Background(), c)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		json.NewEncoder(os.Stdout).Encode(r)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func TestFib(t *testing.T) {
+	if got := Fib(20); got != 6765 {
+		t.Errorf("Fib(20) = %d", got)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	xs := []int32{5000, 1000, 3000, 2000, 4000}
+	for _, tt := range []struct {
+		q    float64
+		want float64
+	}{{0, 1}, {0.5, 3}, {0.99, 5}, {1, 5}} {
+		if got := quantile(append([]int32(nil), xs...), tt.q); got != tt.want {
+			t.Errorf("quantile(%v) = %v ms, want %v", tt.q, got, tt.want)
+		}
+	}
+	if quantile(nil, 0.99) != 0 {
+		t.Error("quantile of nothing is not 0")
+	}
+}
+
+func TestMerge(t *testing.T) {
+	rs := []*WorkerResult{
+		{Work: []int32{1000, 2000}, Queue: []int32{0, 10000}, Completed: 20, Measured: 2, ActiveMean: 1},
+		{Work: []int32{3000}, Queue: []int32{500}, Completed: 10, Measured: 2, ActiveMean: 1.5},
+		// A second round of the same pair.
+		{Work: []int32{4000}, Queue: []int32{0}, Completed: 30, Measured: 2, ActiveMean: 1},
+		{Work: []int32{}, Queue: []int32{0}, Completed: 10, Measured: 2, ActiveMean: 0.5},
+	}
+	row := merge(Case{"k2", 2}, Controller{Name: "friendly-o1"}, 50, 2, rs)
+	got := [...]float64{row.P99Ms, row.MaxMs, row.QueueP99Ms, row.Throughput, row.Offered, row.ActiveMean}
+	// Round 1: p99 3, max 3, queue p99 10; round 2: 4, 4, 0. Medians of
+	// two: their means.
+	want := [...]float64{3.5, 3.5, 5, 17.5, 100, 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("merge (-want +got):\n%s", diff)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tt.xs); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.xs, got, tt.want)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cs, err := SelectCases("k1,k4")
+	if err != nil || len(cs) != 2 || cs[1].K != 4 {
+		t.Errorf("SelectCases = %v, %v", cs, err)
+	}
+	if _, err := SelectCases("k9"); err == nil || !strings.Contains(err.Error(), "valid: k1, k2, k3, k4") {
+		t.Errorf("SelectCases(k9) = %v", err)
+	}
+	ks, err := SelectControllers("friendly-o1.5")
+	if err != nil || len(ks) != 1 || ks[0].Overcommit != 1.5 {
+		t.Errorf("SelectControllers = %v, %v", ks, err)
+	}
+	if all, _ := SelectControllers("all"); len(all) != 6 {
+		t.Errorf("%d controllers, want 6", len(all))
+	}
+}
+
+func TestWorkerBadConfig(t *testing.T) {
+	for _, c := range []WorkerConfig{
+		{Pool: "friendly", K: 0, Rate: 1, Fib: 10, Duration: time.Second},
+		{Pool: "friendly", K: 1, Rate: 0, Fib: 10, Duration: time.Second},
+		{Pool: "friendly", K: 1, Rate: 1, Fib: 99, Duration: time.Second},
+		{Pool: "friendly", K: 1, Rate: 1, Fib: 10, Duration: time.Second, Warmup: time.Second},
+		{Pool: "nope", K: 1, Rate: 1, Fib: 10, Duration: time.Second},
+	} {
+		if _, err := Worker(context.Background(), c); err == nil {
+			t.Errorf("Worker(%+v) succeeded", c)
+		}
+	}
+}
+
+// TestWorkerSmoke runs one short process of each pool in this process:
+// items arrive, run and are measured, and the run stops by itself.
+func TestWorkerSmoke(t *testing.T) {
+	for _, pool := range []string{"ignorant", "optimal", "friendly"} {
+		c := WorkerConfig{Pool: pool, Overcommit: 1, K: 2, Seed: 1, Rate: 200, Fib: 18,
+			StartAt: time.Now().UnixNano(), Duration: 150 * time.Millisecond, Warmup: 20 * time.Millisecond}
+		r, err := Worker(context.Background(), c)
+		if err != nil {
+			t.Fatalf("%s: %v", pool, err)
+		}
+		if r.Completed == 0 || len(r.Work) == 0 || r.Sent == 0 || r.ActiveMean < 1 {
+			t.Errorf("%s: %+v", pool, r)
+		}
+	}
+}
+
+// TestExecuteSmoke runs the suite end to end for a few hundred
+// milliseconds: two worker processes (this test binary re-executed) per
+// run, two controllers.
+func TestExecuteSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	cases, _ := SelectCases("k2")
+	ctls, _ := SelectControllers("ignorant,friendly-o1")
+	res, err := Execute(context.Background(), Options{
+		Cases: cases, Controllers: ctls, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond, Rounds: 1,
+		Seed: 1, Fib: 16, Load: 0.3, startLead: 100 * time.Millisecond,
+		Command: func(ctx context.Context, c WorkerConfig) *exec.Cmd {
+			b, _ := json.Marshal(c)
+			cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), workerEnv+"="+string(b))
+			return cmd
+		},
+		calibrated: time.Millisecond,
+		loopCost:   time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(res.Rows))
+	}
+	for _, r := range res.Rows {
+		if r.Error != "" || r.Throughput <= 0 || r.P99Ms <= 0 || r.Suite != "cpu" || r.Case != "k2" {
+			t.Errorf("row %+v", r)
+		}
+	}
+}
+
+func TestExecuteBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{Duration: 50 * time.Millisecond, Fib: 10, Load: 1},
+		{Duration: time.Second, Warmup: time.Second, Fib: 10, Load: 1},
+		{Duration: time.Second, Fib: 0, Load: 1},
+		{Duration: time.Second, Fib: 10, Load: 0},
+	} {
+		if _, err := Execute(context.Background(), o); err == nil {
+			t.Errorf("Execute(%+v) succeeded", o)
+		}
+	}
+	// A process that fails fails its row, not the invocation.
+	cases, _ := SelectCases("k1")
+	ctls, _ := SelectControllers("optimal")
+	res, err := Execute(context.Background(), Options{
+		Cases: cases, Controllers: ctls, Duration: time.Second, Fib: 10, Load: 0.1,
+		Command: func(ctx context.Context, c WorkerConfig) *exec.Cmd {
+			return exec.CommandContext(ctx, "/nonexistent/moirai-worker")
+		},
+		calibrated: time.Millisecond,
+		loopCost:   time.Millisecond,
+	})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].Error == "" {
+		t.Errorf("Execute with a missing program = %v, %+v", err, res)
+	}
+}

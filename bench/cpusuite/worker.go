@@ -1,0 +1,236 @@
+package cpusuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai/cpu"
+)
+
+// WorkerConfig is what one process of a run is told to do. The parent
+// passes it as JSON to the child's command line.
+type WorkerConfig struct {
+	// Pool is "ignorant", "optimal" or "friendly"; Overcommit is O for
+	// friendly; K the number of processes of the run.
+	Pool       string  `json:"pool"`
+	Overcommit float64 `json:"overcommit,omitempty"`
+	Tolerance  float64 `json:"tolerance,omitempty"`
+	K          int     `json:"k"`
+	// Index is the process's number in the run, 0 to K−1: its arrival
+	// stream is seeded by Seed and Index.
+	Index int    `json:"index"`
+	Seed  uint64 `json:"seed"`
+	// Rate is the arrival rate of work items per second; Fib the size of
+	// an item (the item computes fib(Fib)).
+	Rate float64 `json:"rate"`
+	Fib  int     `json:"fib"`
+	// StartAt is when arrivals begin (Unix nanoseconds), the same for
+	// every process of a run; Duration how long they last; Warmup the
+	// part of it that is not measured (the friendly pool's first
+	// windows, the processes' start-up).
+	StartAt  int64         `json:"start_at"`
+	Duration time.Duration `json:"duration_ns"`
+	Warmup   time.Duration `json:"warmup_ns"`
+}
+
+// WorkerResult is what one process measured: the latencies of every
+// measured item and the pool's own figures.
+type WorkerResult struct {
+	Index int `json:"index"`
+	// Work is each completed item's work latency (from its start on a
+	// worker to its end), Queue each measured item's queue latency (from
+	// its arrival to its start; items never started count with their
+	// time queued by the end), both in microseconds.
+	Work  []int32 `json:"work_us"`
+	Queue []int32 `json:"queue_us"`
+	// Completed counts the items that ended in the measured part; Sent
+	// those that arrived in it.
+	Completed int     `json:"completed"`
+	Sent      int     `json:"sent"`
+	Measured  float64 `json:"measured_s"` // length of the measured part
+	// ActiveMean is the mean active count over the loop's ticks (the
+	// fixed size of a static pool).
+	ActiveMean float64 `json:"active_mean"`
+	Limit      int     `json:"limit"`
+	// Ticks counts the friendly pool's loop steps; CPUTime is the
+	// process's own CPU time from the start of arrivals to the end.
+	Ticks   int64         `json:"ticks"`
+	CPUTime time.Duration `json:"cpu_ns"`
+	Budget  float64       `json:"budget"`
+}
+
+// Fib computes the n-th Fibonacci number the slow way: real CPU work
+// whose length depends on nothing but n and the CPU it gets.
+func Fib(n int) int {
+	if n < 2 {
+		return n
+	}
+	return Fib(n-1) + Fib(n-2)
+}
+
+// sink keeps the compiler from removing the work.
+var sink atomic.Int64
+
+// item is one work item's times, from the run's start.
+type item struct {
+	arrival, start, end time.Duration
+}
+
+// Worker runs one process's part of a run: an open-loop arrival stream of
+// fib items through a pool configured by c, and returns what it measured.
+// It stops by itself after c.Duration; items still queued then are
+// dropped, items running finish.
+func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
+	if c.K < 1 || c.Rate <= 0 || c.Duration <= 0 || c.Warmup >= c.Duration || c.Fib < 1 || c.Fib > 45 {
+		return nil, fmt.Errorf("cpusuite: bad worker config %+v", c)
+	}
+	budget := cpu.ReadBudget(os.DirFS("/")).CPUs
+	var (
+		opts      []cpu.Option
+		mu        sync.Mutex
+		activeSum float64
+		activeN   int
+	)
+	switch c.Pool {
+	case "ignorant":
+		opts = append(opts, cpu.WithFixed(int(math.Ceil(budget))))
+	case "optimal":
+		opts = append(opts, cpu.WithFixed(max(1, int(math.Round(budget/float64(c.K))))))
+	case "friendly":
+		opts = append(opts, cpu.WithBudget(budget), cpu.WithOvercommit(c.Overcommit), cpu.WithTolerance(c.Tolerance),
+			cpu.WithObserver(func(s cpu.StepInfo) {
+				mu.Lock()
+				activeSum += float64(s.Active)
+				activeN++
+				mu.Unlock()
+			}))
+	default:
+		return nil, fmt.Errorf("cpusuite: unknown pool %q", c.Pool)
+	}
+	pool, err := cpu.NewPool(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+
+	start := time.Unix(0, c.StartAt)
+	if d := time.Until(start); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	cpu0 := processCPUTime()
+	runCtx, cancel := context.WithDeadline(ctx, start.Add(c.Duration))
+	defer cancel()
+
+	// The arrival schedule: Poisson, seeded per process.
+	rng := rand.New(rand.NewPCG(c.Seed, uint64(c.Index)+1))
+	var arrivals []time.Duration
+	for at := time.Duration(0); ; {
+		at += time.Duration(rng.ExpFloat64() / c.Rate * float64(time.Second))
+		if at >= c.Duration {
+			break
+		}
+		arrivals = append(arrivals, at)
+	}
+	items := make([]item, len(arrivals))
+	started := make([]bool, len(arrivals))
+	var startedMu sync.Mutex
+	for i, at := range arrivals {
+		if d := time.Until(start.Add(at)); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-runCtx.Done():
+				t.Stop()
+			}
+		}
+		if runCtx.Err() != nil {
+			break
+		}
+		items[i].arrival = at
+		err := pool.Go(runCtx, func(context.Context) {
+			s := time.Since(start)
+			sink.Add(int64(Fib(c.Fib)))
+			e := time.Since(start)
+			startedMu.Lock()
+			items[i].start, items[i].end, started[i] = s, e, true
+			startedMu.Unlock()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	<-runCtx.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st := pool.Stats()
+	pool.Close()
+	cpu1 := processCPUTime()
+
+	res := &WorkerResult{Index: c.Index, Limit: st.Limit, Ticks: st.Ticks, Budget: budget,
+		Measured: (c.Duration - c.Warmup).Seconds(),
+		CPUTime:  cpu1 - cpu0}
+	mu.Lock()
+	res.ActiveMean = float64(st.Limit)
+	if activeN > 0 {
+		res.ActiveMean = activeSum / float64(activeN)
+	}
+	mu.Unlock()
+	startedMu.Lock()
+	defer startedMu.Unlock()
+	for i, it := range items {
+		done := started[i] && it.end <= c.Duration
+		// Throughput: every item that ended in the measured part, whenever
+		// it arrived. Work latency: the items that started in it and
+		// ended by the end of the run.
+		if done && it.end > c.Warmup {
+			res.Completed++
+		}
+		if done && it.start >= c.Warmup {
+			res.Work = append(res.Work, us(it.end-it.start))
+		}
+		// Queue latency: the items that arrived in the measured part; an
+		// item never started counts with its time queued by the end.
+		if arrivals[i] < c.Warmup {
+			continue
+		}
+		res.Sent++
+		if started[i] {
+			res.Queue = append(res.Queue, us(it.start-it.arrival))
+		} else {
+			res.Queue = append(res.Queue, us(c.Duration-arrivals[i]))
+		}
+	}
+	return res, nil
+}
+
+func us(d time.Duration) int32 {
+	return int32(min(max(d.Microseconds(), 0), math.MaxInt32))
+}
+
+// quantile returns the q-quantile (nearest rank) of xs, in milliseconds;
+// xs is sorted in place.
+func quantile(xs []int32, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return float64(xs[min(max(i, 0), len(xs)-1)]) / 1000
+}
+
+var errNoResult = errors.New("cpusuite: a process printed no result")

@@ -1,0 +1,175 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/moirai-go/moirai/bench"
+)
+
+// cpuSuite is the name of the suite whose rows have their own columns:
+// latencies and throughput instead of ratios to a normal run.
+const cpuSuite = "cpu"
+
+// cpuRatios are a cpu-suite row's figures relative to the ignorant and
+// optimal rows of its case.
+type cpuRatios struct {
+	// P99VsIgnorant is ignorant's p99 over this row's (how many times
+	// lower); P99VsOptimal this row's p99 over optimal's (how many times
+	// higher); TputVsIgnorant this row's throughput over ignorant's.
+	P99VsIgnorant, P99VsOptimal, TputVsIgnorant float64
+	HasIgnorant, HasOptimal                     bool
+}
+
+func ratiosOf(row bench.Row, rows []bench.Row) cpuRatios {
+	var r cpuRatios
+	for _, o := range rows {
+		if o.Case != row.Case || o.Error != "" || row.Error != "" {
+			continue
+		}
+		switch o.Controller {
+		case "ignorant":
+			if row.P99Ms > 0 && o.Throughput > 0 {
+				r.P99VsIgnorant, r.TputVsIgnorant, r.HasIgnorant = o.P99Ms/row.P99Ms, row.Throughput/o.Throughput, true
+			}
+		case "optimal":
+			if o.P99Ms > 0 {
+				r.P99VsOptimal, r.HasOptimal = row.P99Ms/o.P99Ms, true
+			}
+		}
+	}
+	return r
+}
+
+// targetsMet says whether a friendly row with O = 1 meets the issue's
+// targets: p99 at least 3× lower than ignorant's, within 1.5× of
+// optimal's, throughput at least 1/1.4 of ignorant's. It is asked only of
+// friendly-o1 rows with K ≥ 2.
+func targetsMet(r cpuRatios) (string, bool) {
+	if !r.HasIgnorant || !r.HasOptimal {
+		return "", false
+	}
+	var miss []string
+	if r.P99VsIgnorant < 3 {
+		miss = append(miss, "p99 not 3× below ignorant")
+	}
+	if r.P99VsOptimal > 1.5 {
+		miss = append(miss, "p99 over 1.5× optimal")
+	}
+	if r.TputVsIgnorant < 1/1.4 {
+		miss = append(miss, "throughput under 1/1.4 of ignorant")
+	}
+	if len(miss) == 0 {
+		return "targets met", true
+	}
+	return "missed: " + strings.Join(miss, ", "), true
+}
+
+func cpuStatus(row bench.Row, rows []bench.Row) string {
+	if row.Error != "" {
+		return "FAILED: " + row.Error
+	}
+	if (row.Controller != "friendly-o1" && !strings.HasPrefix(row.Controller, "friendly-o1-")) || row.Case == "k1" {
+		return ""
+	}
+	s, _ := targetsMet(ratiosOf(row, rows))
+	return s
+}
+
+func fmtX(x float64, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return fmtNorm(x) + "×"
+}
+
+// cpuTableHeader is the header of the cpu suite's terminal table.
+var cpuTableHeader = []string{
+	"CASE", "CONTROLLER", "P99_MS", "MAX_MS", "QUEUE_P99_MS", "TPUT/S", "OFFERED/S", "WORKERS", "BACKGROUND",
+	"P99:IGN/THIS", "P99:THIS/OPT", "TPUT:THIS/IGN", "STATUS",
+}
+
+// cpuTable writes the cpu suite's rows for a terminal.
+func cpuTable(w io.Writer, rows []bench.Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(cpuTableHeader, "\t"))
+	for _, row := range rows {
+		cells := []string{oneLine(row.Case), oneLine(row.Controller)}
+		if row.Error != "" {
+			cells = append(cells, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")
+		} else {
+			r := ratiosOf(row, rows)
+			cells = append(cells, fmtMs(row.P99Ms), fmtMs(row.MaxMs), fmtMs(row.QueueP99Ms),
+				fmtRate(row.Throughput), fmtRate(row.Offered), fmtNorm(row.ActiveMean), fmtNorm(row.Background),
+				fmtX(r.P99VsIgnorant, r.HasIgnorant), fmtX(r.P99VsOptimal, r.HasOptimal), fmtX(r.TputVsIgnorant, r.HasIgnorant))
+		}
+		st := oneLine(cpuStatus(row, rows))
+		if st == "" {
+			st = "ok"
+		}
+		cells = append(cells, st)
+		for i, c := range cells {
+			cells[i] = printable(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func fmtRate(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+
+// splitCPU separates the cpu suite's rows from the others.
+func splitCPU(rows []bench.Row) (others, cpu []bench.Row) {
+	for _, r := range rows {
+		if r.Suite == cpuSuite {
+			cpu = append(cpu, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, cpu
+}
+
+// mdCPUHeader is the header of the cpu suite's Markdown table.
+const mdCPUHeader = "| case | controller | work p99 ms | work max ms | queue p99 ms | throughput /s | offered /s | workers (mean, all processes) | background CPUs | p99: ignorant / this | p99: this / optimal | throughput: this / ignorant | targets (friendly O = 1, K ≥ 2) |\n" +
+	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+
+// markdownCPU writes the cpu suite's section of RESULTS.md: the
+// parameters, the table over K and controllers, and the trade-off over O.
+func markdownCPU(p func(string, ...any), r *bench.Results, rows []bench.Row) {
+	p("Each row is one (case, controller) pair: case *kK* runs K processes of the same pool at once on this host, each offered an equal part of the load. ")
+	p("*work* latency is an item's time from its start on a worker to its end (how much the CPU was shared while it ran); ")
+	p("*queue* latency its time from arrival to start (items still queued at the end count with their time so far); percentiles are over the items of all K processes. ")
+	p("*throughput* is the items completed per second, all processes summed; *workers* the pools' mean active counts, summed; ")
+	p("*background* the CPUs the host's other processes kept busy meanwhile (other work on a shared machine: it competes with every pool alike). ")
+	p("The ratio columns compare a row with the `ignorant` and `optimal` rows of its case.\n\n")
+	if len(r.Params) > 0 {
+		p("| parameter | value |\n|---|---|\n")
+		for _, k := range sortedKeys(r.Params) {
+			p("| %s | %s |\n", mdText(k), mdText(r.Params[k]))
+		}
+		p("\n")
+	}
+	p("%s", mdCPUHeader)
+	for _, row := range rows {
+		p("| %s | %s | ", mdCode(row.Case), mdCode(row.Controller))
+		if row.Error != "" {
+			p("– | – | – | – | – | – | – | – | – | – | **failed**: %s |\n", mdText(row.Error))
+			continue
+		}
+		q := ratiosOf(row, rows)
+		p("%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmtMs(row.P99Ms), fmtMs(row.MaxMs), fmtMs(row.QueueP99Ms), fmtRate(row.Throughput), fmtRate(row.Offered),
+			fmtNorm(row.ActiveMean), fmtNorm(row.Background),
+			fmtX(q.P99VsIgnorant, q.HasIgnorant), fmtX(q.P99VsOptimal, q.HasOptimal), fmtX(q.TputVsIgnorant, q.HasIgnorant),
+			mdText(cpuStatus(row, rows)))
+	}
+	p("\n")
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moirai-go/moirai/bench"
+	"github.com/moirai-go/moirai/bench/cpusuite"
+	"github.com/moirai-go/moirai/bench/report"
+)
+
+// workerCPUCommand is the hidden subcommand the cpu suite runs in each of
+// its processes.
+const workerCPUCommand = "worker-cpu"
+
+func newBenchWorkerCPUCommand() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:    workerCPUCommand,
+		Short:  "Run one process of a cpu-suite run (used by bench run --suite cpu)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var c cpusuite.WorkerConfig
+			if err := json.Unmarshal([]byte(config), &c); err != nil {
+				return usageErrorf("--config: %v", err)
+			}
+			r, err := cpusuite.Worker(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "the process's configuration, as JSON")
+	return cmd
+}
+
+// cpuRow is a row of the cpu suite as `bench run --suite cpu -o json`
+// prints it: the suite's own fields only.
+type cpuRow struct {
+	Suite      string  `json:"suite"`
+	Case       string  `json:"case"`
+	Controller string  `json:"controller"`
+	P99Ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	QueueP99Ms float64 `json:"queue_p99_ms"`
+	Throughput float64 `json:"throughput"`
+	Offered    float64 `json:"offered"`
+	ActiveMean float64 `json:"active_mean"`
+	Background float64 `json:"background_cpus"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// runCPUBench runs the cpu suite: each run's processes are this binary,
+// re-executed with the hidden worker-cpu subcommand.
+func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+	cases, err := cpusuite.SelectCases(f.cases)
+	if err != nil {
+		return usageError{err}
+	}
+	ctls, err := cpusuite.SelectControllers(f.controllers)
+	if err != nil {
+		return usageError{err}
+	}
+	if f.duration < bench.MinDuration || f.warmup < 0 || f.warmup >= f.duration/2 {
+		return usageErrorf("--duration %v with --warmup %v: want a duration of at least %v and a warm-up under half of it", f.duration, f.warmup, bench.MinDuration)
+	}
+	if f.rounds < 1 || f.rounds > 100 {
+		return usageErrorf("--rounds %d: want 1 to 100", f.rounds)
+	}
+	if f.fib < 1 || f.fib > 45 || !(f.load > 0) || f.load > 4 {
+		return usageErrorf("--fib %d --load %v: want a fib of 1 to 45 and a load in (0, 4]", f.fib, f.load)
+	}
+	if f.out != "" {
+		if err := checkWritable(f.out); err != nil {
+			return err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program to run the processes: %w", err)
+	}
+	errOut := cmd.ErrOrStderr()
+	res, err := cpusuite.Execute(cmd.Context(), cpusuite.Options{
+		Cases: cases, Controllers: ctls, Duration: f.duration, Warmup: f.warmup, Rounds: f.rounds, Seed: f.seed,
+		Fib: f.fib, Load: f.load,
+		Command: func(ctx context.Context, c cpusuite.WorkerConfig) *exec.Cmd {
+			b, _ := json.Marshal(c)
+			cmd := exec.CommandContext(ctx, exe, "bench", workerCPUCommand, "--config", string(b))
+			cmd.WaitDelay = 5 * time.Second
+			return cmd
+		},
+		Progress: progressBar(errOut),
+	})
+	if err != nil && res == nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if g.Output == outputJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range res.Rows {
+			if err := enc.Encode(cpuRow{r.Suite, r.Case, r.Controller, r.P99Ms, r.MaxMs, r.QueueP99Ms,
+				r.Throughput, r.Offered, r.ActiveMean, r.Background, r.Error}); err != nil {
+				return err
+			}
+		}
+	} else if err := report.Table(out, res.Rows); err != nil {
+		return err
+	}
+	if f.out != "" {
+		path := filepath.Join(f.out, "results.json")
+		if err := report.Save(path, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "wrote %s\n", path)
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+// Package cpu sizes work to the CPUs a process really has: its CPU budget
+// (affinity mask and cgroup quotas) and, moment to moment, the share of
+// the host's busy CPU time its neighbours leave it. It is the CPU-budget
+// mechanism of moirai (friendlypool: Jeffery, Jensen and Mortier).
+//
+// A process that sizes its worker pool by the host's CPU count
+// overcommits the CPUs as soon as a quota or a busy neighbour says
+// otherwise: every runnable thread beyond the CPUs stretches the work
+// already running, and the tail latency of every process on the host
+// pays. Go reads only the leaf cgroup's quota, and only since 1.25;
+// nothing in Go adapts to neighbours.
+//
+// # Goals and non-goals
+//
+// Goals: a budget that is right on cgroup v1, v2 and hybrid hosts,
+// nested cgroups and containers, and that says how it was derived; a pool
+// that runs exactly as many workers as the budget and the neighbours
+// allow, at a cost far below 1 % of one CPU; waits that the rest of moirai
+// sees. Non-goals: scheduling (the kernel does it), CPU pinning, and
+// fairness between pools of one process (give them one pool).
+//
+// # The budget
+//
+// [ReadBudget] takes a file system rooted at "/" (os.DirFS("/"), or a
+// fake tree in tests) and returns a [Budget]: the smallest of the
+// affinity mask (Cpus_allowed_list of /proc/self/status) and the quota of
+// the process's cgroup and of every ancestor visible under its mount,
+// fractional (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us, v2
+// cpu.max). The cgroup is located through /proc/self/cgroup and
+// /proc/self/mountinfo; where the v1 cpu controller is mounted it is read
+// there (the controller cannot be on v2 at the same time), else on v2. A
+// missing or unreadable file falls back to the next source, and a
+// malformed or absurd value (a quota of zero or below, a period outside
+// the kernel's 1 ms to 1 s, a quota larger than the host) is rejected
+// with an error wrapping [ErrAbsurd]; every source consulted is recorded
+// in [Budget].Steps with its value and the reason it was used or not.
+// ReadBudget never fails: at worst the budget is runtime.NumCPU.
+//
+// # The neighbour share
+//
+// At each clock tick the pool's loop reads two cumulative counters (a
+// [Sample]): its own CPU time (/proc/self/stat, parsed from the last ')'
+// so that a command name with spaces and parentheses cannot shift the
+// fields) and the host's busy time (the first line of /proc/stat). Its
+// share is Δself / Δbusy, and the active count is
+//
+//	active = ⌈O · share · CPUs⌉, at least 1, at most ⌈O · CPUs⌉
+//
+// ([Active]), where CPUs is the budget and O the overcommit factor
+// ([WithOvercommit]). A process alone on the host has a share of 1 and
+// runs its whole budget; K equally busy processes have 1/K each and run
+// CPUs/K. Because a process's share grows only by using more CPU, ⌈⌉
+// rounds up: the pool always claims one worker more than it uses until
+// the CPU is full, and shrinks once neighbours hold the rest. On a small
+// host that extra worker is a large overcommit and a stable one (two
+// pools on 2 CPUs settle at 2 + 1 workers); [WithTolerance] subtracts a
+// tolerance before rounding up to remove it.
+//
+// The clock tick is sysconf(_SC_CLK_TCK). Go has no sysconf without cgo
+// and golang.org/x/sys/unix does not expose it, but C libraries answer it
+// from the AT_CLKTCK entry of the auxiliary vector the kernel hands every
+// process, and the kernel publishes that vector in /proc/self/auxv:
+// [ReadClockTick] reads it there (100 Hz on common kernels, whatever
+// CONFIG_HZ is). No value is assumed: if it cannot be read, [NewPool]
+// fails unless [WithTick] sets the period.
+//
+// Both counters advance in whole clock ticks, so over one 10 ms tick the
+// process's time moves by 0, 1 or 2 ticks and a share of one tick is
+// mostly rounding. The loop therefore re-evaluates at every tick but
+// measures the share over a sliding window of the last ticks (10 by
+// default, [WithWindow]). After a window without work the loop stops
+// ticking, and new work wakes it: an idle pool costs nothing.
+//
+// # The pool
+//
+// A [Pool] admits its work through a [resource.Queue] whose slots are the
+// active count: [Pool.Submit] runs a function in the caller's goroutine
+// once a slot is free, [Pool.Go] in a goroutine of its own. Work beyond
+// the active count waits (parks) in the queue's FIFO line and is let
+// through when the count rises or running work ends: exactly the active
+// count runs, never one more; when the count falls, running work finishes
+// and no new work starts until fewer than the new count run. The count is
+// never below 1, so queued work always drains. With [WithQueue] the queue
+// is a controller's (moirai.Controller.Queue), and every wait for a
+// worker is a wait on that resource, charged to the task in the work's
+// context, that admission, cancellation and penalties see.
+//
+// The "workers" are slots, not long-lived goroutines: in Go a goroutine
+// parked in a queue costs a few kilobytes and no CPU, and the OS threads
+// that run work are bounded by the slots (and by GOMAXPROCS). With
+// [WithGOMAXPROCS] the loop drives runtime.GOMAXPROCS to the active count
+// instead, bounding every goroutine of the process.
+//
+// # Concurrency
+//
+// One goroutine runs the loop; it alone reads the [Reader] and resizes
+// the queue. The queue's own lock orders waiters. Pool.mu guards only the
+// closed flag and the admission of new work against Close; no lock is
+// held while work runs.
+//
+// # Usage
+//
+//	pool, err := cpu.NewPool(cpu.WithQueue(ctl.Queue("cpu", 1, 0)))
+//	if err != nil { ... }
+//	defer pool.Close()
+//	err = pool.Submit(ctx, func(ctx context.Context) error {
+//		return render(ctx, req) // CPU-bound work
+//	})
+//
+// `moirai cpus` prints the budget, its derivation and the current share.
+package cpu

@@ -1,0 +1,189 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/moirai-go/moirai/resource"
+)
+
+// Option configures a [Pool].
+type Option func(*config) error
+
+type config struct {
+	budget     float64 // CPUs; 0: ReadBudget of the real file system
+	overcommit float64
+	tolerance  float64
+	fixed      int // > 0: a static pool of this many workers, no loop
+	reader     Reader
+	tick       time.Duration // 0: one clock tick
+	window     int
+	queue      *resource.Queue
+	backlog    int64
+	gomaxprocs bool
+	setProcs   func(int) int // runtime.GOMAXPROCS; replaced in tests
+	noPark     bool          // tests of the loop: never park when idle
+	onStep     func(StepInfo)
+}
+
+func defaults() config {
+	return config{overcommit: 1, window: 10, setProcs: runtime.GOMAXPROCS}
+}
+
+// WithBudget sets the pool's CPU budget, instead of the one [ReadBudget]
+// derives from the real file system. cpus must be positive.
+func WithBudget(cpus float64) Option {
+	return func(c *config) error {
+		if !(cpus > 0) || cpus > 1<<16 {
+			return fmt.Errorf("cpu: budget of %v CPUs", cpus)
+		}
+		c.budget = cpus
+		return nil
+	}
+}
+
+// WithOvercommit sets the overcommit factor O (default 1): the pool runs
+// ⌈O · share · CPUs⌉ workers. Above 1 it claims more than its measured
+// share, trading latency for throughput; it must be in (0, 16].
+func WithOvercommit(o float64) Option {
+	return func(c *config) error {
+		if !(o > 0) || o > 16 {
+			return fmt.Errorf("cpu: overcommit factor %v is not in (0, 16]", o)
+		}
+		c.overcommit = o
+		return nil
+	}
+}
+
+// WithTolerance makes the active count ⌈O · share · CPUs − tol⌉ instead
+// of ⌈O · share · CPUs⌉ (tol in [0, 1), default 0). The ceiling always
+// claims one worker more than the process uses until the CPUs are full,
+// and a pool that has it keeps it: at n workers on a full host of C CPUs
+// with N runnable workers in all, its share is n/N and ⌈n·C/N⌉ stays n
+// while N < n·C/(n−1). On 2 CPUs two pools settle at 2 + 1 workers, one
+// more than the CPUs, and the share's rounding noise at exactly 1 worker
+// (share 1/2) is enough to get there. A tolerance of 0.5 (rounding)
+// removes that fixed point: a pool grows only when the CPU left idle is
+// at least half a worker's.
+func WithTolerance(tol float64) Option {
+	return func(c *config) error {
+		if !(tol >= 0) || tol >= 1 {
+			return fmt.Errorf("cpu: tolerance %v is not in [0, 1)", tol)
+		}
+		c.tolerance = tol
+		return nil
+	}
+}
+
+// WithFixed makes a static pool of n workers: no loop, no reader. It is
+// the neighbour-ignorant baseline (n = the budget) and the optimal one
+// when the neighbours are known (n = budget / neighbours).
+func WithFixed(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("cpu: fixed pool of %d workers", n)
+		}
+		c.fixed = n
+		return nil
+	}
+}
+
+// WithReader sets where the loop reads the CPU time counters, instead of
+// a [ProcReader] of the real /proc. Tests script it.
+func WithReader(r Reader) Option {
+	return func(c *config) error {
+		if r == nil {
+			return fmt.Errorf("cpu: nil Reader")
+		}
+		c.reader = r
+		return nil
+	}
+}
+
+// WithTick sets the loop's period, instead of one clock tick
+// (sysconf(_SC_CLK_TCK), see [ReadClockTick]). It must be at least 1 ms.
+func WithTick(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("cpu: tick of %v is below 1ms", d)
+		}
+		c.tick = d
+		return nil
+	}
+}
+
+// WithWindow sets over how many ticks the share is measured (default 10:
+// 100 ms at the usual 100 Hz). The counters advance by whole clock ticks,
+// so a share over one tick is mostly rounding; see the package doc.
+func WithWindow(ticks int) Option {
+	return func(c *config) error {
+		if ticks < 1 || ticks > 10000 {
+			return fmt.Errorf("cpu: window of %d ticks", ticks)
+		}
+		c.window = ticks
+		return nil
+	}
+}
+
+// WithQueue makes the pool admit its work through q, a Queue resource
+// (moirai.Controller.Queue creates one): work waiting for a worker is a
+// wait on q, charged to the task in the work's context, and running work
+// holds a slot of q. The pool owns q's size from then on and resizes it at
+// every change of the active count. Without WithQueue the pool uses a
+// queue of its own that no controller sees.
+func WithQueue(q *resource.Queue) Option {
+	return func(c *config) error {
+		if q == nil {
+			return fmt.Errorf("cpu: nil Queue")
+		}
+		c.queue = q
+		return nil
+	}
+}
+
+// WithBacklog bounds the work waiting for a worker: past n, Submit and Go
+// fail at once with [ErrRejected]. 0 (the default) means unbounded.
+func WithBacklog(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("cpu: backlog of %d", n)
+		}
+		c.backlog = int64(n)
+		return nil
+	}
+}
+
+// WithGOMAXPROCS makes the loop drive runtime.GOMAXPROCS to the active
+// count instead of the pool's own number of workers: the Go scheduler
+// then runs at most that many goroutines at once in the whole process,
+// the pool's and everyone else's. The pool's queue then admits up to the
+// pool's limit. Close restores the GOMAXPROCS the pool found. Only one
+// pool of a process should use it.
+func WithGOMAXPROCS() Option {
+	return func(c *config) error {
+		c.gomaxprocs = true
+		return nil
+	}
+}
+
+// StepInfo is what one tick of the pool's loop read and decided.
+type StepInfo struct {
+	Sample Sample
+	// Share is the measured share; valid only if OK.
+	Share float64
+	OK    bool
+	// Active is the active count after the tick.
+	Active int
+	// Err is the read error, if the read failed.
+	Err error
+}
+
+// WithObserver calls fn after every tick of the loop, from the loop's
+// goroutine. fn must not block.
+func WithObserver(fn func(StepInfo)) Option {
+	return func(c *config) error {
+		c.onStep = fn
+		return nil
+	}
+}
