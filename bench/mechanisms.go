@@ -9,7 +9,8 @@ import (
 	"github.com/moirai-go/moirai/estimate"
 )
 
-// The Atropos controllers: targeted cancellation with re-execution, and
+// The mechanisms' controllers, registered after the baselines (file order):
+// the Atropos controllers, targeted cancellation with re-execution, and
 // its two ablations, each on the same detectors.
 func init() {
 	for _, v := range []struct {
