@@ -449,7 +449,7 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		usage := vals[off:]
 		clear(usage)
 		any := false
-		p, src := -1.0, estimate.Source(0)
+		p, src, factor := -1.0, estimate.Source(0), 1.0
 		for ui := first; ui < first+n; ui++ {
 			u := &s.Usage[ui]
 			if u.Res < 0 || int(u.Res) >= len(s.Resources) {
@@ -459,16 +459,17 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			if d < 0 {
 				continue
 			}
-			v := estimate.Current(u, &s.Resources[u.Res])
-			if !(v > 0) || math.IsInf(v, 0) {
+			v := estimate.Current(u, &s.Resources[u.Res]) // finite, ≥ 0
+			if !(v > 0) {
 				continue
 			}
 			if p < 0 {
 				p, src = estimate.Progress(t, a.cfg.durations)
+				if a.variant != CurrentUsage {
+					factor = estimate.Future(1, p) // (1−p)/p, p already clamped
+				}
 			}
-			if a.variant != CurrentUsage {
-				v = estimate.Future(v, p)
-			}
+			v *= factor
 			if v >= floor[d] && v > 0 {
 				usage[d] += v
 				any = true
@@ -506,9 +507,12 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		var total, score float64
 		var support uint64
 		for d, v := range sh {
+			if v == 0 {
+				continue
+			}
 			v *= inv[d]
 			sh[d] = v
-			if v > 0 && d < 64 {
+			if d < 64 {
 				support |= 1 << d
 			}
 			total += v

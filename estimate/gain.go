@@ -81,15 +81,14 @@ func Future(current, p float64) float64 {
 // positive and finite.
 func Current(u *snapshot.Usage, r *snapshot.Resource) float64 {
 	if r.Kind == resource.KindMemory {
-		v := float64(max(u.Evictions, 0)) + float64(max(u.Held, 0))
-		return v
+		return float64(max(u.Evictions, 0)) + float64(max(u.Held, 0))
 	}
 	if u.Held <= 0 || u.Hold <= 0 {
 		return 0
 	}
-	share := 1.0
-	if r.Capacity > 1 {
-		share = min(float64(u.Held)/float64(r.Capacity), 1)
+	secs := float64(u.Hold) / float64(time.Second)
+	if r.Capacity > 1 && u.Held < r.Capacity {
+		return secs * float64(u.Held) / float64(r.Capacity)
 	}
-	return time.Duration(u.Hold).Seconds() * share
+	return secs
 }
