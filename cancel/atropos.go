@@ -171,7 +171,7 @@ type Atropos struct {
 	ownDurations bool
 	pending      uint64        // the task chosen, awaiting confirmation
 	pendingSince time.Duration // since when (snapshot time)
-	steps        []observed // the contention window, oldest first
+	steps        []observed    // the contention window, oldest first
 	sumDelay     []time.Duration
 	sumExec      time.Duration
 }
