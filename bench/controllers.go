@@ -61,5 +61,5 @@ func SelectControllers(list string) ([]Controller, error) {
 // harnessTicks are the loop periods of every run: fine enough that a
 // policy reacts within the runs' time scale.
 func harnessTicks() []moirai.Option {
-	return []moirai.Option{moirai.WithTick(20*time.Millisecond, 5*time.Millisecond)}
+	return []moirai.Option{moirai.WithTick(10*time.Millisecond, 5*time.Millisecond)}
 }

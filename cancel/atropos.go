@@ -63,9 +63,10 @@ type AtroposOption func(*atroposConfig)
 // is. Once one is, every resource with a tenth of that level also counts,
 // weighted by its level, so that a task that frees a little of a second
 // resource besides the first is preferred to one that frees only the
-// first. A lock or queue must also have waiters at the moment of the
-// snapshot: a queue that has drained is no longer overloaded, whatever its
-// window says. Values outside (0, 1] are ignored.
+// first. The resource that reaches the threshold, if a lock or queue,
+// must also have waiters at the moment of the snapshot: a queue that has
+// drained is no longer overloaded, whatever its window says. Values
+// outside (0, 1] are ignored.
 func WithMinContention(c float64) AtroposOption {
 	return func(cfg *atroposConfig) {
 		if c > 0 && c <= 1 {
@@ -388,7 +389,7 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		busy := r.Kind == resource.KindMemory || r.Waiters > 0
 		l.Contended = l.Level >= a.cfg.minContention && busy
 		ev.Levels = append(ev.Levels, l)
-		if busy && l.Level >= a.cfg.minContention/10 {
+		if l.Level >= a.cfg.minContention/10 {
 			ev.Contended = append(ev.Contended, i)
 		}
 	}
