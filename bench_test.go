@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -159,7 +160,7 @@ func BenchmarkTaskContextUsed(b *testing.B) {
 func BenchmarkSnapshot(b *testing.B) { benchSnapshot(b, 10000, 8) }
 
 func benchSnapshot(b *testing.B, tasks, resources int) {
-	ctl := moirai.New()
+	ctl := moirai.New(moirai.WithTraceOnly())
 	defer ctl.Close()
 	var res []*moirai.Resource
 	for i := range resources {
@@ -194,5 +195,50 @@ func benchSnapshot(b *testing.B, tasks, resources int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ctl.SnapshotInto(&s)
+	}
+}
+
+// BenchmarkStep is one step of the control loop with the default mechanisms
+// (Atropos) over a busy service: 200 live requests on 8 resources, half of
+// them holding one and half waiting for one. The requests are older than
+// the objective, so the detector fires and the policy runs: the step's cost
+// while acting, its most expensive. Multiplied by the steps per second (10
+// at the default 100 ms coarse tick, 100 at the harness's 10 ms), it is the
+// share of a CPU the controller takes.
+func BenchmarkStep(b *testing.B) {
+	for _, n := range []int{200, 2000} {
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			ctl := moirai.New(moirai.WithSLO(0.99, time.Millisecond), moirai.WithTick(time.Hour, time.Hour))
+			defer ctl.Close()
+			var res []*moirai.Resource
+			for i := range 8 {
+				r, err := ctl.Register(fmt.Sprintf("r%d", i), moirai.KindLock, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res = append(res, r)
+			}
+			var tasks []*moirai.Task
+			for i := range n {
+				ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "bench", Cancellable: i%7 != 0})
+				if r := res[i%len(res)]; i%2 == 0 {
+					r.Acquire(ctx, 1)
+				} else {
+					r.WaitBegin(ctx)
+				}
+				tasks = append(tasks, t)
+			}
+			defer func() {
+				for _, t := range tasks {
+					t.End(nil)
+				}
+			}()
+			time.Sleep(5 * time.Millisecond) // older than the objective
+			ctl.StepForTest()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctl.StepForTest()
+			}
+		})
 	}
 }

@@ -86,8 +86,16 @@ func (c *Collapse) Observe(s *snapshot.Snapshot) {
 	if s.Window <= 0 {
 		ended = 0 // cumulative: belongs to no window
 	}
-	st := collapseStep{at: s.At, ended: ended, rate: -1}
-	c.steps = append(c.steps, st)
+	// Snapshots closer together than a tenth of the span share a step, so
+	// the horizon holds a bounded number of steps whatever the loop's tick.
+	if n := len(c.steps); n > 1 && s.At-c.steps[n-2].at < c.span/10 {
+		st := &c.steps[n-1]
+		st.at = max(st.at, s.At)
+		st.ended += ended
+		st.rate = -1
+	} else {
+		c.steps = append(c.steps, collapseStep{at: s.At, ended: ended, rate: -1})
+	}
 	// Throughput over the span ending now: completions of the steps after
 	// the one at or before now−span.
 	var n uint64

@@ -111,10 +111,18 @@ func (s *SLO) Observe(snap *snapshot.Snapshot) {
 		s.entries = append(s.entries, sloEntry{at: snap.At})
 		return
 	}
-	e := sloEntry{at: snap.At, ended: snap.Completed.Ended, hist: snap.Completed.Latency}
-	s.entries = append(s.entries, e)
-	s.sum.Merge(&e.hist)
-	s.ended += e.ended
+	// Snapshots closer together than a tenth of the window share an entry,
+	// so the window holds about ten entries whatever the loop's tick.
+	if n := len(s.entries); n > 1 && snap.At-s.entries[n-2].at < s.window/10 {
+		e := &s.entries[n-1]
+		e.at = max(e.at, snap.At)
+		e.ended += snap.Completed.Ended
+		e.hist.Merge(&snap.Completed.Latency)
+	} else {
+		s.entries = append(s.entries, sloEntry{at: snap.At, ended: snap.Completed.Ended, hist: snap.Completed.Latency})
+	}
+	s.sum.Merge(&snap.Completed.Latency)
+	s.ended += snap.Completed.Ended
 	// Keep the entries of the last window (the oldest one marks its start).
 	for len(s.entries) > 1 && snap.At-s.entries[1].at >= s.window {
 		old := &s.entries[0]
