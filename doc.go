@@ -31,7 +31,7 @@
 // The controller's goroutine advances a coarse clock that the hot path
 // reads with one atomic load (default resolution 1 ms) and steps the control
 // loop: snapshot → detect → decide → act → record. It steps every coarse
-// tick (100 ms) while healthy and every fine tick (10 ms), with a precise
+// tick (20 ms) while healthy and every fine tick (5 ms), with a precise
 // clock, while a detector fires. With no detector configured, policies run
 // on every tick.
 //

@@ -17,19 +17,22 @@ func newDemoCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run an embedded service with a monopolized table lock and show what moirai sees",
+		Short: "Run an embedded service with a monopolized table lock, without control and with moirai",
 		Long: `demo starts an HTTP service on 127.0.0.1 whose requests are moirai tasks.
 Light inserts arrive at --rate per second (Poisson, seeded by --seed) and
 each takes the table lock "table:orders" for about a millisecond. After a
 quarter of the run a culprit transaction holds the lock for up to 1.5 s at a
 time, and the inserts queue behind it.
 
-Every --interval the demo prints what the runtime sees: who holds the lock,
-who waits for it and for how long. At the end it prints a summary.
-With -o json it prints one JSON object per line instead.
-
-This version only observes; later versions cancel the culprit.`,
-		Example: "  moirai demo\n  moirai demo --duration 5s --rate 100\n  moirai demo -o json --duration 3s",
+The scenario runs twice with the same seed: first without control (moirai
+only traces), then with moirai's defaults, targeted cancellation on an
+objective of --slo (p99). Every --interval the demo prints what the runtime
+sees: who holds the lock, who waits for it and for how long. After the
+second run it prints moirai's decisions with their reasons (the lock's
+contention, the candidates and their gains, why the others were left out)
+and the two runs side by side. --only none|moirai runs one of the two.
+With -o json it prints one JSON object per line instead.`,
+		Example: "  moirai demo\n  moirai demo --duration 5s --rate 100 --slo 20ms\n  moirai demo --only moirai -o json --duration 3s",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Out = cmd.OutOrStdout()
@@ -54,5 +57,7 @@ This version only observes; later versions cancel the culprit.`,
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the arrival process")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "insert requests per second (open loop)")
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "time between live refreshes")
+	f.DurationVar(&cfg.SLO, "slo", demo.DefaultSLO, "the inserts' latency objective (p99) in the run with moirai")
+	f.StringVar(&cfg.Only, "only", "", "run only one of the two runs: none or moirai")
 	return cmd
 }

@@ -143,6 +143,10 @@ func TestDemo(t *testing.T) {
 		`(?m)^#\d+\s+INSERT orders\s.*-\s+table:orders \S+$`,   // an insert, waiting
 		`(?m)^--- summary ---$`,
 		`closed cleanly`,
+		`(?m)^=== run 2 of 2: with moirai`,
+		`(?m)^--- decisions \(\d+\) ---$`,
+		`(?m)^=== side by side`,
+		`(?m)^culprit\s+completed 2 of 2 batches\s+cancelled by moirai`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("demo output lacks %s", re)

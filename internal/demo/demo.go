@@ -32,8 +32,16 @@
 // it prints a [Summary]: requests done, client-measured insert latency, how
 // many inserts waited behind the culprit.
 //
-// This first version only observes: no policy is configured, so nothing is
-// cancelled. Later mechanisms (targeted cancellation) act on the same view.
+// # Without control, then with moirai
+//
+// [Run] runs the scenario twice with the same seed: first without control
+// (the controller only traces: moirai.WithTraceOnly), then with moirai's
+// defaults, targeted cancellation on an objective of [Config.SLO]. In the
+// second run the controller sees the inserts queue behind the culprit,
+// confirms that the table lock is contended, and cancels the culprit
+// through its context; the demo prints each decision with its reasons
+// (contention, candidates, gains, why others were left out) and then the
+// two runs side by side. [Config.Only] runs one of the two.
 package demo
 
 import (
@@ -44,10 +52,12 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
 )
 
@@ -102,7 +112,21 @@ type Config struct {
 	// Set it only when Out is a terminal and Format is Table.
 	Redraw bool
 	Out    io.Writer // where to print; nil discards
+	// SLO is the latency objective of the inserts (p99) in the run with
+	// moirai; zero means DefaultSLO.
+	SLO time.Duration
+	// Only runs one of the two runs: RunNone or RunMoirai; "" runs both.
+	Only string
 }
+
+// The runs of a demo.
+const (
+	RunNone   = "none"   // without control: moirai traces, nothing acts
+	RunMoirai = "moirai" // with moirai's defaults: targeted cancellation
+)
+
+// DefaultSLO is the inserts' objective in the run with moirai.
+const DefaultSLO = 50 * time.Millisecond
 
 // Validate reports whether c can be run. Its errors wrap ErrInvalidConfig
 // and name the flag to fix.
@@ -120,12 +144,24 @@ func (c Config) Validate() error {
 			ErrInvalidConfig, c.Interval, MinInterval, c.Duration)
 	case c.Format != Table && c.Format != JSON:
 		return fmt.Errorf("%w: unknown format %d", ErrInvalidConfig, c.Format)
+	case c.SLO < 0 || c.SLO > 0 && c.SLO < time.Millisecond:
+		return fmt.Errorf("%w: --slo %v must be at least 1ms", ErrInvalidConfig, c.SLO)
+	case c.Only != "" && c.Only != RunNone && c.Only != RunMoirai:
+		return fmt.Errorf("%w: --only %q must be %q or %q", ErrInvalidConfig, c.Only, RunNone, RunMoirai)
 	}
 	return nil
 }
 
+func (c Config) slo() time.Duration {
+	if c.SLO > 0 {
+		return c.SLO
+	}
+	return DefaultSLO
+}
+
 // Summary is the outcome of a run.
 type Summary struct {
+	Run     string        // RunNone or RunMoirai
 	Elapsed time.Duration // from the first request to the controller's close
 
 	Sent   int64 // inserts sent
@@ -150,6 +186,43 @@ type Summary struct {
 	CulpritSeenHolding int // refreshes in which the culprit held the table lock
 
 	RuntimeErrors int64 // errors the controller reported (invalid specs, tasks never ended)
+
+	// Decisions the controller took, in order (none without control).
+	Decisions []Decision
+	// Baseline is the run without control, when [Run] ran both: the
+	// summary Run returns is the run with moirai's.
+	Baseline *Summary
+}
+
+// Decision is one decision of the controller, as the demo shows it.
+type Decision struct {
+	At      time.Duration // since the run's start
+	Policy  string
+	Outcome string // acted, skipped, dry-run
+	Class   string // the class of the task acted on
+	Reason  string
+	Details string // contention, candidates, gains, exclusions
+}
+
+// CulpritCancelled reports whether the controller cancelled the culprit.
+func (s *Summary) CulpritCancelled() bool {
+	for _, d := range s.Decisions {
+		if d.Outcome == policy.Acted.String() && d.Class == classReport {
+			return true
+		}
+	}
+	return false
+}
+
+// InsertsCancelled counts the inserts the controller cancelled.
+func (s *Summary) InsertsCancelled() int {
+	n := 0
+	for _, d := range s.Decisions {
+		if d.Outcome == policy.Acted.String() && d.Class == classInsert {
+			n++
+		}
+	}
+	return n
 }
 
 // insertWork is how long an insert holds the table lock.
@@ -180,9 +253,11 @@ func planFor(d time.Duration) plan {
 }
 
 // Run runs the demo described by cfg, printing to cfg.Out, and returns its
-// summary. It returns early, with the summary so far and ctx's cause, if ctx
-// is done first. Every task it begins is ended, and the error of
-// [moirai.Controller.Close] (tasks never ended) is returned if there is one.
+// summary: the run with moirai's, with the run without control as its
+// Baseline (or the one run cfg.Only asks for). It returns early, with the
+// summary so far and ctx's cause, if ctx is done first. Every task it
+// begins is ended, and the error of [moirai.Controller.Close] (tasks never
+// ended) is returned if there is one.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
@@ -191,9 +266,55 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if out == nil {
 		out = io.Discard
 	}
+	runs := []string{RunNone, RunMoirai}
+	if cfg.Only != "" {
+		runs = []string{cfg.Only}
+	}
+	var prev *Summary
+	var sum Summary
+	for i, mode := range runs {
+		var err error
+		sum, err = runOne(ctx, cfg, out, mode, i+1, len(runs))
+		sum.Baseline = prev
+		if err != nil || ctx.Err() != nil {
+			return sum, err
+		}
+		done := sum
+		prev = &done
+		if i+1 < len(runs) && cfg.Format == Table {
+			fmt.Fprintln(out)
+		}
+	}
+	if len(runs) == 2 {
+		if err := printCompare(out, cfg, sum.Baseline, &sum); err != nil {
+			return sum, fmt.Errorf("demo: write output: %w", err)
+		}
+	}
+	return sum, nil
+}
 
+// runOne runs the scenario once, without control or with moirai's.
+func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of int) (Summary, error) {
 	var runtimeErrs atomic.Int64
-	ctl := moirai.New(moirai.WithErrorHandler(func(error) { runtimeErrs.Add(1) }))
+	var (
+		decMu     sync.Mutex
+		decisions []Decision
+		started   time.Time
+	)
+	opts := []moirai.Option{moirai.WithErrorHandler(func(error) { runtimeErrs.Add(1) })}
+	if mode == RunNone {
+		opts = append(opts, moirai.WithTraceOnly())
+	} else {
+		opts = append(opts, moirai.WithSLO(0.99, cfg.slo()), moirai.WithDecisionObserver(func(r policy.Record) {
+			decMu.Lock()
+			defer decMu.Unlock()
+			decisions = append(decisions, Decision{
+				At: r.Time.Sub(started), Policy: r.Policy, Outcome: r.Outcome.String(),
+				Class: r.TaskClass, Reason: r.Reason, Details: formatAttrs(r.Details),
+			})
+		}))
+	}
+	ctl := moirai.New(opts...)
 	svc := newService(ctl)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -216,8 +337,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	p := planFor(cfg.Duration)
 	ld := newLoad("http://"+ln.Addr().String(), cfg)
 	pr := newPrinter(out, cfg, ln.Addr().String(), p)
+	pr.run, pr.nth, pr.of = mode, nth, of
 
 	start := time.Now()
+	decMu.Lock()
+	started = start
+	decMu.Unlock()
 	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
 	defer stopRun()
 	reqCtx, cancelReq := context.WithCancelCause(context.Background())
@@ -289,6 +414,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	closeErr := ctl.Close()
 
 	sum := ld.summary()
+	sum.Run = mode
+	decMu.Lock()
+	sum.Decisions = decisions
+	decMu.Unlock()
 	sum.Elapsed = time.Since(start)
 	sum.BehindCulprit = svc.behind.Load()
 	sum.CulpritBatches = p.batches

@@ -68,21 +68,49 @@ func TestRunTable(t *testing.T) {
 		}
 	}
 
-	if sum.Sent == 0 || sum.OK == 0 {
-		t.Errorf("summary: %d sent, %d ok; want some of each", sum.Sent, sum.OK)
+	checks = []struct {
+		name string
+		re   string
+	}{
+		{"second run", `(?m)^=== run 2 of 2: with moirai`},
+		{"a decision with its reasons", `(?m)^at \S+\s+atropos\s+acted "SELECT orders FOR UPDATE"\n\s+why:\s+.*table:orders.*\n\s+details: contention\[`},
+		{"side by side", `(?m)^=== side by side`},
 	}
-	if got := sum.OK + sum.Failed; got != sum.Sent {
-		t.Errorf("summary: %d ok + %d failed != %d sent", sum.OK, sum.Failed, sum.Sent)
+	for _, c := range checks {
+		if !regexp.MustCompile(c.re).MatchString(text) {
+			t.Errorf("output lacks %s (%s)", c.name, c.re)
+		}
 	}
-	if sum.PeakWaiters == 0 || sum.CulpritSeenHolding == 0 {
-		t.Errorf("runtime view: peak waiters %d, culprit seen holding in %d refreshes; want both > 0",
-			sum.PeakWaiters, sum.CulpritSeenHolding)
+
+	base := sum.Baseline
+	if base == nil || base.Run != RunNone || sum.Run != RunMoirai {
+		t.Fatalf("runs: %+v, baseline %+v; want none then moirai", sum.Run, base)
 	}
-	if sum.CulpritBatches < 1 || sum.CulpritErr != "" {
-		t.Errorf("culprit: %d batches planned, error %q", sum.CulpritBatches, sum.CulpritErr)
+	for _, s := range []*Summary{base, &sum} {
+		if s.Sent == 0 || s.OK == 0 {
+			t.Errorf("%s: %d sent, %d ok; want some of each", s.Run, s.Sent, s.OK)
+		}
+		if got := s.OK + s.Failed; got != s.Sent {
+			t.Errorf("%s: %d ok + %d failed != %d sent", s.Run, s.OK, s.Failed, s.Sent)
+		}
+		if s.RuntimeErrors != 0 {
+			t.Errorf("%s: runtime reported %d errors", s.Run, s.RuntimeErrors)
+		}
+		if s.InsertsCancelled() != 0 {
+			t.Errorf("%s: %d inserts cancelled", s.Run, s.InsertsCancelled())
+		}
 	}
-	if sum.RuntimeErrors != 0 {
-		t.Errorf("runtime reported %d errors", sum.RuntimeErrors)
+	// Without control the culprit runs to the end while inserts queue.
+	if base.PeakWaiters == 0 || base.CulpritSeenHolding == 0 {
+		t.Errorf("without control: peak waiters %d, culprit seen holding in %d refreshes; want both > 0",
+			base.PeakWaiters, base.CulpritSeenHolding)
+	}
+	if base.CulpritBatches < 1 || base.CulpritErr != "" || len(base.Decisions) != 0 {
+		t.Errorf("without control: culprit %d batches, error %q, %d decisions", base.CulpritBatches, base.CulpritErr, len(base.Decisions))
+	}
+	// With moirai the culprit is cancelled, and only it.
+	if !sum.CulpritCancelled() || sum.CulpritErr == "" {
+		t.Errorf("with moirai: culprit cancelled %v, error %q; want it cancelled", sum.CulpritCancelled(), sum.CulpritErr)
 	}
 }
 
@@ -129,13 +157,15 @@ func TestRunJSON(t *testing.T) {
 			}
 		}
 	}
-	if len(types) < 3 || types[0] != "start" || types[len(types)-1] != "summary" {
-		t.Fatalf("line types %v: want start, refresh..., summary", types)
+	count := map[string]int{}
+	for _, ty := range types {
+		count[ty]++
 	}
-	for _, ty := range types[1 : len(types)-1] {
-		if ty != "refresh" {
-			t.Errorf("middle line of type %q", ty)
-		}
+	if len(types) < 3 || types[0] != "start" || types[len(types)-1] != "compare" {
+		t.Fatalf("line types %v: want start, refresh..., summary, start, ..., compare", types)
+	}
+	if count["start"] != 2 || count["summary"] != 2 || count["decision"] < 1 || count["refresh"] < 2 {
+		t.Errorf("line types %v: want two runs, refreshes and a decision", count)
 	}
 	if !sawHolder || !sawWaiters || !sawCulprit {
 		t.Errorf("refreshes: holder %v, waiters %v, culprit holding %v; want all", sawHolder, sawWaiters, sawCulprit)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -22,6 +23,17 @@ type printer struct {
 	addr string
 	plan plan
 	enc  *json.Encoder
+	// Which run of how many (see Run).
+	run     string
+	nth, of int
+}
+
+// runTitle describes a run in one line.
+func runTitle(run string, slo time.Duration) string {
+	if run == RunNone {
+		return "without control (moirai traces, nothing acts)"
+	}
+	return fmt.Sprintf("with moirai (targeted cancellation, objective p99 ≤ %v)", slo)
 }
 
 func newPrinter(out io.Writer, cfg Config, addr string, p plan) *printer {
@@ -44,10 +56,12 @@ func (p *printer) start() {
 			CulpritAt  float64 `json:"culprit_at_ms"`
 			HoldMS     float64 `json:"culprit_hold_ms"`
 			Batches    int     `json:"culprit_batches"`
+			Run        string  `json:"run"`
 		}{"start", p.addr, ms(p.cfg.Duration), p.cfg.Rate, p.cfg.Seed, ms(p.cfg.Interval),
-			TableLock, ms(p.plan.start), ms(p.plan.hold), p.plan.batches})
+			TableLock, ms(p.plan.start), ms(p.plan.hold), p.plan.batches, p.run})
 		return
 	}
+	fmt.Fprintf(p.w, "=== run %d of %d: %s\n", p.nth, p.of, runTitle(p.run, p.cfg.slo()))
 	fmt.Fprintf(p.w, "moirai demo: service on http://%s, %v of inserts at %s/s (seed %d);\n",
 		p.addr, p.cfg.Duration, fmtRate(p.cfg.Rate), p.cfg.Seed)
 	fmt.Fprintf(p.w, "a culprit transaction holds %s for %v at a time, %d time(s), from %v.\n",
@@ -59,7 +73,9 @@ func (p *printer) start() {
 
 func (p *printer) refresh(v *View) {
 	if p.cfg.Format == JSON {
-		p.enc.Encode(jsonRefresh(v))
+		j := jsonRefresh(v)
+		j.Run = p.run
+		p.enc.Encode(j)
 		return
 	}
 	var b strings.Builder
@@ -67,8 +83,8 @@ func (p *printer) refresh(v *View) {
 		b.WriteString(clearScreen)
 	}
 	sc := &v.Scenario
-	fmt.Fprintf(&b, "--- moirai demo  %s / %v  (http://%s, %s inserts/s, seed %d) ---\n",
-		dur(v.Elapsed), p.cfg.Duration, p.addr, fmtRate(p.cfg.Rate), p.cfg.Seed)
+	fmt.Fprintf(&b, "--- moirai demo, %s  %s / %v  (http://%s, %s inserts/s, seed %d) ---\n",
+		p.run, dur(v.Elapsed), p.cfg.Duration, p.addr, fmtRate(p.cfg.Rate), p.cfg.Seed)
 	fmt.Fprintf(&b, "scenario: inserts %d sent, %d done, %d in flight; culprit %s",
 		sc.Sent, sc.Done, sc.InFlight, sc.CulpritState)
 	if sc.CulpritBatch > 0 {
@@ -107,6 +123,7 @@ func (p *printer) refresh(v *View) {
 }
 
 func (p *printer) summary(s *Summary, closeErr error) {
+	p.decisions(s)
 	if p.cfg.Format == JSON {
 		js := jsonSummary{
 			Type: "summary", ElapsedMS: ms(s.Elapsed),
@@ -115,7 +132,7 @@ func (p *printer) summary(s *Summary, closeErr error) {
 			BehindCulprit:  s.BehindCulprit,
 			CulpritBatches: s.CulpritBatches, CulpritDone: s.CulpritDone, CulpritErr: s.CulpritErr,
 			Refreshes: s.Refreshes, PeakWaiters: s.PeakWaiters, CulpritSeenHolding: s.CulpritSeenHolding,
-			RuntimeErrors: s.RuntimeErrors,
+			RuntimeErrors: s.RuntimeErrors, Run: s.Run, Decisions: len(s.Decisions),
 		}
 		if closeErr != nil {
 			js.CloseErr = closeErr.Error()
@@ -124,7 +141,7 @@ func (p *printer) summary(s *Summary, closeErr error) {
 		return
 	}
 	var b strings.Builder
-	b.WriteString("--- summary ---\n")
+	fmt.Fprintf(&b, "--- summary ---\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "elapsed\t%s\n", dur(s.Elapsed))
 	fmt.Fprintf(tw, "inserts\t%d sent, %d ok, %d failed, %d shed by the load generator\n", s.Sent, s.OK, s.Failed, s.Shed)
@@ -133,7 +150,10 @@ func (p *printer) summary(s *Summary, closeErr error) {
 	fmt.Fprintf(tw, "behind the culprit\t%d of %d inserts waited for %s while the culprit held it\n",
 		s.BehindCulprit, s.OK+s.Failed, TableLock)
 	outcome := "ok"
-	if s.CulpritErr != "" {
+	switch {
+	case s.CulpritCancelled():
+		outcome = "cancelled by moirai through its context (its transaction rolled back; a client would retry it, see moirai.Retry)"
+	case s.CulpritErr != "":
 		outcome = s.CulpritErr
 	}
 	fmt.Fprintf(tw, "culprit\t%d of %d batches of %v done: %s\n", s.CulpritDone, s.CulpritBatches, p.plan.hold, outcome)
@@ -186,6 +206,7 @@ type jsonView struct {
 	Resources  []jsonResource `json:"resources"`
 	Tasks      []jsonTask     `json:"tasks"`
 	More       int            `json:"more"`
+	Run        string         `json:"run"`
 }
 
 type jsonSummary struct {
@@ -207,6 +228,8 @@ type jsonSummary struct {
 	CulpritSeenHolding int     `json:"culprit_seen_holding"`
 	RuntimeErrors      int64   `json:"runtime_errors"`
 	CloseErr           string  `json:"close_error,omitempty"`
+	Run                string  `json:"run"`
+	Decisions          int     `json:"decisions"`
 }
 
 func jsonRefresh(v *View) jsonView {
@@ -316,4 +339,115 @@ func (e *errWriter) Write(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, err
+}
+
+// decisions prints the controller's decisions of a run.
+func (p *printer) decisions(s *Summary) {
+	if p.cfg.Format == JSON {
+		for _, d := range s.Decisions {
+			p.enc.Encode(struct {
+				Type    string  `json:"type"`
+				Run     string  `json:"run"`
+				AtMS    float64 `json:"at_ms"`
+				Policy  string  `json:"policy"`
+				Outcome string  `json:"outcome"`
+				Class   string  `json:"class"`
+				Reason  string  `json:"reason"`
+				Details string  `json:"details"`
+			}{"decision", s.Run, ms(d.At), d.Policy, d.Outcome, d.Class, d.Reason, d.Details})
+		}
+		return
+	}
+	if s.Run != RunMoirai {
+		return
+	}
+	var b strings.Builder
+	if len(s.Decisions) == 0 {
+		b.WriteString("--- decisions: none (the objective was never threatened) ---\n")
+	} else {
+		fmt.Fprintf(&b, "--- decisions (%d) ---\n", len(s.Decisions))
+	}
+	for _, d := range s.Decisions {
+		fmt.Fprintf(&b, "at %s  %s  %s %q\n  why:     %s\n  details: %s\n", dur(d.At), d.Policy, d.Outcome, d.Class, d.Reason, d.Details)
+	}
+	io.WriteString(p.w, b.String())
+}
+
+// formatAttrs renders a decision's details as key=value pairs, groups in
+// brackets.
+func formatAttrs(as []slog.Attr) string {
+	var b strings.Builder
+	var walk func(as []slog.Attr)
+	walk = func(as []slog.Attr) {
+		for i, a := range as {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			v := a.Value.Resolve()
+			if v.Kind() == slog.KindGroup {
+				b.WriteString(a.Key)
+				b.WriteByte('[')
+				walk(v.Group())
+				b.WriteByte(']')
+				continue
+			}
+			b.WriteString(a.Key)
+			b.WriteByte('=')
+			b.WriteString(v.String())
+		}
+	}
+	walk(as)
+	return b.String()
+}
+
+// printCompare prints the two runs side by side.
+func printCompare(out io.Writer, cfg Config, none, with *Summary) error {
+	w := &errWriter{w: out}
+	if none == nil || with == nil {
+		return nil
+	}
+	culprit := func(s *Summary) string {
+		switch {
+		case s.CulpritCancelled():
+			return fmt.Sprintf("cancelled by moirai after %d of %d batches", s.CulpritDone, s.CulpritBatches)
+		case s.CulpritErr != "":
+			return "failed: " + s.CulpritErr
+		}
+		return fmt.Sprintf("completed %d of %d batches", s.CulpritDone, s.CulpritBatches)
+	}
+	if cfg.Format == JSON {
+		side := func(s *Summary) map[string]any {
+			return map[string]any{
+				"sent": s.Sent, "ok": s.OK, "failed": s.Failed,
+				"p50_ms": ms(s.P50), "p99_ms": ms(s.P99), "max_ms": ms(s.Max),
+				"behind_culprit": s.BehindCulprit, "culprit": culprit(s),
+				"culprit_cancelled": s.CulpritCancelled(), "inserts_cancelled": s.InsertsCancelled(),
+				"decisions": len(s.Decisions),
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"type": "compare", RunNone: side(none), RunMoirai: side(with)})
+		return w.err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n=== side by side: the same %v of load, the same seed\n", cfg.Duration)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\twithout control\twith moirai\n")
+	fmt.Fprintf(tw, "inserts ok / sent\t%d / %d\t%d / %d\n", none.OK, none.Sent, with.OK, with.Sent)
+	fmt.Fprintf(tw, "insert p50\t%s\t%s\n", dur(none.P50), dur(with.P50))
+	fmt.Fprintf(tw, "insert p99\t%s\t%s\n", dur(none.P99), dur(with.P99))
+	fmt.Fprintf(tw, "insert max\t%s\t%s\n", dur(none.Max), dur(with.Max))
+	fmt.Fprintf(tw, "inserts behind the culprit\t%d\t%d\n", none.BehindCulprit, with.BehindCulprit)
+	fmt.Fprintf(tw, "inserts cancelled\t%d\t%d\n", none.InsertsCancelled(), with.InsertsCancelled())
+	fmt.Fprintf(tw, "culprit\t%s\t%s\n", culprit(none), culprit(with))
+	fmt.Fprintf(tw, "objective p99 ≤ %v\t%s\t%s\n", cfg.slo(), met(none.P99, cfg.slo()), met(with.P99, cfg.slo()))
+	tw.Flush()
+	io.WriteString(w, b.String())
+	return w.err
+}
+
+func met(p99, slo time.Duration) string {
+	if p99 <= slo {
+		return "met"
+	}
+	return "missed"
 }
