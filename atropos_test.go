@@ -128,18 +128,7 @@ func (confirmer) Confirm(*snapshot.Snapshot) bool             { return false }
 
 func TestRetryBackgroundAfterMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var once atomic.Bool
-		ctl := moirai.New(
-			moirai.WithDetector(detectorFunc{"always", func(*snapshot.Snapshot) (bool, string) { return true, "busy" }}),
-			moirai.WithPolicy(policyFunc{"once", func(s *snapshot.Snapshot) []policy.Decision {
-				for _, t := range s.Tasks {
-					if t.Cancellable && once.CompareAndSwap(false, true) {
-						return []policy.Decision{{Action: policy.Cancel, Task: t.ID, Reason: "test"}}
-					}
-				}
-				return nil
-			}}),
-			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		ctl := busyController()
 		defer ctl.Close()
 		var runs atomic.Int32
 		start := time.Now()
@@ -169,18 +158,7 @@ func TestRetryBackgroundAfterMaxWait(t *testing.T) {
 
 func TestRetryRequestDroppedAfterMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var once atomic.Bool
-		ctl := moirai.New(
-			moirai.WithDetector(detectorFunc{"always", func(*snapshot.Snapshot) (bool, string) { return true, "busy" }}),
-			moirai.WithPolicy(policyFunc{"once", func(s *snapshot.Snapshot) []policy.Decision {
-				for _, t := range s.Tasks {
-					if t.Cancellable && once.CompareAndSwap(false, true) {
-						return []policy.Decision{{Action: policy.Cancel, Task: t.ID, Reason: "test"}}
-					}
-				}
-				return nil
-			}}),
-			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		ctl := busyController()
 		defer ctl.Close()
 		runs := 0
 		err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "q", Cancellable: true},
@@ -209,4 +187,22 @@ func TestRetryLeavesOtherFailuresAlone(t *testing.T) {
 			t.Errorf("a panicking function: err %v, %d live tasks", err, ctl.Stats().Live)
 		}
 	})
+}
+
+// busyController returns a controller whose detector always fires (so a
+// re-execution never finds the resources free) and whose policy cancels
+// the first cancellable task it sees, once.
+func busyController() *moirai.Controller {
+	var once atomic.Bool
+	return moirai.New(
+		moirai.WithDetector(detectorFunc{"always", func(*snapshot.Snapshot) (bool, string) { return true, "busy" }}),
+		moirai.WithPolicy(policyFunc{"once", func(s *snapshot.Snapshot) []policy.Decision {
+			for _, t := range s.Tasks {
+				if t.Cancellable && once.CompareAndSwap(false, true) {
+					return []policy.Decision{{Action: policy.Cancel, Task: t.ID, Reason: "test"}}
+				}
+			}
+			return nil
+		}}),
+		moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 }

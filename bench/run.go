@@ -77,20 +77,11 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	if !hasNone {
 		perCase++
 	}
-	total, done := perCase*len(o.Cases), 0
-	step := func(what string) {
-		if o.Progress != nil {
-			o.Progress(done, total, what)
-		}
-		done++
-	}
+	total := perCase * len(o.Cases)
+	step := o.stepper(total)
 	for _, c := range o.Cases {
 		step(c.Name + ": normal")
-		normal, nerr := runOne(ctx, c, none, false, o)
-		if nerr == nil {
-			normal.Controller = "normal"
-			res.Runs = append(res.Runs, *normal)
-		}
+		normal, nerr := runNormal(ctx, c, o, res)
 		var uncontrolled *Run
 		if !hasNone {
 			step(c.Name + ": none")
@@ -134,22 +125,36 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	return res, nil
 }
 
-// executeNoCulprit is Execute's NoCulprit mode.
-func executeNoCulprit(ctx context.Context, o Options, res *Results) (*Results, error) {
-	total, done := (1+len(o.Controllers))*len(o.Cases), 0
-	step := func(what string) {
+// stepper returns the function that reports each of total runs as it
+// starts.
+func (o Options) stepper(total int) func(what string) {
+	done := 0
+	return func(what string) {
 		if o.Progress != nil {
 			o.Progress(done, total, what)
 		}
 		done++
 	}
+}
+
+// runNormal runs case c without its culprit and without control, and keeps
+// the run in res under the name "normal".
+func runNormal(ctx context.Context, c Case, o Options, res *Results) (*Run, error) {
+	r, err := runOne(ctx, c, none, false, o)
+	if err == nil {
+		r.Controller = "normal"
+		res.Runs = append(res.Runs, *r)
+	}
+	return r, err
+}
+
+// executeNoCulprit is Execute's NoCulprit mode.
+func executeNoCulprit(ctx context.Context, o Options, res *Results) (*Results, error) {
+	total := (1 + len(o.Controllers)) * len(o.Cases)
+	step := o.stepper(total)
 	for _, c := range o.Cases {
 		step(c.Name + ": baseline")
-		base, berr := runOne(ctx, c, none, false, o)
-		if berr == nil {
-			base.Controller = "normal"
-			res.Runs = append(res.Runs, *base)
-		}
+		base, berr := runNormal(ctx, c, o, res)
 		for _, ctl := range o.Controllers {
 			if err := ctx.Err(); err != nil {
 				return res, err
