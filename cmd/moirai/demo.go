@@ -18,20 +18,23 @@ func newDemoCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run an embedded service with a monopolized table lock, without control and with moirai",
-		Long: `demo starts an HTTP service on 127.0.0.1 whose requests are moirai tasks.
-Light inserts arrive at --rate per second (Poisson, seeded by --seed) and
-each takes the table lock "table:orders" for about a millisecond. After a
-quarter of the run a culprit transaction holds the lock for up to 1.5 s at a
-time, and the inserts queue behind it.
+		Long: `demo starts an HTTP service on 127.0.0.1 whose requests are cancellable
+moirai tasks. Light inserts arrive at --rate per second (Poisson, seeded by
+--seed) and each takes the table lock "table:orders" for about a
+millisecond. After a quarter of the run a culprit transaction holds the lock
+for up to 1.5 s at a time, in batches, and the inserts queue behind it.
 
-The scenario runs twice with the same seed: first without control (moirai
-only traces), then with moirai's defaults, targeted cancellation on an
-objective of --slo (p99). Every --interval the demo prints what the runtime
-sees: who holds the lock, who waits for it and for how long. After the
-second run it prints moirai's decisions with their reasons (the lock's
-contention, the candidates and their gains, why the others were left out)
-and the two runs side by side. --only none|moirai runs one of the two.
-With -o json it prints one JSON object per line instead.`,
+The scenario runs twice, --duration each, with the same seed: first without
+control (moirai only traces), then with moirai's defaults, targeted
+cancellation on an objective of --slo (p99 of the inserts). Every --interval
+the demo prints what the runtime sees: who holds the lock, who waits for it
+and for how long, and moirai's last decision. Without control the culprit
+completes; with moirai it is cancelled through its context, its request
+fails with 503 and the cause (a client would retry it with moirai.Retry).
+After the second run the demo prints moirai's decisions with their reasons
+(the lock's contention, the candidates, their scores and gains, why the
+others were left out) and the two runs side by side. --only none|moirai runs
+one of the two. With -o json it prints one JSON object per line instead.`,
 		Example: "  moirai demo\n  moirai demo --duration 5s --rate 100 --slo 20ms\n  moirai demo --only moirai -o json --duration 3s",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,7 +56,7 @@ With -o json it prints one JSON object per line instead.`,
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the load runs (at least 2s)")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the load of each run lasts (at least 2s)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the arrival process")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "insert requests per second (open loop)")
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "time between live refreshes")

@@ -99,6 +99,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad rate", []string{"demo", "--rate", "0"}, "--rate"},
 		{"bad rate syntax", []string{"demo", "--rate", "fast"}, "invalid argument"},
 		{"bad interval", []string{"demo", "--interval", "1ms"}, "--interval"},
+		{"bad slo", []string{"demo", "--slo", "10us"}, "--slo"},
+		{"bad only", []string{"demo", "--only", "both"}, "--only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,9 +5,9 @@
 // # The scenario
 //
 // The service owns one instrumented lock, "table:orders", taken with
-// [moirai.Controller.Mutex]. Every request is a moirai task, begun by a small
-// handler wrapper with [moirai.Controller.Begin] and ended with
-// [moirai.Task.End]:
+// [moirai.Controller.Mutex]. Every request is a cancellable moirai task,
+// begun by a small handler wrapper with [moirai.Controller.Begin] and ended
+// with [moirai.Task.End]:
 //
 //   - light inserts (POST /orders) arrive open-loop, as a Poisson process
 //     drawn from a seeded generator, and take the table lock for about a
@@ -23,25 +23,39 @@
 // drained (or cancelled if they do not finish in time), the server is shut
 // down gracefully and the controller is closed.
 //
-// # What is printed
-//
-// Every refresh interval, [Run] takes [moirai.Controller.Snapshot] and prints
-// what the runtime sees: per resource its holders, waiters and the wait and
-// hold accrued since the previous refresh, and the tasks that have waited or
-// held longest, with what they hold or wait for and for how long. At the end
-// it prints a [Summary]: requests done, client-measured insert latency, how
-// many inserts waited behind the culprit.
-//
 // # Without control, then with moirai
 //
-// [Run] runs the scenario twice with the same seed: first without control
-// (the controller only traces: moirai.WithTraceOnly), then with moirai's
-// defaults, targeted cancellation on an objective of [Config.SLO]. In the
-// second run the controller sees the inserts queue behind the culprit,
-// confirms that the table lock is contended, and cancels the culprit
-// through its context; the demo prints each decision with its reasons
-// (contention, candidates, gains, why others were left out) and then the
-// two runs side by side. [Config.Only] runs one of the two.
+// [Run] runs the scenario twice with the same seed and configuration: first
+// without control (the controller only traces: moirai.WithTraceOnly), then
+// with moirai's defaults, targeted cancellation on an objective of
+// [Config.SLO] (p99 of the inserts). Without control the culprit runs to
+// its end and the inserts' tail grows with its batches. With moirai the
+// controller sees the inserts queue behind the culprit, finds the table
+// lock contended and the culprit the one task whose cancellation frees it,
+// and cancels it through its context: the culprit stops at its next safe
+// point, its transaction rolls back and its request fails with 503 and the
+// cause (moirai.ErrCancelled and the reason). The demo does not retry it; a
+// real client would, with moirai.Retry, once the table is free.
+// [Config.Only] runs one of the two.
+//
+// # What is printed
+//
+// Each run starts with a header naming it. Every refresh interval, [Run]
+// takes [moirai.Controller.Snapshot] and prints what the runtime sees: per
+// resource its holders, waiters and the wait and hold accrued since the
+// previous refresh, the tasks that have waited or held longest, with what
+// they hold or wait for and for how long, and the controller's last
+// decision. At the end of a run it prints the decisions the controller took
+// (from moirai.WithDecisionObserver), each with its one-line reason and its
+// details: contention per resource, candidates, their scores and gains,
+// and how many were excluded and why; then a [Summary]: requests done,
+// client-measured insert latency, how many inserts waited behind the
+// culprit, how the culprit ended. After both runs it prints them side by
+// side. With [JSON] the same goes out as one object per line.
+//
+// The numbers are measured, not scripted, and vary from run to run and
+// machine to machine; the story does not: without control the culprit
+// completes, with moirai it is cancelled and no insert is.
 package demo
 
 import (
@@ -50,6 +64,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -77,7 +92,7 @@ const (
 
 // Defaults of the command-line flags.
 const (
-	DefaultDuration = 10 * time.Second
+	DefaultDuration = 6 * time.Second // two runs: about 15 s in all
 	DefaultRate     = 50
 	DefaultInterval = 500 * time.Millisecond
 	DefaultSeed     = 1
@@ -95,8 +110,10 @@ type Format uint8
 const (
 	// Table prints human-readable blocks.
 	Table Format = iota
-	// JSON prints one JSON object per line: "start", then one "refresh"
-	// per interval, then a "summary".
+	// JSON prints one JSON object per line. Per run: "start", one
+	// "refresh" per interval, one "decision" per decision of the
+	// controller, then a "summary", each with a "run" field (RunNone or
+	// RunMoirai); after both runs, a "compare" with the two side by side.
 	JSON
 )
 
@@ -178,6 +195,7 @@ type Summary struct {
 
 	CulpritBatches int    // batches of the culprit's transaction planned
 	CulpritDone    int    // batches completed
+	CulpritBatch   int    // the last batch it began, from 1 (0: it never took the lock)
 	CulpritErr     string // why the culprit failed, "" if it succeeded
 
 	// What the runtime showed in the live refreshes.
@@ -194,14 +212,30 @@ type Summary struct {
 	Baseline *Summary
 }
 
-// Decision is one decision of the controller, as the demo shows it.
+// Decision is one decision of the controller, as the demo shows it: a
+// [policy.Record] with its time made relative to the run's start.
 type Decision struct {
 	At      time.Duration // since the run's start
 	Policy  string
+	Action  string // cancel, …
 	Outcome string // acted, skipped, dry-run
-	Class   string // the class of the task acted on
-	Reason  string
-	Details string // contention, candidates, gains, exclusions
+	Task    uint64 // the task acted on
+	Class   string // its class
+	Key     string // its key
+	Reason  string // the one-line explanation
+	Note    string // why it was skipped, or what acting returned
+	Details string // the details on one line, key=value, groups in brackets
+	// Attrs are the details as the policy gave them: contention per
+	// resource, candidates, gains, scores, exclusions.
+	Attrs []slog.Attr
+}
+
+func decisionOf(r policy.Record, start time.Time) Decision {
+	return Decision{
+		At: r.Time.Sub(start), Policy: r.Policy, Action: r.Action.String(), Outcome: r.Outcome.String(),
+		Task: r.Task, Class: r.TaskClass, Key: r.TaskKey, Reason: r.Reason, Note: r.Note,
+		Details: formatAttrs(r.Details), Attrs: r.Details,
+	}
 }
 
 // CulpritCancelled reports whether the controller cancelled the culprit.
@@ -214,11 +248,18 @@ func (s *Summary) CulpritCancelled() bool {
 	return false
 }
 
-// InsertsCancelled counts the inserts the controller cancelled.
-func (s *Summary) InsertsCancelled() int {
+// InsertsCancelled counts the inserts the controller cancelled: its
+// victims, had it chosen them.
+func (s *Summary) InsertsCancelled() int { return s.acted(classInsert) }
+
+// CulpritsCancelled counts the culprit's cancellations (0 or 1).
+func (s *Summary) CulpritsCancelled() int { return s.acted(classReport) }
+
+// acted counts the decisions acted on tasks of class.
+func (s *Summary) acted(class string) int {
 	n := 0
 	for _, d := range s.Decisions {
-		if d.Outcome == policy.Acted.String() && d.Class == classInsert {
+		if d.Outcome == policy.Acted.String() && d.Class == class {
 			n++
 		}
 	}
@@ -308,10 +349,7 @@ func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of
 		opts = append(opts, moirai.WithSLO(0.99, cfg.slo()), moirai.WithDecisionObserver(func(r policy.Record) {
 			decMu.Lock()
 			defer decMu.Unlock()
-			decisions = append(decisions, Decision{
-				At: r.Time.Sub(started), Policy: r.Policy, Outcome: r.Outcome.String(),
-				Class: r.TaskClass, Reason: r.Reason, Details: formatAttrs(r.Details),
-			})
+			decisions = append(decisions, decisionOf(r, started))
 		}))
 	}
 	ctl := moirai.New(opts...)
@@ -379,6 +417,14 @@ func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of
 		last = snap.At
 		view.Elapsed = time.Since(start)
 		view.Scenario = scenario(svc, ld, p)
+		decMu.Lock()
+		view.Decisions = len(decisions)
+		view.LastDecision = nil
+		if n := len(decisions); n > 0 {
+			d := decisions[n-1]
+			view.LastDecision = &d
+		}
+		decMu.Unlock()
 		pr.refresh(&view)
 		count++
 		if r := view.resource(TableLock); r != nil {
@@ -422,6 +468,7 @@ func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of
 	sum.BehindCulprit = svc.behind.Load()
 	sum.CulpritBatches = p.batches
 	sum.CulpritDone = int(svc.batchesDone.Load())
+	sum.CulpritBatch = int(svc.batch.Load())
 	sum.CulpritErr = ld.culpritErr()
 	sum.Refreshes = count
 	sum.PeakWaiters = peak

@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
 
+	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -72,9 +75,16 @@ func TestRunTable(t *testing.T) {
 		name string
 		re   string
 	}{
+		{"first run", `(?m)^=== run 1 of 2: without control`},
 		{"second run", `(?m)^=== run 2 of 2: with moirai`},
-		{"a decision with its reasons", `(?m)^at \S+\s+atropos\s+acted "SELECT orders FOR UPDATE"\n\s+why:\s+.*table:orders.*\n\s+details: contention\[`},
+		{"the last decision, live", `(?m)^moirai:\s+1 decision\(s\); last at \S+: acted cancel #\d+ "SELECT orders FOR UPDATE"$`},
+		{"a decision with its reasons", `(?m)^at \S+\s+atropos\s+acted: cancel task #\d+ "SELECT orders FOR UPDATE" \(key report-job\)\n\s+why\s+.*table:orders.*\n\s+contention\s+table:orders: level=\S+ waiters=\d+ contended=true$`},
+		{"the chosen candidate", `(?m)^\s+top\s+#1: task=\d+ class="SELECT orders FOR UPDATE" .*chosen=true gains\[table:orders=`},
+		{"the cancelled culprit", `(?m)^culprit\s+\d+ of \d+ batches of \S+ done: cancelled by moirai through its context .*see moirai\.Retry\)$`},
+		{"its 503", `(?m)^\s+its request failed: 503 Service Unavailable: moirai: task cancelled`},
 		{"side by side", `(?m)^=== side by side`},
+		{"the culprits side by side", `(?m)^culprit\s+completed \d+ of \d+ batches\s+cancelled by moirai (in batch|between batches)`},
+		{"cancellations side by side", `(?m)^cancelled: culprit / inserts\s+0 / 0\s+1 / 0$`},
 	}
 	for _, c := range checks {
 		if !regexp.MustCompile(c.re).MatchString(text) {
@@ -105,12 +115,16 @@ func TestRunTable(t *testing.T) {
 		t.Errorf("without control: peak waiters %d, culprit seen holding in %d refreshes; want both > 0",
 			base.PeakWaiters, base.CulpritSeenHolding)
 	}
-	if base.CulpritBatches < 1 || base.CulpritErr != "" || len(base.Decisions) != 0 {
-		t.Errorf("without control: culprit %d batches, error %q, %d decisions", base.CulpritBatches, base.CulpritErr, len(base.Decisions))
+	if base.CulpritBatches < 1 || base.CulpritDone != base.CulpritBatches || base.CulpritErr != "" || len(base.Decisions) != 0 {
+		t.Errorf("without control: culprit %d of %d batches, error %q, %d decisions; want it completed, no decision",
+			base.CulpritDone, base.CulpritBatches, base.CulpritErr, len(base.Decisions))
 	}
-	// With moirai the culprit is cancelled, and only it.
-	if !sum.CulpritCancelled() || sum.CulpritErr == "" {
-		t.Errorf("with moirai: culprit cancelled %v, error %q; want it cancelled", sum.CulpritCancelled(), sum.CulpritErr)
+	// With moirai the culprit is cancelled, and only it: its request fails
+	// with 503 and the cause.
+	if !sum.CulpritCancelled() || sum.CulpritsCancelled() != 1 || sum.CulpritDone >= sum.CulpritBatches ||
+		!strings.Contains(sum.CulpritErr, "503") || !strings.Contains(sum.CulpritErr, moirai.ErrCancelled.Error()) {
+		t.Errorf("with moirai: culprit cancelled %v (%d times), %d of %d batches done, error %q; want it cancelled once, with a 503 and the cause",
+			sum.CulpritCancelled(), sum.CulpritsCancelled(), sum.CulpritDone, sum.CulpritBatches, sum.CulpritErr)
 	}
 }
 
@@ -122,6 +136,7 @@ func TestRunJSON(t *testing.T) {
 	}
 	var (
 		types       []string
+		runs        []string
 		sawHolder   bool
 		sawWaiters  bool
 		sawCulprit  bool
@@ -131,13 +146,48 @@ func TestRunJSON(t *testing.T) {
 	for sc.Scan() {
 		var line struct {
 			Type      string         `json:"type"`
+			Run       string         `json:"run"`
 			Resources []jsonResource `json:"resources"`
 			Tasks     []jsonTask     `json:"tasks"`
+			Class     string         `json:"class"`
+			Outcome   string         `json:"outcome"`
+			Details   struct {
+				Contention map[string]struct {
+					Level     float64 `json:"level"`
+					Contended bool    `json:"contended"`
+				} `json:"contention"`
+			} `json:"details"`
+			None   *struct{ Culprit string } `json:"none"`
+			Moirai *struct {
+				Culprit          string `json:"culprit"`
+				CulpritCancelled bool   `json:"culprit_cancelled"`
+				InsertsCancelled int    `json:"inserts_cancelled"`
+			} `json:"moirai"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
 		types = append(types, line.Type)
+		switch line.Type {
+		case "start":
+			runs = append(runs, line.Run)
+		case "refresh", "summary", "decision":
+			if len(runs) == 0 || line.Run != runs[len(runs)-1] {
+				t.Errorf("%s line of run %q within run %v", line.Type, line.Run, runs)
+			}
+		}
+		if line.Type == "decision" {
+			if line.Run != RunMoirai || line.Class != classReport || line.Outcome != "acted" ||
+				!line.Details.Contention[TableLock].Contended {
+				t.Errorf("decision %s: want the culprit's cancellation in the run with moirai, with the contention of %s", sc.Text(), TableLock)
+			}
+		}
+		if line.Type == "compare" {
+			if line.None == nil || line.Moirai == nil || !line.Moirai.CulpritCancelled ||
+				line.Moirai.InsertsCancelled != 0 || !strings.HasPrefix(line.None.Culprit, "completed") {
+				t.Errorf("compare %s: want the culprit completed without control, cancelled with moirai", sc.Text())
+			}
+		}
 		for _, r := range line.Resources {
 			if r.Name == TableLock && r.Holders == 1 && len(r.HeldBy) == 1 {
 				sawHolder = true
@@ -167,11 +217,43 @@ func TestRunJSON(t *testing.T) {
 	if count["start"] != 2 || count["summary"] != 2 || count["decision"] < 1 || count["refresh"] < 2 {
 		t.Errorf("line types %v: want two runs, refreshes and a decision", count)
 	}
+	if !slices.Equal(runs, []string{RunNone, RunMoirai}) {
+		t.Errorf("runs %v, want none then moirai", runs)
+	}
 	if !sawHolder || !sawWaiters || !sawCulprit {
 		t.Errorf("refreshes: holder %v, waiters %v, culprit holding %v; want all", sawHolder, sawWaiters, sawCulprit)
 	}
 	if _, ok := summaryLine["close_error"]; ok {
 		t.Errorf("summary reports a close error: %v", summaryLine["close_error"])
+	}
+}
+
+// --only runs one of the two, and prints no comparison.
+func TestRunOnly(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	cfg := shortConfig(&out, Table)
+	cfg.Only = RunNone
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if sum.Run != RunNone || sum.Baseline != nil || len(sum.Decisions) != 0 {
+		t.Errorf("summary: run %q, baseline %v, %d decisions; want the run without control alone", sum.Run, sum.Baseline, len(sum.Decisions))
+	}
+	for _, re := range []string{`(?m)^=== run 1 of 1: without control`, `(?m)^moirai:\s+traces only`} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("output lacks %s", re)
+		}
+	}
+	for _, s := range []string{"=== side by side", "--- decisions", "with moirai"} {
+		if strings.Contains(text, s) {
+			t.Errorf("output of one run contains %q", s)
+		}
+	}
+	if t.Failed() {
+		t.Log("\n" + text)
 	}
 }
 
@@ -214,6 +296,12 @@ func TestValidate(t *testing.T) {
 		{"interval too small", func(c *Config) { c.Interval = time.Millisecond }, "--interval"},
 		{"interval above duration", func(c *Config) { c.Interval = time.Minute }, "--interval"},
 		{"unknown format", func(c *Config) { c.Format = 9 }, "format"},
+		{"objective", func(c *Config) { c.SLO = 20 * time.Millisecond }, ""},
+		{"objective too small", func(c *Config) { c.SLO = time.Microsecond }, "--slo"},
+		{"negative objective", func(c *Config) { c.SLO = -time.Second }, "--slo"},
+		{"only moirai", func(c *Config) { c.Only = RunMoirai }, ""},
+		{"only none", func(c *Config) { c.Only = RunNone }, ""},
+		{"only what", func(c *Config) { c.Only = "both" }, "--only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,5 +462,99 @@ func TestBuildView(t *testing.T) {
 	if diff := cmp.Diff(cumulative{wait: 900 * time.Millisecond, hold: 2 * time.Second}, prev[TableLock],
 		cmp.AllowUnexported(cumulative{})); diff != "" {
 		t.Errorf("prev not updated (-want +got):\n%s", diff)
+	}
+}
+
+// A decision's details are printed one per line, a group of groups one
+// member per line; in JSON they keep their order and nesting.
+func TestDecisionRendering(t *testing.T) {
+	attrs := []slog.Attr{
+		slog.Group("contention",
+			slog.Group(TableLock, slog.Float64("level", 0.5), slog.Int("waiters", 3), slog.Bool("contended", true)),
+			slog.Group("pool", slog.Float64("level", 0), slog.Int("waiters", 0), slog.Bool("contended", false))),
+		slog.Int("candidates", 2),
+		slog.Group("excluded", slog.Int("no_gain", 1)),
+		slog.Group("top",
+			slog.Group("#1", slog.String("class", classReport), slog.Float64("score", 0.5), slog.Bool("chosen", true),
+				slog.Group("gains", slog.Float64(TableLock, 1))),
+			slog.Group("#2", slog.String("class", classInsert), slog.Duration("age", 1500*time.Microsecond))),
+	}
+	d := Decision{
+		At: 1500 * time.Millisecond, Policy: "atropos", Action: "cancel", Outcome: "acted",
+		Task: 9, Class: classReport, Key: "report-job", Reason: "frees the lock", Attrs: attrs,
+	}
+	var b strings.Builder
+	writeDecision(&b, &d)
+	want := `at 1.5s  atropos  acted: cancel task #9 "SELECT orders FOR UPDATE" (key report-job)
+    why         frees the lock
+    contention  table:orders: level=0.5 waiters=3 contended=true
+                pool: level=0 waiters=0 contended=false
+    candidates  2
+    excluded    no_gain=1
+    top         #1: class="SELECT orders FOR UPDATE" score=0.5 chosen=true gains[table:orders=1]
+                #2: class="INSERT orders" age=1.5ms
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("writeDecision (-want +got):\n%s", diff)
+	}
+	if got, want := formatAttrs(attrs[2:3]), "excluded[no_gain=1]"; got != want {
+		t.Errorf("formatAttrs = %q, want %q", got, want)
+	}
+	js, err := json.Marshal(jsonAttrs(attrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON := `{"contention":{"table:orders":{"level":0.5,"waiters":3,"contended":true},"pool":{"level":0,"waiters":0,"contended":false}},` +
+		`"candidates":2,"excluded":{"no_gain":1},` +
+		`"top":{"#1":{"class":"SELECT orders FOR UPDATE","score":0.5,"chosen":true,"gains":{"table:orders":1}},"#2":{"class":"INSERT orders","age":1.5}}}`
+	if string(js) != wantJSON {
+		t.Errorf("jsonAttrs:\n got %s\nwant %s", js, wantJSON)
+	}
+}
+
+// The comparison reads the two summaries; it is tested on hand-made ones.
+func TestPrintCompare(t *testing.T) {
+	cfg := Config{Duration: 6 * time.Second, Rate: 50, Seed: 1, Interval: DefaultInterval}
+	none := &Summary{Run: RunNone, Sent: 300, OK: 300, P50: 40 * time.Millisecond, P99: 1500 * time.Millisecond,
+		Max: 1510 * time.Millisecond, BehindCulprit: 150, CulpritBatches: 2, CulpritDone: 2, CulpritBatch: 2}
+	with := &Summary{Run: RunMoirai, Sent: 300, OK: 299, Failed: 1, P50: time.Millisecond, P99: 20 * time.Millisecond,
+		Max: 40 * time.Millisecond, BehindCulprit: 2, CulpritBatches: 2, CulpritDone: 0, CulpritBatch: 1,
+		CulpritErr: "503 Service Unavailable: " + moirai.ErrCancelled.Error(),
+		Decisions:  []Decision{{Outcome: "acted", Action: "cancel", Class: classReport}}}
+	var out bytes.Buffer
+	if err := printCompare(&out, cfg, none, with); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, re := range []string{
+		`(?m)^inserts sent / ok / failed\s+300 / 300 / 0\s+300 / 299 / 1$`,
+		`(?m)^insert latency p99\s+1\.5s\s+20ms$`,
+		`(?m)^objective p99 ≤ 50ms\s+missed\s+met$`,
+		`(?m)^culprit\s+completed 2 of 2 batches\s+cancelled by moirai in batch 1 of 2$`,
+		`(?m)^cancelled: culprit / inserts\s+0 / 0\s+1 / 0$`,
+		`(?m)^decisions\s+none \(traces only\)\s+1, 1 acted$`,
+		`(?m)^  503 Service Unavailable: moirai: task cancelled`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("comparison lacks %s:\n%s", re, text)
+		}
+	}
+	with.CulpritDone = 1
+	if got, want := culpritWhere(with), "between batches 1 and 2 of 2"; got != want {
+		t.Errorf("culpritWhere = %q, want %q", got, want)
+	}
+	out.Reset()
+	cfg.Format = JSON
+	if err := printCompare(&out, cfg, none, with); err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Type   string         `json:"type"`
+		None   map[string]any `json:"none"`
+		Moirai map[string]any `json:"moirai"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil || c.Type != "compare" ||
+		c.None["culprit_cancelled"] != false || c.Moirai["culprit_cancelled"] != true || c.Moirai["objective_met"] != true {
+		t.Errorf("JSON comparison %s: %v", out.String(), err)
 	}
 }

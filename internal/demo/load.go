@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -155,7 +156,7 @@ func (l *load) post(ctx context.Context, target, key string) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s: %s", resp.Status, body)
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
 	}
 	return nil
 }

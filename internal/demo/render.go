@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/moirai-go/moirai/policy"
 )
 
 // clearScreen moves the cursor home and clears the screen (ANSI).
@@ -34,6 +37,14 @@ func runTitle(run string, slo time.Duration) string {
 		return "without control (moirai traces, nothing acts)"
 	}
 	return fmt.Sprintf("with moirai (targeted cancellation, objective p99 ≤ %v)", slo)
+}
+
+// runShort names a run in a few words.
+func runShort(run string) string {
+	if run == RunNone {
+		return "without control"
+	}
+	return "with moirai"
 }
 
 func newPrinter(out io.Writer, cfg Config, addr string, p plan) *printer {
@@ -83,14 +94,24 @@ func (p *printer) refresh(v *View) {
 		b.WriteString(clearScreen)
 	}
 	sc := &v.Scenario
-	fmt.Fprintf(&b, "--- moirai demo, %s  %s / %v  (http://%s, %s inserts/s, seed %d) ---\n",
-		p.run, dur(v.Elapsed), p.cfg.Duration, p.addr, fmtRate(p.cfg.Rate), p.cfg.Seed)
+	fmt.Fprintf(&b, "--- moirai demo, run %d of %d %s  %s / %v  (http://%s, %s inserts/s, seed %d) ---\n",
+		p.nth, p.of, runShort(p.run), dur(v.Elapsed), p.cfg.Duration, p.addr, fmtRate(p.cfg.Rate), p.cfg.Seed)
 	fmt.Fprintf(&b, "scenario: inserts %d sent, %d done, %d in flight; culprit %s",
 		sc.Sent, sc.Done, sc.InFlight, sc.CulpritState)
 	if sc.CulpritBatch > 0 {
 		fmt.Fprintf(&b, " (batch %d/%d)", sc.CulpritBatch, sc.CulpritBatches)
 	}
-	fmt.Fprintf(&b, "\nruntime:  %d live tasks\n\n", v.Live)
+	fmt.Fprintf(&b, "\nruntime:  %d live tasks\n", v.Live)
+	switch {
+	case p.run == RunNone:
+		b.WriteString("moirai:   traces only, takes no decision\n\n")
+	case v.LastDecision == nil:
+		fmt.Fprintf(&b, "moirai:   no decision yet (objective p99 ≤ %v)\n\n", p.cfg.slo())
+	default:
+		d := v.LastDecision
+		fmt.Fprintf(&b, "moirai:   %d decision(s); last at %s: %s %s #%d %q\n\n",
+			v.Decisions, dur(d.At), d.Outcome, d.Action, d.Task, d.Class)
+	}
 
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	last := dur(p.cfg.Interval)
@@ -133,6 +154,7 @@ func (p *printer) summary(s *Summary, closeErr error) {
 			CulpritBatches: s.CulpritBatches, CulpritDone: s.CulpritDone, CulpritErr: s.CulpritErr,
 			Refreshes: s.Refreshes, PeakWaiters: s.PeakWaiters, CulpritSeenHolding: s.CulpritSeenHolding,
 			RuntimeErrors: s.RuntimeErrors, Run: s.Run, Decisions: len(s.Decisions),
+			CulpritBatch: s.CulpritBatch, CulpritCancelled: s.CulpritCancelled(), InsertsCancelled: s.InsertsCancelled(),
 		}
 		if closeErr != nil {
 			js.CloseErr = closeErr.Error()
@@ -149,14 +171,10 @@ func (p *printer) summary(s *Summary, closeErr error) {
 		dur(s.P50), dur(s.P99), dur(s.Max))
 	fmt.Fprintf(tw, "behind the culprit\t%d of %d inserts waited for %s while the culprit held it\n",
 		s.BehindCulprit, s.OK+s.Failed, TableLock)
-	outcome := "ok"
-	switch {
-	case s.CulpritCancelled():
-		outcome = "cancelled by moirai through its context (its transaction rolled back; a client would retry it, see moirai.Retry)"
-	case s.CulpritErr != "":
-		outcome = s.CulpritErr
+	fmt.Fprintf(tw, "culprit\t%d of %d batches of %v done: %s\n", s.CulpritDone, s.CulpritBatches, p.plan.hold, culpritOutcome(s))
+	if s.CulpritCancelled() {
+		fmt.Fprintf(tw, "\tits request failed: %s\n", s.CulpritErr)
 	}
-	fmt.Fprintf(tw, "culprit\t%d of %d batches of %v done: %s\n", s.CulpritDone, s.CulpritBatches, p.plan.hold, outcome)
 	fmt.Fprintf(tw, "runtime view\t%d refreshes; culprit seen holding %s in %d; up to %d waiters at once\n",
 		s.Refreshes, TableLock, s.CulpritSeenHolding, s.PeakWaiters)
 	if closeErr != nil {
@@ -207,6 +225,7 @@ type jsonView struct {
 	Tasks      []jsonTask     `json:"tasks"`
 	More       int            `json:"more"`
 	Run        string         `json:"run"`
+	Decisions  int            `json:"decisions"` // taken so far
 }
 
 type jsonSummary struct {
@@ -230,12 +249,15 @@ type jsonSummary struct {
 	CloseErr           string  `json:"close_error,omitempty"`
 	Run                string  `json:"run"`
 	Decisions          int     `json:"decisions"`
+	CulpritBatch       int     `json:"culprit_batch"`
+	CulpritCancelled   bool    `json:"culprit_cancelled"`
+	InsertsCancelled   int     `json:"inserts_cancelled"`
 }
 
 func jsonRefresh(v *View) jsonView {
 	j := jsonView{
 		Type: "refresh", ElapsedMS: ms(v.Elapsed), IntervalMS: ms(v.Interval),
-		Scenario: v.Scenario, Live: v.Live, More: v.More,
+		Scenario: v.Scenario, Live: v.Live, More: v.More, Decisions: v.Decisions,
 		Resources: make([]jsonResource, 0, len(v.Resources)),
 		Tasks:     make([]jsonTask, 0, len(v.Tasks)),
 	}
@@ -341,20 +363,29 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// decisions prints the controller's decisions of a run.
+// maxDecisionsShown bounds the decisions a table prints; JSON prints all.
+const maxDecisionsShown = 20
+
+// decisions prints the controller's decisions of a run, each with its
+// reason and details.
 func (p *printer) decisions(s *Summary) {
 	if p.cfg.Format == JSON {
 		for _, d := range s.Decisions {
 			p.enc.Encode(struct {
-				Type    string  `json:"type"`
-				Run     string  `json:"run"`
-				AtMS    float64 `json:"at_ms"`
-				Policy  string  `json:"policy"`
-				Outcome string  `json:"outcome"`
-				Class   string  `json:"class"`
-				Reason  string  `json:"reason"`
-				Details string  `json:"details"`
-			}{"decision", s.Run, ms(d.At), d.Policy, d.Outcome, d.Class, d.Reason, d.Details})
+				Type    string    `json:"type"`
+				Run     string    `json:"run"`
+				AtMS    float64   `json:"at_ms"`
+				Policy  string    `json:"policy"`
+				Action  string    `json:"action"`
+				Outcome string    `json:"outcome"`
+				Task    uint64    `json:"task"`
+				Class   string    `json:"class"`
+				Key     string    `json:"key,omitempty"`
+				Reason  string    `json:"reason"`
+				Note    string    `json:"note,omitempty"`
+				Details jsonAttrs `json:"details"`
+			}{"decision", s.Run, ms(d.At), d.Policy, d.Action, d.Outcome, d.Task, d.Class, d.Key,
+				d.Reason, d.Note, jsonAttrs(d.Attrs)})
 		}
 		return
 	}
@@ -363,18 +394,65 @@ func (p *printer) decisions(s *Summary) {
 	}
 	var b strings.Builder
 	if len(s.Decisions) == 0 {
-		b.WriteString("--- decisions: none (the objective was never threatened) ---\n")
+		b.WriteString("--- decisions: none (moirai saw no objective at risk it could act on) ---\n")
 	} else {
 		fmt.Fprintf(&b, "--- decisions (%d) ---\n", len(s.Decisions))
 	}
-	for _, d := range s.Decisions {
-		fmt.Fprintf(&b, "at %s  %s  %s %q\n  why:     %s\n  details: %s\n", dur(d.At), d.Policy, d.Outcome, d.Class, d.Reason, d.Details)
+	for i, d := range s.Decisions {
+		if i == maxDecisionsShown {
+			fmt.Fprintf(&b, "... and %d more (-o json prints them all)\n", len(s.Decisions)-i)
+			break
+		}
+		writeDecision(&b, &d)
 	}
 	io.WriteString(p.w, b.String())
 }
 
-// formatAttrs renders a decision's details as key=value pairs, groups in
-// brackets.
+// writeDecision writes one decision: a head line, its reason, and its
+// details one per line; a group of groups (contention per resource, the
+// top candidates) gets a line per member.
+func writeDecision(b *strings.Builder, d *Decision) {
+	fmt.Fprintf(b, "at %s  %s  %s: %s task #%d %q", dur(d.At), d.Policy, d.Outcome, d.Action, d.Task, d.Class)
+	if d.Key != "" {
+		fmt.Fprintf(b, " (key %s)", d.Key)
+	}
+	b.WriteByte('\n')
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "    why\t%s\n", d.Reason)
+	if d.Note != "" {
+		fmt.Fprintf(tw, "    note\t%s\n", d.Note)
+	}
+	for _, a := range d.Attrs {
+		v := a.Value.Resolve()
+		if v.Kind() != slog.KindGroup {
+			fmt.Fprintf(tw, "    %s\t%s\n", a.Key, attrValue(v))
+			continue
+		}
+		members := v.Group()
+		if len(members) == 0 || !allGroups(members) {
+			fmt.Fprintf(tw, "    %s\t%s\n", a.Key, formatAttrs(members))
+			continue
+		}
+		label := a.Key
+		for _, m := range members {
+			fmt.Fprintf(tw, "    %s\t%s: %s\n", label, m.Key, formatAttrs(m.Value.Resolve().Group()))
+			label = ""
+		}
+	}
+	tw.Flush()
+}
+
+func allGroups(as []slog.Attr) bool {
+	for _, a := range as {
+		if a.Value.Resolve().Kind() != slog.KindGroup {
+			return false
+		}
+	}
+	return true
+}
+
+// formatAttrs renders attributes on one line as key=value pairs, groups
+// in brackets, strings with spaces quoted.
 func formatAttrs(as []slog.Attr) string {
 	var b strings.Builder
 	var walk func(as []slog.Attr)
@@ -384,20 +462,110 @@ func formatAttrs(as []slog.Attr) string {
 				b.WriteByte(' ')
 			}
 			v := a.Value.Resolve()
+			b.WriteString(a.Key)
 			if v.Kind() == slog.KindGroup {
-				b.WriteString(a.Key)
 				b.WriteByte('[')
 				walk(v.Group())
 				b.WriteByte(']')
 				continue
 			}
-			b.WriteString(a.Key)
 			b.WriteByte('=')
-			b.WriteString(v.String())
+			b.WriteString(attrValue(v))
 		}
 	}
 	walk(as)
 	return b.String()
+}
+
+// attrValue renders a non-group value, quoting strings that need it.
+func attrValue(v slog.Value) string {
+	s := v.String()
+	if v.Kind() == slog.KindString && (s == "" || strings.ContainsAny(s, " \t\n\"=[]")) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// jsonAttrs encodes attributes as a JSON object in their order; groups
+// become objects, durations milliseconds.
+type jsonAttrs []slog.Attr
+
+func (as jsonAttrs) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, a := range as {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(a.Key)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v := a.Value.Resolve()
+		var val []byte
+		switch v.Kind() {
+		case slog.KindGroup:
+			val, err = jsonAttrs(v.Group()).MarshalJSON()
+		case slog.KindDuration:
+			val, err = json.Marshal(ms(v.Duration()))
+		case slog.KindFloat64:
+			f := v.Float64()
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				val, err = json.Marshal(v.String())
+			} else {
+				val, err = json.Marshal(f)
+			}
+		case slog.KindAny:
+			val, err = json.Marshal(v.Any())
+			if err != nil {
+				val, err = json.Marshal(v.String())
+			}
+		default:
+			val, err = json.Marshal(v.Any())
+		}
+		if err != nil {
+			return nil, err
+		}
+		b.Write(val)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// culpritOutcome says how the culprit's request ended, for the summary.
+func culpritOutcome(s *Summary) string {
+	switch {
+	case s.CulpritCancelled():
+		return "cancelled by moirai through its context " + culpritWhere(s) +
+			" (its transaction rolled back; a client would retry it, see moirai.Retry)"
+	case s.CulpritErr != "":
+		return "failed: " + s.CulpritErr
+	}
+	return "completed"
+}
+
+// culpritWhere says where in its batches the culprit was stopped.
+func culpritWhere(s *Summary) string {
+	switch {
+	case s.CulpritBatch == 0:
+		return "before it took " + TableLock
+	case s.CulpritBatch == s.CulpritDone:
+		return fmt.Sprintf("between batches %d and %d of %d", s.CulpritBatch, s.CulpritBatch+1, s.CulpritBatches)
+	}
+	return fmt.Sprintf("in batch %d of %d", s.CulpritBatch, s.CulpritBatches)
+}
+
+// culpritShort is culpritOutcome for a table cell.
+func culpritShort(s *Summary) string {
+	switch {
+	case s.CulpritCancelled():
+		return "cancelled by moirai " + culpritWhere(s)
+	case s.CulpritErr != "":
+		return "failed"
+	}
+	return fmt.Sprintf("completed %d of %d batches", s.CulpritDone, s.CulpritBatches)
 }
 
 // printCompare prints the two runs side by side.
@@ -406,43 +574,64 @@ func printCompare(out io.Writer, cfg Config, none, with *Summary) error {
 	if none == nil || with == nil {
 		return nil
 	}
-	culprit := func(s *Summary) string {
-		switch {
-		case s.CulpritCancelled():
-			return fmt.Sprintf("cancelled by moirai after %d of %d batches", s.CulpritDone, s.CulpritBatches)
-		case s.CulpritErr != "":
-			return "failed: " + s.CulpritErr
-		}
-		return fmt.Sprintf("completed %d of %d batches", s.CulpritDone, s.CulpritBatches)
-	}
+	slo := cfg.slo()
 	if cfg.Format == JSON {
 		side := func(s *Summary) map[string]any {
 			return map[string]any{
-				"sent": s.Sent, "ok": s.OK, "failed": s.Failed,
+				"sent": s.Sent, "ok": s.OK, "failed": s.Failed, "shed": s.Shed,
 				"p50_ms": ms(s.P50), "p99_ms": ms(s.P99), "max_ms": ms(s.Max),
-				"behind_culprit": s.BehindCulprit, "culprit": culprit(s),
+				"objective_met":  s.P99 <= slo,
+				"behind_culprit": s.BehindCulprit, "peak_waiters": s.PeakWaiters,
+				"culprit": culpritShort(s), "culprit_error": s.CulpritErr,
+				"culprit_batches": s.CulpritBatches, "culprit_done": s.CulpritDone, "culprit_batch": s.CulpritBatch,
 				"culprit_cancelled": s.CulpritCancelled(), "inserts_cancelled": s.InsertsCancelled(),
 				"decisions": len(s.Decisions),
 			}
 		}
-		json.NewEncoder(w).Encode(map[string]any{"type": "compare", RunNone: side(none), RunMoirai: side(with)})
+		json.NewEncoder(w).Encode(map[string]any{
+			"type": "compare", "duration_ms": ms(cfg.Duration), "seed": cfg.Seed, "rate": cfg.Rate,
+			"objective_p99_ms": ms(slo), RunNone: side(none), RunMoirai: side(with),
+		})
 		return w.err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n=== side by side: the same %v of load, the same seed\n", cfg.Duration)
+	fmt.Fprintf(&b, "\n=== side by side: the same %v of inserts at %s/s, the same seed (%d)\n",
+		cfg.Duration, fmtRate(cfg.Rate), cfg.Seed)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\twithout control\twith moirai\n")
-	fmt.Fprintf(tw, "inserts ok / sent\t%d / %d\t%d / %d\n", none.OK, none.Sent, with.OK, with.Sent)
-	fmt.Fprintf(tw, "insert p50\t%s\t%s\n", dur(none.P50), dur(with.P50))
-	fmt.Fprintf(tw, "insert p99\t%s\t%s\n", dur(none.P99), dur(with.P99))
-	fmt.Fprintf(tw, "insert max\t%s\t%s\n", dur(none.Max), dur(with.Max))
+	fmt.Fprintf(tw, "inserts sent / ok / failed\t%d / %d / %d\t%d / %d / %d\n",
+		none.Sent, none.OK, none.Failed, with.Sent, with.OK, with.Failed)
+	fmt.Fprintf(tw, "insert latency p50\t%s\t%s\n", dur(none.P50), dur(with.P50))
+	fmt.Fprintf(tw, "insert latency p99\t%s\t%s\n", dur(none.P99), dur(with.P99))
+	fmt.Fprintf(tw, "insert latency max\t%s\t%s\n", dur(none.Max), dur(with.Max))
+	fmt.Fprintf(tw, "objective p99 ≤ %v\t%s\t%s\n", slo, met(none.P99, slo), met(with.P99, slo))
 	fmt.Fprintf(tw, "inserts behind the culprit\t%d\t%d\n", none.BehindCulprit, with.BehindCulprit)
-	fmt.Fprintf(tw, "inserts cancelled\t%d\t%d\n", none.InsertsCancelled(), with.InsertsCancelled())
-	fmt.Fprintf(tw, "culprit\t%s\t%s\n", culprit(none), culprit(with))
-	fmt.Fprintf(tw, "objective p99 ≤ %v\t%s\t%s\n", cfg.slo(), met(none.P99, cfg.slo()), met(with.P99, cfg.slo()))
+	fmt.Fprintf(tw, "most waiters seen on %s\t%d\t%d\n", TableLock, none.PeakWaiters, with.PeakWaiters)
+	fmt.Fprintf(tw, "culprit\t%s\t%s\n", culpritShort(none), culpritShort(with))
+	fmt.Fprintf(tw, "cancelled: culprit / inserts\t%d / %d\t%d / %d\n",
+		none.CulpritsCancelled(), none.InsertsCancelled(), with.CulpritsCancelled(), with.InsertsCancelled())
+	fmt.Fprintf(tw, "decisions\t%s\t%s\n", decisionCount(none), decisionCount(with))
 	tw.Flush()
+	if with.CulpritCancelled() {
+		fmt.Fprintf(&b, "\nWith moirai the culprit was cancelled through its context: its request failed with\n  %s\n"+
+			"and its transaction rolled back; a client would retry it once the table is free (see moirai.Retry).\n",
+			with.CulpritErr)
+	}
 	io.WriteString(w, b.String())
 	return w.err
+}
+
+func decisionCount(s *Summary) string {
+	if s.Run == RunNone {
+		return "none (traces only)"
+	}
+	acted := 0
+	for _, d := range s.Decisions {
+		if d.Outcome == policy.Acted.String() {
+			acted++
+		}
+	}
+	return fmt.Sprintf("%d, %d acted", len(s.Decisions), acted)
 }
 
 func met(p99, slo time.Duration) string {

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -22,6 +23,8 @@ const (
 	culpritPending = iota
 	culpritRunning
 	culpritFinished
+	culpritCancelled // by the controller
+	culpritFailed    // any other error
 )
 
 // maxKey bounds the task key taken from a request header.
@@ -37,7 +40,7 @@ type service struct {
 	// culprit held the lock.
 	culpritSeq  atomic.Uint64
 	behind      atomic.Int64 // inserts that waited behind the culprit
-	state       atomic.Int32 // culpritPending, culpritRunning, culpritFinished
+	state       atomic.Int32 // culpritPending, culpritRunning, …
 	batch       atomic.Int64 // the culprit's current batch, from 1
 	batchesDone atomic.Int64
 }
@@ -100,7 +103,7 @@ func (s *service) insert(ctx context.Context, w http.ResponseWriter, _ *http.Req
 // report is the culprit: a transaction that scans the table under its lock,
 // in batches of hold each, reporting its progress (one row per
 // millisecond), and stops at a safe point if its context is done.
-func (s *service) report(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+func (s *service) report(ctx context.Context, w http.ResponseWriter, r *http.Request) (err error) {
 	hold, batches, err := parseReport(r)
 	if err != nil {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -108,7 +111,16 @@ func (s *service) report(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return nil // the request was served: the client's mistake
 	}
 	s.state.Store(culpritRunning)
-	defer s.state.Store(culpritFinished)
+	defer func() {
+		switch {
+		case err == nil:
+			s.state.Store(culpritFinished)
+		case errors.Is(err, moirai.ErrCancelled):
+			s.state.Store(culpritCancelled)
+		default:
+			s.state.Store(culpritFailed)
+		}
+	}()
 
 	t := moirai.From(ctx)
 	rows := hold.Milliseconds()
@@ -196,6 +208,10 @@ func (s *service) culpritState() string {
 		return "between batches"
 	case culpritFinished:
 		return "finished"
+	case culpritCancelled:
+		return "cancelled by moirai"
+	case culpritFailed:
+		return "failed"
 	default:
 		return "not started"
 	}

@@ -24,6 +24,9 @@ type View struct {
 	// maxTasks; More counts those left out.
 	Tasks []TaskView
 	More  int
+	// Decisions the controller has taken so far, and the last of them.
+	Decisions    int
+	LastDecision *Decision
 }
 
 // Scenario is where the demo's scenario is, from the load generator's and
