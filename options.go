@@ -28,6 +28,7 @@ type config struct {
 	onError          func(error)
 	decisionObserver func(policy.Record)
 	traceOnly        bool
+	penalties        bool
 	durations        *estimate.Durations
 	regularOverload  func(bool)
 }
@@ -39,6 +40,7 @@ func defaults() config {
 		sloTarget:    100 * time.Millisecond,
 		logger:       slog.New(slog.DiscardHandler),
 		resolution:   time.Millisecond,
+		penalties:    true,
 		coarseTick:   100 * time.Millisecond,
 		fineTick:     10 * time.Millisecond,
 		logSize:      256,
@@ -152,6 +154,14 @@ func WithErrorHandler(fn func(error)) Option {
 // from the controller's goroutine. It must not block.
 func WithDecisionObserver(fn func(policy.Record)) Option {
 	return func(c *config) { c.decisionObserver = fn }
+}
+
+// WithPenalties turns pBox's penalties (package penalty) on or off in the
+// default configuration (on by default). It has no effect when mechanisms
+// are configured with [WithPolicy] or [WithDetector]: add a
+// penalty.Policy there.
+func WithPenalties(on bool) Option {
+	return func(c *config) { c.penalties = on }
 }
 
 // WithTraceOnly makes the controller trace tasks and resources and keep
