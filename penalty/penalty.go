@@ -27,6 +27,9 @@ const (
 	// for its waits to count as interference below the goal (the history
 	// check).
 	historyShare = 0.9
+	// minDeferral is the shortest wait on a resource that counts as
+	// deferral by its holder: shorter ones are at the clock's resolution.
+	minDeferral = 2 * time.Millisecond
 	// converged is the relative change below which a penalty length
 	// counts as fixed.
 	converged = 0.05
@@ -192,7 +195,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	var out []policy.Decision
 	decided := map[int]bool{}
 	for _, u := range s.Usage {
-		if u.Waiting <= 0 {
+		if u.Waiting <= 0 || u.Wait < minDeferral {
 			continue
 		}
 		v := int(u.Task)
