@@ -31,8 +31,13 @@
 // t_f exceeds its goal (or, the history check, whose average t_f over the
 // snapshots seen is within 10 % of the goal and whose current one is too)
 // and who has waited at least 2 ms makes each holder that has held the
-// resource at least as long as the waiter has waited ("held it first")
-// noisy. The policy is [policy.Continuous]: it runs on every step of the
+// resource longer than the waiter has waited ("held it first") noisy,
+// unless the holder is beyond its own goal (a victim too: penalizing it
+// would cascade). A holder that itself waits for another resource is a
+// link of a chain, not noisy: detection follows its wait, up to four
+// links, to the holders there (a request holding a worker slot while it
+// waits for the table lock is not the one to penalize; the scan holding
+// the lock is). The policy is [policy.Continuous]: it runs on every step of the
 // loop, detector or not, and asks for the fine tick while it sees a
 // victim or a pending penalty.
 //

@@ -181,15 +181,16 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 		}
 	}
 
-	// Who waits for whom: per resource, its holders and its victims.
-	type hold struct {
-		task int
-		hold time.Duration
-	}
+	// Who waits for whom: per resource, its holders; per task, what it
+	// waits for.
 	holders := make(map[int32][]hold)
+	waits := make(map[int][]snapshot.Usage)
 	for _, u := range s.Usage {
 		if u.Held > 0 {
-			holders[u.Res] = append(holders[u.Res], hold{int(u.Task), u.Hold})
+			holders[u.Res] = append(holders[u.Res], hold{int(u.Task), u.Res, u.Hold})
+		}
+		if u.Waiting > 0 {
+			waits[int(u.Task)] = append(waits[int(u.Task)], u)
 		}
 	}
 	var out []policy.Decision
@@ -204,26 +205,26 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			continue
 		}
 		p.watch = true
-		for _, h := range holders[u.Res] {
-			nt := &s.Tasks[h.task]
-			// The holder held the resource first: it has held it at
-			// least as long as the victim has waited for it.
-			if h.task == v || nt.ID == 0 || nt.Cancelled || h.hold < u.Wait || decided[h.task] || nt.Penalty > 0 {
+		for _, n := range noisy(s, holders, waits, v, u, map[int]bool{v: true}, 0) {
+			nt := &s.Tasks[n.task]
+			// A holder beyond its own goal is a victim too: penalizing
+			// it would cascade.
+			if decided[n.task] || nt.Cancelled || nt.Penalty > 0 || tfs[n.task] > goalOf(nt) {
 				continue
 			}
-			decided[h.task] = true
+			decided[n.task] = true
 			d := p.next(nt, vt, tds[v], tfs[v])
 			out = append(out, policy.Decision{
 				Action: policy.Penalize,
 				Task:   nt.ID,
 				Delay:  d,
-				Reason: fmt.Sprintf("defers task %d on %s: t_f %.2f > goal %.2f", vt.ID, s.Resources[u.Res].Name, tfs[v], vt.Goal),
+				Reason: fmt.Sprintf("defers task %d on %s: t_f %.2f > goal %.2f", vt.ID, s.Resources[n.res].Name, tfs[v], vt.Goal),
 				Details: []slog.Attr{
 					slog.Uint64("victim", vt.ID),
 					slog.Duration("victim_deferred", tds[v]),
 					slog.Duration("victim_exec", vt.Exec),
 					slog.Duration("noisy_exec", nt.Exec),
-					slog.Duration("noisy_hold", h.hold),
+					slog.Duration("noisy_hold", n.hold),
 				},
 			})
 		}
@@ -231,14 +232,58 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	return out
 }
 
+// hold is a task holding a resource, and for how long it has held it.
+type hold struct {
+	task int
+	res  int32
+	hold time.Duration
+}
+
+// maxChain is how many waits noisy follows from a victim to the task at
+// the root of a chain.
+const maxChain = 4
+
+// noisy returns the tasks that defer task w in its wait u: the holders of
+// u's resource that held it first (have held it at least as long as w has
+// waited). A holder that is itself waiting for another resource is a
+// victim in a chain, not noisy: noisy follows its wait to the holders
+// there instead (a request that holds a worker slot while it waits for
+// the table lock defers the requests queued for slots, but the scan that
+// holds the lock is the one to penalize).
+func noisy(s *snapshot.Snapshot, holders map[int32][]hold, waits map[int][]snapshot.Usage, w int, u snapshot.Usage, seen map[int]bool, depth int) []hold {
+	var out []hold
+	for _, h := range holders[u.Res] {
+		if seen[h.task] || s.Tasks[h.task].ID == 0 || h.hold <= u.Wait {
+			continue
+		}
+		seen[h.task] = true
+		hw := waits[h.task]
+		if len(hw) == 0 {
+			out = append(out, hold{h.task, u.Res, h.hold})
+			continue
+		}
+		if depth < maxChain {
+			for _, x := range hw {
+				out = append(out, noisy(s, holders, waits, h.task, x, seen, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+// goalOf returns a task's isolation goal, the default if it has none.
+func goalOf(t *snapshot.Task) float64 {
+	if t.Goal <= 0 || math.IsNaN(t.Goal) {
+		return 0.5
+	}
+	return t.Goal
+}
+
 // victim reports whether a waiting task is interfered with beyond its
 // goal: its t_f exceeds the goal, or (the history check) its average t_f
 // has come close to the goal and the current one too.
 func (p *Policy) victim(t *snapshot.Task, tf float64) bool {
-	goal := t.Goal
-	if goal <= 0 || math.IsNaN(goal) {
-		goal = 0.5
-	}
+	goal := goalOf(t)
 	if tf > goal {
 		return true
 	}
@@ -263,10 +308,7 @@ func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64) time.
 		d := time.Duration(math.Sqrt(float64(td)*te) - te)
 		l.p, l.policy = max(d, p.min), "first"
 	} else {
-		goal := vt.Goal
-		if goal <= 0 {
-			goal = 0.5
-		}
+		goal := goalOf(vt)
 		// The deferring time beyond what the goal allows.
 		excess := td - time.Duration(goal*float64(vt.Exec-td))
 		if excess > Delta*l.p {

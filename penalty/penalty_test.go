@@ -146,3 +146,28 @@ func TestWatching(t *testing.T) {
 	}
 	var _ policy.Continuous = p
 }
+
+// TestChain: task 2 holds a worker slot while it waits for the lock that
+// task 1 holds; task 3 waits for a slot. The lock's holder is the noisy
+// one, not the request in the middle of the chain.
+func TestChain(t *testing.T) {
+	s := &snapshot.Snapshot{Resources: []snapshot.Resource{
+		{ID: 1, Name: "table", Kind: resource.KindLock},
+		{ID: 2, Name: "slots", Kind: resource.KindQueue, Capacity: 1},
+	}}
+	s.Tasks = []snapshot.Task{
+		{ID: 1, Class: "scan", Goal: 0.5, Exec: 500 * ms, First: 0, N: 1},
+		{ID: 2, Class: "light", Goal: 0.5, Exec: 100 * ms, First: 1, N: 2},
+		{ID: 3, Class: "light", Goal: 0.5, Exec: 50 * ms, First: 3, N: 1},
+	}
+	s.Usage = []snapshot.Usage{
+		{Usage: task.Usage{Resource: 1, Held: 1, Hold: 500 * ms}, Task: 0, Res: 0},
+		{Usage: task.Usage{Resource: 2, Held: 1, Hold: 100 * ms}, Task: 1, Res: 1},
+		{Usage: task.Usage{Resource: 1, Waiting: 1, Wait: 99 * ms}, Task: 1, Res: 0},
+		{Usage: task.Usage{Resource: 2, Waiting: 1, Wait: 50 * ms}, Task: 2, Res: 1},
+	}
+	ds := penalty.New().Decide(s)
+	if len(ds) != 1 || ds[0].Task != 1 {
+		t.Fatalf("decisions %+v; want the scan (task 1) penalized once", ds)
+	}
+}
