@@ -33,7 +33,9 @@
 // loop: snapshot → detect → decide → act → record. It steps every coarse
 // tick (20 ms) while healthy and every fine tick (5 ms), with a precise
 // clock, while a detector fires. With no detector configured, policies run
-// on every tick.
+// on every tick; continuous policies (policy.Continuous: penalties) run on
+// every tick in any case, and ask for the fine tick while they track
+// interference.
 //
 // # Targeted cancellation by default
 //
@@ -47,6 +49,16 @@
 // task class, which gives the progress of tasks that report none, is
 // learned from the loop's snapshots. [WithTraceOnly] turns every mechanism
 // off; [WithPolicy] and [WithDetector] replace the defaults.
+//
+// # Penalties
+//
+// [WithPenalties](true) adds pBox's penalties (package penalty) to the
+// defaults: a task that defers others beyond their isolation goal on a
+// shared resource is delayed, adaptively, at its next acquisition while it
+// holds nothing. Precedence: penalties act on every tick, cancellation only
+// under resource overload; a penalized task remains a cancellation
+// candidate; a cancellation drops the pending penalty, and a cancelled task
+// is never penalized. They are off by default until measured to help.
 //
 // A cancelled request need not be lost: [Retry] (and the httpmw
 // middleware's re-execution) runs it again, once and not cancellable, when

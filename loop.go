@@ -62,12 +62,26 @@ func (c *Controller) step() time.Duration {
 		c.clock.SetPrecise(firing)
 	}
 	var recs []policy.Record
-	if firing || len(c.cfg.detectors) == 0 {
-		for _, d := range c.decideLocked() {
-			recs = append(recs, c.actLocked(d, false))
+	cancels, watching := 0, false
+	for _, p := range c.cfg.policies {
+		// Continuous policies (penalties) decide on every step; the others
+		// only while a detector fires, or always when there is none.
+		cont, isCont := p.(policy.Continuous)
+		if !firing && len(c.cfg.detectors) > 0 && !isCont {
+			continue
+		}
+		for _, d := range c.safeDecide(p) {
+			rec := c.actLocked(d, false)
+			if rec.Action == policy.Cancel {
+				cancels++
+			}
+			recs = append(recs, rec)
+		}
+		if isCont && c.safeWatching(p.Name(), cont) {
+			watching = true
 		}
 	}
-	regular := firing && len(recs) == 0 && !c.confirmedLocked()
+	regular := firing && cancels == 0 && !c.confirmedLocked()
 	changed := regular != c.regular
 	c.regular = regular
 	close(c.stepped)
@@ -77,10 +91,22 @@ func (c *Controller) step() time.Duration {
 	if changed && c.cfg.regularOverload != nil {
 		c.callUser("regular-overload handler", func() { c.cfg.regularOverload(regular) })
 	}
-	if firing {
+	if firing || watching {
 		return c.cfg.fineTick
 	}
 	return c.cfg.coarseTick
+}
+
+// safeWatching asks a continuous policy whether it wants the fine tick,
+// recovering a panic.
+func (c *Controller) safeWatching(name string, cp policy.Continuous) (w bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: %s panicked: %v", name, v))
+			w = false
+		}
+	}()
+	return cp.Watching()
 }
 
 // callUser runs user code outside the runtime's locks, recovering and
@@ -236,6 +262,8 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 		rec.TaskKey, rec.TaskClass = sp.Key, sp.Class
 	}
 	switch {
+	case d.Action == policy.Penalize:
+		c.penalizeLocked(t, d, &rec)
 	case d.Action != policy.Cancel:
 		rec.Outcome, rec.Note = policy.Skipped, "unknown action "+d.Action.String()
 	case t == nil:
@@ -263,6 +291,30 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 }
 
 // publish logs records and hands them to the observer, outside c.mu.
+// penalizeLocked carries out a Penalize decision. The precedence with
+// cancellation: a cancelled task is never penalized (its pending penalty
+// was dropped when it was cancelled), and a penalized task stays a
+// candidate for cancellation.
+func (c *Controller) penalizeLocked(t *task.Task, d policy.Decision, rec *policy.Record) {
+	switch {
+	case t == nil:
+		rec.Outcome, rec.Note = policy.Skipped, "task is not live"
+	case t.Cancelled():
+		rec.Outcome, rec.Note = policy.Skipped, "task was cancelled: its penalties are dropped"
+	case d.Delay <= 0:
+		rec.Outcome, rec.Note = policy.Skipped, "no delay"
+	case c.cfg.dryRun:
+		rec.Outcome, rec.Note = policy.DryRun, "dry run: not penalized"
+	default:
+		t.Penalize(d.Delay)
+		rec.Outcome = policy.Acted
+		if d.Delay > task.MaxPenalty {
+			rec.Note = "cut to " + task.MaxPenalty.String()
+		}
+		c.penalties++
+	}
+}
+
 func (c *Controller) publish(recs []policy.Record) {
 	for i := range recs {
 		r := &recs[i]

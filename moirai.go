@@ -12,6 +12,7 @@ import (
 	"github.com/moirai-go/moirai/detect"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/penalty"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
@@ -97,6 +98,7 @@ type Controller struct {
 	ring       []policy.Record
 	ringLen    int
 	steps      uint64
+	penalties  uint64 // penalties acted on
 
 	regular   bool          // regular (not resource) overload
 	busyAt    []int64       // per resource ID−1: last clock time it was used
@@ -115,8 +117,10 @@ type Controller struct {
 // turned off with [WithTraceOnly], it runs targeted cancellation (Atropos):
 // the [detect.SLO] detector on the objective of [WithSLO] and the
 // [detect.Collapse] detector (throughput below half the recent best), and
-// the multi-objective [cancel.Atropos] policy. It acts only on tasks begun
-// with Spec.Cancellable set.
+// the multi-objective [cancel.Atropos] policy, which acts only on tasks
+// begun with Spec.Cancellable set. [WithPenalties](true) adds pBox's
+// penalties ([penalty.Policy]), which delay the tasks that defer others
+// beyond their isolation goal.
 func New(opts ...Option) *Controller {
 	cfg := defaults()
 	for _, o := range opts {
@@ -138,6 +142,9 @@ func New(opts ...Option) *Controller {
 		}
 		cfg.policies = []policy.Policy{cancel.NewAtropos(cancel.MultiObjective,
 			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2))}
+		if cfg.penalties {
+			cfg.policies = append(cfg.policies, penalty.New())
+		}
 	}
 	c := &Controller{
 		cfg:       cfg,

@@ -28,6 +28,7 @@ type config struct {
 	onError          func(error)
 	decisionObserver func(policy.Record)
 	traceOnly        bool
+	penalties        bool
 	durations        *estimate.Durations
 	regularOverload  func(bool)
 }
@@ -155,6 +156,17 @@ func WithErrorHandler(fn func(error)) Option {
 // from the controller's goroutine. It must not block.
 func WithDecisionObserver(fn func(policy.Record)) Option {
 	return func(c *config) { c.decisionObserver = fn }
+}
+
+// WithPenalties turns pBox's penalties (package penalty) on or off in the
+// default configuration. They are off by default until they are shown to
+// help: a penalty is served at the noisy task's next acquisition, and the
+// culprits of the evaluation cases take their resource once and hold it,
+// so none was ever served there (see docs/DESIGN-NOTES.md). It has no
+// effect when mechanisms are configured with [WithPolicy] or
+// [WithDetector]: add a penalty.Policy there.
+func WithPenalties(on bool) Option {
+	return func(c *config) { c.penalties = on }
 }
 
 // WithTraceOnly makes the controller trace tasks and resources and keep

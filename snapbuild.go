@@ -146,6 +146,7 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 			Cancelled: t.Cancelled(), Active: t.Active(), Activities: t.Activities(),
 			Age: time.Duration(now - t.Started()), Exec: t.ExecTime(now),
 			Done: done, Total: total,
+			Penalty: t.Penalty(), PenaltyServed: t.PenaltyServed(), Penalties: t.Penalties(),
 			First: first, N: cnt,
 		}
 		if t.Ended() {

@@ -38,6 +38,25 @@ type Row struct {
 	VictimMeanUncontrolledMs float64 `json:"victim_mean_uncontrolled_ms"`
 	VictimMeanMs             float64 `json:"victim_mean_ms"`
 
+	// InterferenceReduction is pBox's r = (T_i − T_s) / (T_i − T_o) of
+	// the victims' mean latency (1: the interference is removed; 0: no
+	// better than no control), absent when the culprit made the victims
+	// no slower.
+	InterferenceReduction *float64 `json:"interference_reduction,omitempty"`
+	// NoisySlowdown is the culprits' mean latency in this run over their
+	// mean latency in the uncontrolled run (pBox: noisy tasks 34 % slower).
+	NoisySlowdown  float64 `json:"noisy_slowdown,omitempty"`
+	NoisyMeanMs    float64 `json:"noisy_mean_ms,omitempty"`
+	NoisyMeanUncMs float64 `json:"noisy_mean_uncontrolled_ms,omitempty"`
+	// Penalties counts the acted penalties (pBox), VictimsPenalized those
+	// that hit a light request. PenaltySteps is the number of penalties of
+	// culprits before their length stopped changing by more than 5 %, and
+	// PenaltyFinalMs the last length.
+	Penalties        int     `json:"penalties,omitempty"`
+	VictimsPenalized int     `json:"victims_penalized,omitempty"`
+	PenaltySteps     int     `json:"penalty_steps,omitempty"`
+	PenaltyFinalMs   float64 `json:"penalty_final_ms,omitempty"`
+
 	// NoCulprit marks the rows of a run without culprits (see
 	// Options.NoCulprit): the controller's cost when nothing goes wrong.
 	NoCulprit bool `json:"no_culprit,omitempty"`
@@ -122,8 +141,10 @@ type Point struct {
 // Event is a mark on a run's time axis.
 type Event struct {
 	T    time.Duration `json:"t_ns"`
-	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "reject"
-	Note string        `json:"note,omitempty"`
+	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "penalize-culprit", "penalize-victim", "reject"
+	// Delay is the length of a penalty.
+	Delay time.Duration `json:"delay_ns,omitempty"`
+	Note  string        `json:"note,omitempty"`
 }
 
 // Results is what `moirai bench run --out DIR` writes to results.json.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -116,6 +117,8 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 			r := &res.Rows[i]
 			if r.Case == c.Name && r.Error == "" && uncontrolled != nil {
 				r.VictimMeanUncontrolledMs = uncontrolled.Light.MeanMs
+				r.NoisyMeanUncMs = uncontrolled.Culprit.MeanMs
+				derive(r)
 			}
 		}
 	}
@@ -215,6 +218,21 @@ func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
 		}
 	}
 	row.Cancelled = row.CulpritsCancelled + row.VictimsCancelled
+	var last time.Duration
+	for _, e := range r.Events {
+		switch e.Kind {
+		case "penalize-victim":
+			row.Penalties++
+			row.VictimsPenalized++
+		case "penalize-culprit":
+			row.Penalties++
+			if last == 0 || math.Abs(float64(e.Delay-last)) > 0.05*float64(last) {
+				row.PenaltySteps++
+			}
+			last = e.Delay
+			row.PenaltyFinalMs = float64(e.Delay) / 1e6
+		}
+	}
 	if sent > 0 {
 		row.DropRate = float64(row.Rejected+r.Light.Cancelled+r.Culprit.Cancelled) / float64(sent)
 	}
@@ -223,14 +241,32 @@ func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
 	}
 	row.VictimMeanNormalMs = normal.Light.MeanMs
 	row.VictimMeanMs = r.Light.MeanMs
+	row.NoisyMeanMs = r.Culprit.MeanMs
 	if uncontrolled != nil {
 		row.VictimMeanUncontrolledMs = uncontrolled.Light.MeanMs
+		row.NoisyMeanUncMs = uncontrolled.Culprit.MeanMs
 	}
+	derive(&row)
 	if name == "none" {
 		d := row.ThroughputNorm <= 0.8 || row.P99Norm >= 2
 		row.Degraded = &d
 	}
 	return row
+}
+
+// derive computes the ratios of a row from its means: the interference
+// reduction r and the noisy tasks' slowdown.
+func derive(row *Row) {
+	row.InterferenceReduction = nil
+	ti, ts, to := row.VictimMeanUncontrolledMs, row.VictimMeanMs, row.VictimMeanNormalMs
+	if ti > 0 && ti-to > 0 {
+		r := (ti - ts) / (ti - to)
+		row.InterferenceReduction = &r
+	}
+	row.NoisySlowdown = 0
+	if row.NoisyMeanUncMs > 0 {
+		row.NoisySlowdown = row.NoisyMeanMs / row.NoisyMeanUncMs
+	}
 }
 
 // runOne runs case c once under controller ctl, with or without its
@@ -248,11 +284,15 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		if r.Outcome != policy.Acted || !epochSet.Load() {
 			return
 		}
-		kind := "cancel-victim"
-		if strings.HasPrefix(r.TaskClass, culpritClass) {
-			kind = "cancel-culprit"
+		verb, done := "cancel", " cancelled by "
+		if r.Action == policy.Penalize {
+			verb, done = "penalize", " penalized by "
 		}
-		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Note: r.TaskClass + " cancelled by " + r.Policy + ": " + r.Reason})
+		kind := verb + "-victim"
+		if strings.HasPrefix(r.TaskClass, culpritClass) {
+			kind = verb + "-culprit"
+		}
+		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Delay: r.Delay, Note: r.TaskClass + done + r.Policy + ": " + r.Reason})
 	})
 	slo := c.slo()
 	var opts []moirai.Option

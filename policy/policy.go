@@ -22,6 +22,9 @@ const (
 	// Cancel the task: cancel its context with moirai.ErrCancelled and run
 	// its OnCancel hooks.
 	Cancel Action = iota + 1
+	// Penalize the task: delay it by Decision.Delay at its next safe point
+	// (pBox's penalty; see package penalty).
+	Penalize
 )
 
 // String returns the action's name.
@@ -29,6 +32,8 @@ func (a Action) String() string {
 	switch a {
 	case Cancel:
 		return "cancel"
+	case Penalize:
+		return "penalize"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
@@ -38,6 +43,8 @@ type Decision struct {
 	Policy string // the deciding policy's name
 	Action Action
 	Task   uint64 // the task acted on
+	// Delay is the length of a Penalize decision.
+	Delay time.Duration
 	// Reason says in one line why; Details carries the evidence (contention
 	// levels, candidates, scores) as structured attributes.
 	Reason  string
@@ -67,6 +74,15 @@ type Detector interface {
 // Detect and Decide on each step, from its goroutine.
 type Observer interface {
 	Observe(s *snapshot.Snapshot)
+}
+
+// Continuous is implemented by the policies that decide on every step of
+// the loop, whether a detector fires or not: interference under an
+// isolation goal is not overload, and no detector of overload sees it
+// (package penalty). Watching reports, after Decide, whether the policy is
+// tracking interference and wants the loop's fine tick.
+type Continuous interface {
+	Watching() bool
 }
 
 // Confirmer is implemented by the policies that can tell resource overload
@@ -125,6 +141,9 @@ func (r *Record) Attrs() []slog.Attr {
 		slog.String("key", r.TaskKey),
 		slog.String("outcome", r.Outcome.String()),
 		slog.String("reason", r.Reason),
+	}
+	if r.Delay > 0 {
+		a = append(a, slog.Duration("delay", r.Delay))
 	}
 	if r.Note != "" {
 		a = append(a, slog.String("note", r.Note))

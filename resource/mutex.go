@@ -93,11 +93,13 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // it is free or ctx is done; in the latter case it returns context.Cause(ctx)
 // and leaves m unchanged. A task already cancelled by the controller fails
 // at once with its cause, so a cancellation takes effect at the task's next
-// lock. Lock is not reentrant. It panics on a nil ctx.
+// lock; a task with a penalty pending serves it first if it holds nothing. Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
 	t := m.res.taskOf(ctx)
-	if t.Cancelled() {
-		return causeOf(ctx, t)
+	if t.Flagged() {
+		if err := safePoint(ctx, t); err != nil {
+			return err
+		}
 	}
 	now := m.clock()
 	if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
@@ -342,6 +344,19 @@ func (m *Mutex) wakeIfFree() {
 	w.granted = false
 	m.dequeuedLocked()
 	w.ch <- struct{}{}
+}
+
+// safePoint is where a flagged task stops before it acquires: a task
+// already cancelled by the controller fails at once with its cause, and a
+// task with a penalty pending serves it there if it holds nothing (see
+// task.Task.Pause). The primitives call it only when t.Flagged(), so an
+// unflagged task pays one load of its state word, the same load that
+// tells it is not cancelled.
+func safePoint(ctx context.Context, t *task.Task) error {
+	if t.Cancelled() {
+		return causeOf(ctx, t)
+	}
+	return t.Pause(ctx)
 }
 
 // causeOf returns why a wait of t under ctx ended early: ctx's cause, or

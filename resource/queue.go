@@ -34,8 +34,10 @@ func (q *Queue) Resource() *Resource { return q.res }
 // queue is unchanged.
 func (q *Queue) Enter(ctx context.Context) (Permit, error) {
 	t := q.res.taskOf(ctx)
-	if t.Cancelled() {
-		return Permit{}, causeOf(ctx, t)
+	if t.Flagged() {
+		if err := safePoint(ctx, t); err != nil {
+			return Permit{}, err
+		}
 	}
 	if q.backlog > 0 && q.sem.nwait.Load() >= q.backlog {
 		if !q.sem.tryTake(1) {

@@ -38,8 +38,10 @@ func (m *RWMutex) Resource() *Resource { return m.res }
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) RLock(ctx context.Context) error {
 	t := m.res.taskOf(ctx)
-	if t.Cancelled() {
-		return causeOf(ctx, t)
+	if t.Flagged() {
+		if err := safePoint(ctx, t); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	if !m.writer && m.q.head == nil {
@@ -73,8 +75,10 @@ func (m *RWMutex) RUnlock(ctx context.Context) {
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) Lock(ctx context.Context) error {
 	t := m.res.taskOf(ctx)
-	if t.Cancelled() {
-		return causeOf(ctx, t)
+	if t.Flagged() {
+		if err := safePoint(ctx, t); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	if !m.writer && m.readers == 0 && m.q.head == nil {

@@ -208,8 +208,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (Permit, error) {
 	if n <= 0 || n > s.sem.size.Load() {
 		return Permit{}, fmt.Errorf("resource %q: acquire of %d units from a semaphore of %d", s.res.name, n, s.sem.size.Load())
 	}
-	if t.Cancelled() {
-		return Permit{}, causeOf(ctx, t)
+	if t.Flagged() {
+		if err := safePoint(ctx, t); err != nil {
+			return Permit{}, err
+		}
 	}
 	if err := s.sem.acquire(ctx, t, n, s.res); err != nil {
 		return Permit{}, err

@@ -59,7 +59,13 @@ type Task struct {
 	Age         time.Duration // since Begin
 	Exec        time.Duration // time in activities
 	Done, Total int64         // progress reported, 0/0 if none
-	First, N    int32         // the task's entries are Usage[First:First+N]
+	// Penalty is the penalty the task has yet to serve (0: none);
+	// PenaltyServed the time it spent serving penalties, which Exec does
+	// not count; Penalties how many it served.
+	Penalty       time.Duration
+	PenaltyServed time.Duration
+	Penalties     int64
+	First, N      int32 // the task's entries are Usage[First:First+N]
 }
 
 // Progress returns the task's reported progress as a fraction in [0, 1]

@@ -234,13 +234,13 @@ func (t *Task) Activities() int64 {
 }
 
 // ExecTime returns the task's execution time at clock value now: the time
-// spent in activities, including the current one (0 once the task has
-// ended).
+// spent in activities, including the current one, less the penalties served
+// (0 once the task has ended).
 func (t *Task) ExecTime(now int64) time.Duration {
 	if t == nil || t.Ended() {
 		return 0
 	}
-	e := t.blk.meta.exec.Load()
+	e := t.blk.meta.exec.Load() - t.blk.meta.served.Load()
 	if t.state.Load()&(stateFrozen|stateEnded) == 0 {
 		if d := now - t.actStart(); d > 0 {
 			e += d
@@ -311,7 +311,7 @@ func (t *Task) Cancel(reason string) error {
 		if s&stateEnded != 0 {
 			return fmt.Errorf("task: %d has ended", t.id)
 		}
-		if t.state.CompareAndSwap(s, s|stateCancelled) {
+		if t.state.CompareAndSwap(s, (s|stateCancelled)&^statePenalized) {
 			break
 		}
 	}

@@ -135,6 +135,10 @@ type blockMeta struct {
 	// doneSeen is when the controller first saw the task's context done
 	// while the task had not ended (0: not seen).
 	doneSeen atomic.Int64
+
+	// Penalties (pBox): the length of the one pending, the time served,
+	// the number served.
+	penalty, served, penalties atomic.Int64
 }
 
 // reset zeroes what the task used of the block. A reader (the
@@ -159,7 +163,7 @@ func (b *slotBlock) reset(meta bool) {
 }
 
 func (m *blockMeta) clear() {
-	for _, w := range [...]*atomic.Int64{&m.done, &m.total, &m.exec, &m.actStart, &m.extra, &m.doneSeen} {
+	for _, w := range [...]*atomic.Int64{&m.done, &m.total, &m.exec, &m.actStart, &m.extra, &m.doneSeen, &m.penalty, &m.served, &m.penalties} {
 		zero(w)
 	}
 }

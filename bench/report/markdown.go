@@ -112,6 +112,20 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 				fmtCancelled(row), row.Rejected, fmtPct(row.SLOAttainment),
 				fmtVictims(row), fmtReduction(row), st)
 		}
+		if hasPenalties(rows) {
+			p("\n### Interference and penalties in %s\n\n", mdCode(name))
+			p("*noisy slowdown* is the culprits' mean latency over their mean latency without control; ")
+			p("*penalties* counts the acted penalties (on culprits / on victims); ")
+			p("*steps* is the number of culprit penalties before the length stopped changing by more than 5 %%, *final* the last length.\n\n")
+			p("| case | controller | r | noisy slowdown | penalties (culprits/victims) | steps | final |\n|---|---|--:|--:|--:|--:|--:|\n")
+			for _, row := range rows {
+				if row.Error != "" || row.Controller == "none" {
+					continue
+				}
+				p("| %s | %s | %s | %s | %d/%d | %d | %s |\n", mdCode(row.Case), mdCode(row.Controller), fmtReduction(row),
+					fmtNorm(row.NoisySlowdown), row.Penalties-row.VictimsPenalized, row.VictimsPenalized, row.PenaltySteps, fmtMs(row.PenaltyFinalMs))
+			}
+		}
 		p("\n### Averages per controller over the cases of %s\n\n", mdCode(name))
 		p("Failed rows are left out of the means and counted in *failed*.\n\n")
 		p("%s", mdAvgHeader)
@@ -167,4 +181,15 @@ func mdCode(s string) string {
 		return mdText(s)
 	}
 	return "`" + s + "`"
+}
+
+// hasPenalties reports whether any row comes from a controller that
+// penalizes (or measured the noisy tasks' slowdown).
+func hasPenalties(rows []bench.Row) bool {
+	for _, r := range rows {
+		if r.Penalties > 0 || r.NoisySlowdown > 0 {
+			return true
+		}
+	}
+	return false
 }

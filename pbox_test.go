@@ -1,0 +1,222 @@
+package moirai_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/penalty"
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/snapshot"
+)
+
+// noisyScenario runs, in a synctest bubble, a noisy task that takes a lock
+// for 8 ms at a time, again and again for 2 s, while light requests arrive
+// every 5 ms on average and hold it for 1 ms. It returns the light requests' mean
+// latency and the noisy task's penalties served.
+func noisyScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.Duration, noisyPenalties int64) {
+	t.Helper()
+	table := ctl.Mutex("table")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy"})
+		defer func() {
+			noisyPenalties = tk.Penalties()
+			tk.End(nil)
+		}()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := table.Lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(8 * time.Millisecond)
+			table.Unlock()
+		}
+	})
+	var total atomic.Int64
+	const n = 400
+	var lw sync.WaitGroup
+	for i := range n {
+		// Irregular arrivals, 5 ms apart on average, so that the loop's
+		// ticks do not fall in phase with the requests.
+		time.Sleep(time.Duration(2000+(i*1237)%6000) * time.Microsecond)
+		lw.Go(func() {
+			start := time.Now()
+			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+			err := table.Lock(ctx)
+			if err == nil {
+				time.Sleep(time.Millisecond)
+				table.Unlock()
+			}
+			tk.End(err)
+			total.Add(int64(time.Since(start)))
+		})
+	}
+	lw.Wait()
+	close(stop)
+	wg.Wait()
+	return time.Duration(total.Load() / n), noisyPenalties
+}
+
+func TestPenaltiesReduceInterference(t *testing.T) {
+	var without, with time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly())
+		defer ctl.Close()
+		without, _ = noisyScenario(t, ctl)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithPolicy(penalty.New()), moirai.WithTick(20*time.Millisecond, 5*time.Millisecond))
+		defer ctl.Close()
+		var served int64
+		with, served = noisyScenario(t, ctl)
+		if served == 0 {
+			t.Errorf("the noisy task served no penalty; %d decisions", len(ctl.Decisions()))
+		}
+		for _, d := range ctl.Decisions() {
+			if d.Action != policy.Penalize || d.TaskClass != "noisy" {
+				t.Errorf("decision %+v; want penalties of the noisy task only", d)
+			}
+		}
+	})
+	if with >= without*3/4 {
+		t.Errorf("light mean latency %v with penalties, %v without; want at least a quarter less", with, without)
+	}
+	t.Logf("light mean latency: %v without control, %v with penalties", without, with)
+}
+
+// script is a policy that returns the decisions a test gives it, once.
+type script struct {
+	mu   sync.Mutex
+	next func(s *snapshot.Snapshot) []policy.Decision
+}
+
+func (p *script) Name() string   { return "script" }
+func (p *script) Watching() bool { return true }
+func (p *script) Decide(s *snapshot.Snapshot) []policy.Decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next == nil {
+		return nil
+	}
+	return p.next(s)
+}
+
+func TestPenaltyPrecedence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &script{}
+		ctl := moirai.New(moirai.WithPolicy(sc))
+		defer ctl.Close()
+		ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Cancellable: true})
+		defer tk.End(nil)
+
+		// A penalized task stays a candidate for cancellation, and the
+		// cancellation drops its penalty.
+		sc.mu.Lock()
+		sc.next = func(*snapshot.Snapshot) []policy.Decision {
+			return []policy.Decision{{Action: policy.Penalize, Task: tk.ID(), Delay: 50 * time.Millisecond, Reason: "test"}}
+		}
+		sc.mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		sc.mu.Lock()
+		sc.next = nil
+		sc.mu.Unlock()
+		if tk.Penalty() != 50*time.Millisecond {
+			t.Fatalf("pending penalty %v, want 50ms", tk.Penalty())
+		}
+		if err := ctl.Cancel(tk.ID(), "test"); err != nil {
+			t.Fatalf("cancel of a penalized task: %v", err)
+		}
+		if tk.Penalty() != 0 {
+			t.Errorf("cancelled task keeps its penalty %v", tk.Penalty())
+		}
+		if !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
+			t.Errorf("cause %v", context.Cause(ctx))
+		}
+
+		// A cancelled task is never penalized.
+		sc.mu.Lock()
+		sc.next = func(*snapshot.Snapshot) []policy.Decision {
+			return []policy.Decision{{Action: policy.Penalize, Task: tk.ID(), Delay: time.Millisecond, Reason: "test"}}
+		}
+		sc.mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		sc.mu.Lock()
+		sc.next = nil
+		sc.mu.Unlock()
+		ds := ctl.Decisions()
+		last := ds[len(ds)-1]
+		if last.Action != policy.Penalize || last.Outcome != policy.Skipped || tk.Penalty() != 0 {
+			t.Errorf("penalty of a cancelled task: %+v, pending %v", last, tk.Penalty())
+		}
+	})
+}
+
+// TestPenaltiesLockOrdering penalizes every task on every step while tasks
+// take two locks in order: no deadlock, and no penalty is served while a
+// task holds a lock (the holds last exactly their critical sections).
+func TestPenaltiesLockOrdering(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &script{next: func(s *snapshot.Snapshot) []policy.Decision {
+			var ds []policy.Decision
+			for _, x := range s.Tasks {
+				ds = append(ds, policy.Decision{Action: policy.Penalize, Task: x.ID, Delay: 3 * time.Millisecond, Reason: "test"})
+			}
+			return ds
+		}}
+		ctl := moirai.New(moirai.WithPolicy(sc), moirai.WithTick(5*time.Millisecond, time.Millisecond))
+		defer ctl.Close()
+		a, b := ctl.Mutex("a"), ctl.Mutex("b")
+		sem := ctl.Semaphore("slots", 2)
+		var wg sync.WaitGroup
+		var served atomic.Int64
+		for i := range 16 {
+			wg.Go(func() {
+				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Cancellable: i%2 == 0})
+				defer func() {
+					served.Add(tk.Penalties())
+					tk.End(nil)
+				}()
+				for range 20 {
+					p, err := sem.Acquire(ctx, 1)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if err := a.Lock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					start := time.Now()
+					if err := b.Lock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					time.Sleep(time.Millisecond)
+					b.Unlock()
+					a.Unlock()
+					p.Release()
+					if d := time.Since(start); d != time.Millisecond {
+						t.Errorf("a held for %v: a penalty was served while holding", d)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		if served.Load() == 0 {
+			t.Error("no penalty served")
+		}
+	})
+}

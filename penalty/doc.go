@@ -1,0 +1,86 @@
+// Package penalty is pBox's interference control (pBox, SOSP'23, §4.3–§4.4)
+// as a moirai policy: it finds the task that defers others beyond their
+// isolation goal on a shared resource and delays it, at a safe point, by an
+// adaptive penalty.
+//
+// # Goals and non-goals
+//
+// Goal: keep every task within its isolation goal λ (task.Spec.Goal,
+// default 0.5), the largest tolerated ratio of the time it is deferred by
+// others to the time it runs, without dropping work. Non-goal: relieving
+// overload. A resource held for seconds by one task is overload; penalties
+// act only between acquisitions, so they cannot shorten a hold in
+// progress. That is cancellation's job (package cancel); the two compose in
+// one controller (see Precedence).
+//
+// # Interference level
+//
+// Per task: t_e, its execution time (time in activities, not counting
+// penalties served), and t_d, its deferring time (time between WaitBegin
+// and WaitEnd on any resource). Its interference level is
+// t_f = t_d / (t_e − t_d) ([Interference]); a task deferred for its whole
+// execution has t_f = +Inf.
+//
+// # Detection
+//
+// pBox detects on Release: for each waiter of the released resource whose
+// t_f exceeds its goal, if the releasing task held the resource first, the
+// releaser is noisy and the waiter its victim. Here detection reads the
+// controller's snapshots instead, so that Release stays an atomic add and
+// the policy stays a pure function: for each resource, each waiter whose
+// t_f exceeds its goal (or, the history check, whose average t_f over the
+// snapshots seen is within 10 % of the goal and whose current one is too)
+// and who has waited at least 2 ms makes each holder that has held the
+// resource longer than the waiter has waited ("held it first") noisy,
+// unless the holder is beyond its own goal (a victim too: penalizing it
+// would cascade). A holder that itself waits for another resource is a
+// link of a chain, not noisy: detection follows its wait, up to four
+// links, to the holders there (a request holding a worker slot while it
+// waits for the table lock is not the one to penalize; the scan holding
+// the lock is). The policy is [policy.Continuous]: it runs on every step of the
+// loop, detector or not, and asks for the fine tick while it sees a
+// victim or a pending penalty.
+//
+// # Adaptive length
+//
+// The first penalty of a noisy task is p1 = sqrt(t_d(victim) · t_e(noisy))
+// − t_e(noisy), at least 1 ms. Each later detection adapts it: when the
+// victim's deferring time beyond its goal dwarfs the penalty (more than
+// [Delta] times it), the gap-based policy p' = p · gap/δ; otherwise the
+// score-based policy p' = p · (1 + score/α), α = [Alpha], with score the
+// victim's t_f over its goal minus one (0 to α). Lengths are capped
+// ([WithMaxPenalty], default 100 ms; task.MaxPenalty, 1 s, is the hard
+// bound). A new task of a class starts from the length the class reached,
+// so repeated noisy requests converge too; [Policy.Stats] reports the
+// adaptations before each class's length stopped changing by 5 %.
+//
+// # Safe points
+//
+// The controller acts on a decision with task.Task.Penalize, which sets a
+// flag in the task's state word and the pending length. The instrumented
+// primitives already load that word on every acquisition to see whether
+// the task was cancelled; one test covers both, so an unpenalized task
+// pays nothing. A flagged task serves its penalty (task.Task.Pause) before
+// it acquires, and only if it holds no instrumented resource: never while
+// holding what its victims need. Code on its own goroutine may also call
+// Pause at an activity boundary. A task served by a shared goroutine (an
+// event loop, a worker pool) must not sleep the worker: the worker calls
+// task.Task.TakePenalty before the task's next activity and requeues the
+// task for the returned time (pBox's unbind mode). Penalty time is not
+// waiting time and not execution time: it never counts as interference,
+// the noisy task's or anyone's, so penalties do not cascade.
+//
+// # Precedence
+//
+// With cancellation in the same controller (moirai.New's default):
+// penalties run on every step, cancellation only while an overload
+// detector fires; a penalized task remains a cancellation candidate; a
+// cancellation drops the task's pending penalty, and a cancelled task is
+// never penalized; a penalty counts as no action when the controller
+// decides whether the overload was confirmed as resource overload.
+//
+// # Usage
+//
+//	ctl := moirai.New()                                  // penalties and cancellation
+//	ctl := moirai.New(moirai.WithPolicy(penalty.New())) // penalties only
+package penalty

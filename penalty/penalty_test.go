@@ -1,0 +1,173 @@
+package penalty_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/moirai-go/moirai/penalty"
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
+)
+
+const ms = time.Millisecond
+
+// scene is a snapshot of one lock: a holder (task 1) and waiters.
+type scene struct {
+	holderExec, holderHold time.Duration
+	holderPenalty          time.Duration
+	holderCancelled        bool
+	victims                []victim
+}
+
+type victim struct {
+	exec, wait time.Duration
+	goal       float64
+}
+
+func (sc scene) snapshot() *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Resources: []snapshot.Resource{{ID: 1, Name: "table", Kind: resource.KindLock}}}
+	s.Tasks = append(s.Tasks, snapshot.Task{ID: 1, Class: "noisy", Goal: 0.5, Exec: sc.holderExec, Penalty: sc.holderPenalty, Cancelled: sc.holderCancelled, First: 0, N: 1})
+	s.Usage = append(s.Usage, snapshot.Usage{Usage: task.Usage{Resource: 1, Held: 1, Hold: sc.holderHold}, Task: 0, Res: 0})
+	for i, v := range sc.victims {
+		goal := v.goal
+		if goal == 0 {
+			goal = 0.5
+		}
+		s.Tasks = append(s.Tasks, snapshot.Task{ID: uint64(i + 2), Class: "light", Goal: goal, Exec: v.exec, First: int32(i + 1), N: 1})
+		s.Usage = append(s.Usage, snapshot.Usage{Usage: task.Usage{Resource: 1, Waiting: 1, Wait: v.wait}, Task: int32(i + 1), Res: 0})
+	}
+	return s
+}
+
+func TestDetection(t *testing.T) {
+	// p1 = sqrt(t_d(victim) · t_e(noisy)) − t_e(noisy)
+	p1 := time.Duration(math.Sqrt(float64(90*ms)*float64(10*ms))) - 10*ms
+	tests := []struct {
+		name string
+		sc   scene
+		want []time.Duration // penalties of task 1, in order
+	}{
+		{"victim beyond its goal", scene{holderExec: 10 * ms, holderHold: 100 * ms,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}, []time.Duration{p1}},
+		{"victim within its goal", scene{holderExec: 10 * ms, holderHold: 100 * ms,
+			victims: []victim{{exec: 100 * ms, wait: 30 * ms}}}, nil},
+		{"victim with a lax goal", scene{holderExec: 10 * ms, holderHold: 100 * ms,
+			victims: []victim{{exec: 100 * ms, wait: 9 * ms, goal: 20}}}, nil},
+		{"holder came after the wait began", scene{holderExec: 10 * ms, holderHold: 3 * ms,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}, nil},
+		{"penalty already pending", scene{holderExec: 10 * ms, holderHold: 100 * ms, holderPenalty: ms,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}, nil},
+		{"cancelled holder", scene{holderExec: 10 * ms, holderHold: 100 * ms, holderCancelled: true,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}, nil},
+		{"wait at the clock's resolution", scene{holderExec: 10 * ms, holderHold: 100 * ms,
+			victims: []victim{{exec: ms, wait: ms}}}, nil},
+		{"one penalty for many victims", scene{holderExec: 10 * ms, holderHold: 100 * ms,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms}, {exec: 50 * ms, wait: 40 * ms}}}, []time.Duration{p1}},
+		{"long runner: minimum penalty", scene{holderExec: time.Second, holderHold: time.Second,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}, []time.Duration{penalty.DefaultMinPenalty}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := penalty.New().Decide(tt.sc.snapshot())
+			var got []time.Duration
+			for _, d := range ds {
+				if d.Action != policy.Penalize || d.Task != 1 || d.Reason == "" {
+					t.Fatalf("unexpected decision %+v", d)
+				}
+				got = append(got, d.Delay)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("penalties %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("penalty %v, want %v", got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestAdaptation replays the same interference until the length settles:
+// score-based growth while the victim stays beyond its goal, gap-based
+// when the deferring time dwarfs the penalty, and the cap.
+func TestAdaptation(t *testing.T) {
+	p := penalty.New(penalty.WithMaxPenalty(40 * ms))
+	sc := scene{holderExec: 10 * ms, holderHold: 100 * ms, victims: []victim{{exec: 100 * ms, wait: 60 * ms}}}
+	var lengths []time.Duration
+	for range 30 {
+		ds := p.Decide(sc.snapshot())
+		if len(ds) != 1 {
+			t.Fatalf("decisions %+v, want one penalty", ds)
+		}
+		lengths = append(lengths, ds[0].Delay)
+	}
+	for i := 1; i < len(lengths); i++ {
+		if lengths[i] < lengths[i-1] {
+			t.Fatalf("length fell: %v", lengths)
+		}
+		if lengths[i] > 40*ms {
+			t.Fatalf("length above the cap: %v", lengths)
+		}
+	}
+	if last := lengths[len(lengths)-1]; last != 40*ms {
+		t.Errorf("length settled at %v, want the cap 40ms (%v)", last, lengths)
+	}
+	st := p.Stats()
+	if st.Penalties != 30 || st.ScoreBased == 0 || st.Capped == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if st.Steps["noisy"] == 0 || st.Steps["noisy"] >= 30 || st.Length["noisy"] != 40*ms {
+		t.Errorf("convergence: %d steps to %v", st.Steps["noisy"], st.Length["noisy"])
+	}
+
+	// A deferring time that dwarfs the penalty switches to the gap policy.
+	g := penalty.New(penalty.WithMaxPenalty(time.Second))
+	long := scene{holderExec: 2 * time.Second, holderHold: 2 * time.Second, victims: []victim{{exec: 1000 * ms, wait: 990 * ms}}}
+	a := g.Decide(long.snapshot())[0].Delay
+	b := g.Decide(long.snapshot())[0].Delay
+	if a != penalty.DefaultMinPenalty || b <= a || g.Stats().GapBased != 1 {
+		t.Errorf("gap policy: %v then %v, stats %+v", a, b, g.Stats())
+	}
+}
+
+func TestWatching(t *testing.T) {
+	p := penalty.New()
+	p.Decide(scene{holderExec: 10 * ms, holderHold: 100 * ms, victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}.snapshot())
+	if !p.Watching() {
+		t.Error("not watching with a victim beyond its goal")
+	}
+	p.Decide(&snapshot.Snapshot{})
+	if p.Watching() {
+		t.Error("watching an empty snapshot")
+	}
+	var _ policy.Continuous = p
+}
+
+// TestChain: task 2 holds a worker slot while it waits for the lock that
+// task 1 holds; task 3 waits for a slot. The lock's holder is the noisy
+// one, not the request in the middle of the chain.
+func TestChain(t *testing.T) {
+	s := &snapshot.Snapshot{Resources: []snapshot.Resource{
+		{ID: 1, Name: "table", Kind: resource.KindLock},
+		{ID: 2, Name: "slots", Kind: resource.KindQueue, Capacity: 1},
+	}}
+	s.Tasks = []snapshot.Task{
+		{ID: 1, Class: "scan", Goal: 0.5, Exec: 500 * ms, First: 0, N: 1},
+		{ID: 2, Class: "light", Goal: 0.5, Exec: 100 * ms, First: 1, N: 2},
+		{ID: 3, Class: "light", Goal: 0.5, Exec: 50 * ms, First: 3, N: 1},
+	}
+	s.Usage = []snapshot.Usage{
+		{Usage: task.Usage{Resource: 1, Held: 1, Hold: 500 * ms}, Task: 0, Res: 0},
+		{Usage: task.Usage{Resource: 2, Held: 1, Hold: 100 * ms}, Task: 1, Res: 1},
+		{Usage: task.Usage{Resource: 1, Waiting: 1, Wait: 99 * ms}, Task: 1, Res: 0},
+		{Usage: task.Usage{Resource: 2, Waiting: 1, Wait: 50 * ms}, Task: 2, Res: 1},
+	}
+	ds := penalty.New().Decide(s)
+	if len(ds) != 1 || ds[0].Task != 1 {
+		t.Fatalf("decisions %+v; want the scan (task 1) penalized once", ds)
+	}
+}
