@@ -72,7 +72,8 @@
 //
 // # Precedence
 //
-// With cancellation in the same controller (moirai.New's default):
+// With cancellation in the same controller (moirai.New with
+// moirai.WithPenalties(true)):
 // penalties run on every step, cancellation only while an overload
 // detector fires; a penalized task remains a cancellation candidate; a
 // cancellation drops the task's pending penalty, and a cancelled task is
