@@ -21,6 +21,7 @@ var admitters = []struct {
 }{
 	{"codel", func() admit.Admitter { return admit.NewCoDel() }},
 	{"breakwater", func() admit.Admitter { return admit.NewBreakwater() }},
+	{"dagor", func() admit.Admitter { return admit.NewDAGOR() }},
 }
 
 // TestAdmitterContract checks what every Admitter does: it has its name, it
