@@ -25,4 +25,5 @@ var (
 	_ Admitter = (*CoDel)(nil)
 	_ Admitter = (*Breakwater)(nil)
 	_ Admitter = (*DAGOR)(nil)
+	_ Admitter = (*Random)(nil)
 )
