@@ -29,7 +29,6 @@ func overloaded(t *testing.T) *admit.DAGOR {
 	return d
 }
 
-
 func priorityHandler(ctl *moirai.Controller, seen *moirai.Priority, opts ...httpmw.Option) http.Handler {
 	return httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*seen = moirai.From(r.Context()).Spec().Priority
