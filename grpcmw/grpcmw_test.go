@@ -102,4 +102,3 @@ func TestClientCannotRaiseItsPriority(t *testing.T) {
 		t.Fatalf("ran at %v (untrusted +%d), want %v", hs.seen, grpcmw.Untrusted()-before, assigned)
 	}
 }
-
