@@ -24,4 +24,6 @@ type Admitter interface {
 var (
 	_ Admitter = (*CoDel)(nil)
 	_ Admitter = (*Breakwater)(nil)
+	_ Admitter = (*DAGOR)(nil)
+	_ Admitter = (*Random)(nil)
 )

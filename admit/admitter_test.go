@@ -21,6 +21,8 @@ var admitters = []struct {
 }{
 	{"codel", func() admit.Admitter { return admit.NewCoDel() }},
 	{"breakwater", func() admit.Admitter { return admit.NewBreakwater() }},
+	{"dagor", func() admit.Admitter { return admit.NewDAGOR() }},
+	{"random", func() admit.Admitter { return admit.NewRandom() }},
 }
 
 // TestAdmitterContract checks what every Admitter does: it has its name, it

@@ -14,8 +14,27 @@
 //     Breakwater", OSDI 2020): a credit pool sized by AIMD on the queueing
 //     delay. It refuses at arrival.
 //
-// DAGOR's priority-based admission (the mechanism moirai itself builds on)
-// and a random-shedding baseline will live here too.
+//   - [DAGOR]: priority-based admission from WeChat (Zhou et al., "Overload
+//     Control for Scaling WeChat Microservices", SoCC 2018, §4), moirai's
+//     own mechanism. Overload is an average queueing time above 20 ms in a
+//     window of 1 s or 2,000 started requests, whichever ends first. The
+//     admission level is a compound (business, user) priority; after each
+//     window Algorithm 1 moves it along the histogram of the priorities
+//     that arrived, so the admitted load shrinks by α = 5 % when overloaded
+//     and grows by β = 1 % otherwise. [DAGOR.AdmitPriority] is one atomic
+//     load, a compare and one atomic add (about 9 ns, 0 allocs, in
+//     BenchmarkAdmitPriority on the development machine).
+//     The level is what servers return on every response ([FormatLevel],
+//     [ParseLevel]; malformed values are refused and counted in
+//     [Malformed]). Entry services assign priorities: business priority
+//     from an [Actions] table (unlisted actions are the least important),
+//     user priority from a [UserHasher], a keyed hash over 128 levels
+//     re-keyed every hour.
+//   - [Random]: DAGOR's random-shedding baseline: the same detection, an
+//     admitted fraction instead of a level.
+//   - [SRE]: client-side adaptive throttling (Google SRE book, K = 2); a
+//     client-side mechanism with Allow/Record instead of the Admitter
+//     interface.
 //
 // # How a server drives an Admitter
 //

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
 )
 
 // Option configures [Handler].
@@ -21,6 +23,10 @@ type config struct {
 	reexecute   bool
 	retry       []moirai.RetryOption
 	maxBody     int64
+	dagor       *admit.DAGOR
+	arrival     func(*http.Request) (time.Time, bool)
+	priority    func(*http.Request) moirai.Priority
+	trusted     func(*http.Request) bool
 }
 
 // maxClass bounds the length of a class derived from a request.
@@ -111,18 +117,22 @@ type handler struct {
 	cfg  config
 }
 
-func (h *handler) spec(r *http.Request) moirai.Spec {
-	return moirai.Spec{Class: h.cfg.class(r), Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable}
+func (h *handler) spec(r *http.Request, p moirai.Priority) moirai.Spec {
+	return moirai.Spec{Class: h.cfg.class(r), Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.priorityOf(r)
+	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
+		return
+	}
 	if h.cfg.reexecute && h.cfg.cancellable {
 		if body, ok := h.bufferBody(r); ok {
-			h.serveRetry(w, r, body)
+			h.serveRetry(w, r, body, p)
 			return
 		}
 	}
-	ctx, t := h.ctl.Begin(r.Context(), h.spec(r))
+	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, p))
 	sw := &statusWriter{ResponseWriter: w}
 	err := errPanicked
 	defer func() { t.End(err) }()
@@ -189,7 +199,7 @@ func (e errReader) Read([]byte) (int, error) {
 // answer is thrown away and moirai.Retry decides what happens next.
 var errDiscarded = errors.New("httpmw: cancelled run discarded")
 
-func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte) {
+func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, p moirai.Priority) {
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		bw := newBufferedWriter()
@@ -205,7 +215,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 		final = bw
 		return outcome(ctx, bw.status)
 	}
-	err := moirai.Retry(r.Context(), h.ctl, h.spec(r), run, h.cfg.retry...)
+	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, p), run, h.cfg.retry...)
 	switch {
 	case final != nil:
 		final.commit(w)

@@ -1,0 +1,190 @@
+package admit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/task"
+)
+
+// drive sends one window's worth of requests, one per priority in prios,
+// each with queueing delay q, spread over the window, and returns how many
+// of each priority were admitted.
+func drive(d *admit.DAGOR, now *time.Duration, prios []task.Priority, q time.Duration, n int) map[task.Priority]int {
+	got := map[task.Priority]int{}
+	step := time.Second / time.Duration(n)
+	for i := 0; i < n; i++ {
+		p := prios[i%len(prios)]
+		if d.AdmitPriority(*now, p) {
+			got[p]++
+			d.Started(*now, q)
+			d.Done(*now, time.Millisecond)
+		}
+		*now += step
+	}
+	return got
+}
+
+func TestDAGORAdmitsAllWhenCalm(t *testing.T) {
+	d := admit.NewDAGOR()
+	now := time.Duration(0)
+	prios := []task.Priority{{Business: 0, User: 0}, {Business: 5, User: 100}}
+	for w := 0; w < 5; w++ {
+		got := drive(d, &now, prios, time.Millisecond, 1000)
+		if got[prios[0]] != 500 || got[prios[1]] != 500 {
+			t.Fatalf("window %d: admitted %v, want all", w, got)
+		}
+	}
+	if d.Level() != admit.AdmitAll {
+		t.Fatalf("Level() = %v, want AdmitAll", d.Level())
+	}
+}
+
+// TestDAGORShedsLowestFirst checks that overload sheds the least important
+// priorities first and that the most important stay admitted.
+func TestDAGORShedsLowestFirst(t *testing.T) {
+	d := admit.NewDAGOR()
+	now := time.Duration(0)
+	var prios []task.Priority
+	for b := uint8(0); b < 4; b++ {
+		for u := uint8(0); u < 128; u += 8 {
+			prios = append(prios, task.Priority{Business: b, User: u})
+		}
+	}
+	for w := 0; w < 40; w++ {
+		drive(d, &now, prios, 50*time.Millisecond, 2000)
+	}
+	if !d.Overloaded() {
+		t.Fatal("Overloaded() = false after overloaded windows")
+	}
+	l := d.Level()
+	if l == admit.AdmitAll {
+		t.Fatal("level did not move under overload")
+	}
+	if !l.Admits(task.Priority{}) {
+		t.Fatalf("level %v rejects the most important priority", l)
+	}
+	if l.Admits(task.Priority{Business: 3, User: 127}) {
+		t.Fatalf("level %v still admits the least important priority", l)
+	}
+	// Calm again: the level climbs back.
+	for w := 0; w < 200 && d.Level() != admit.AdmitAll; w++ {
+		drive(d, &now, prios, time.Millisecond, 2000)
+	}
+	if d.Level() != admit.AdmitAll {
+		t.Fatalf("level %v did not recover", d.Level())
+	}
+}
+
+func TestDAGORWindowByCount(t *testing.T) {
+	var calls []bool
+	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10), admit.WithDAGOROverloadHook(func(o bool) { calls = append(calls, o) }))
+	for i := 0; i < 10; i++ {
+		d.AdmitPriority(0, task.Priority{})
+		d.Started(0, time.Second)
+	}
+	if len(calls) != 1 || !calls[0] {
+		t.Fatalf("hook calls = %v, want [true]", calls)
+	}
+}
+
+func TestLevelAdmits(t *testing.T) {
+	l := admit.Level{Business: 2, User: 10}
+	for _, tt := range []struct {
+		p    task.Priority
+		want bool
+	}{
+		{task.Priority{Business: 1, User: 127}, true},
+		{task.Priority{Business: 2, User: 10}, true},
+		{task.Priority{Business: 2, User: 11}, false},
+		{task.Priority{Business: 3, User: 0}, false},
+		{task.Priority{Business: 255, User: 255}, false},
+	} {
+		if got := l.Admits(tt.p); got != tt.want {
+			t.Errorf("%v.Admits(%v) = %v, want %v", l, tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestActionsMissingIsLowest(t *testing.T) {
+	a := admit.Actions{"/pay": 0, "/feed": 7}
+	if a.Business("/pay") != 0 || a.Business("/feed") != 7 || a.Business("/nope") != admit.BusinessLevels-1 {
+		t.Fatal("Actions.Business wrong")
+	}
+}
+
+func TestUserHasherConsistentWithinPeriod(t *testing.T) {
+	h := admit.NewUserHasher(42, time.Hour)
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	changed := 0
+	for i := 0; i < 200; i++ {
+		id := "user-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		u := h.User(id, t0)
+		if u >= admit.UserLevels {
+			t.Fatalf("User = %d out of range", u)
+		}
+		if h.User(id, t0.Add(59*time.Minute)) != u {
+			t.Fatalf("user %s changed level within the hour", id)
+		}
+		if h.User(id, t0.Add(time.Hour)) != u {
+			changed++
+		}
+	}
+	if changed < 150 {
+		t.Fatalf("only %d of 200 users changed level across hours", changed)
+	}
+}
+
+func TestParseLevel(t *testing.T) {
+	for _, s := range []string{"0/0", "63/127", "5/17"} {
+		l, ok := admit.ParseLevel(s)
+		if !ok || admit.FormatLevel(l) != s {
+			t.Errorf("ParseLevel(%q) = %v, %v", s, l, ok)
+		}
+	}
+	before := admit.Malformed()
+	bad := []string{"", "0", "0/", "/0", "64/0", "0/128", "+1/2", "1/2/3", " 1/2", "1/2 ", "0001/2", "1/0002", "99999999/1", "a/b"}
+	for _, s := range bad {
+		if _, ok := admit.ParseLevel(s); ok {
+			t.Errorf("ParseLevel(%q) accepted", s)
+		}
+	}
+	if got := admit.Malformed() - before; got != int64(len(bad)) {
+		t.Errorf("Malformed counted %d, want %d", got, len(bad))
+	}
+}
+
+func FuzzParseLevel(f *testing.F) {
+	for _, s := range []string{"0/0", "63/127", "", "1/2/3", "999/1", "\x00/\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, ok := admit.ParseLevel(s)
+		if !ok {
+			return
+		}
+		if l.Business >= admit.BusinessLevels || l.User >= admit.UserLevels {
+			t.Fatalf("ParseLevel(%q) = %v out of range", s, l)
+		}
+		if len(s) > 7 {
+			t.Fatalf("ParseLevel accepted oversized %q", s)
+		}
+		if l2, ok := admit.ParseLevel(admit.FormatLevel(l)); !ok || l2 != l {
+			t.Fatalf("round trip of %v failed", l)
+		}
+	})
+}
+
+// BenchmarkAdmitPriority is the DAGOR level check with a priority, the
+// middleware's hot path (target: <= 30 ns, 0 allocs).
+func BenchmarkAdmitPriority(b *testing.B) {
+	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 1<<62))
+	p := task.Priority{Business: 3, User: 40}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if !d.AdmitPriority(time.Duration(i), p) {
+			b.Fatal("rejected")
+		}
+	}
+}

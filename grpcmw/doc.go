@@ -1,0 +1,39 @@
+// Package grpcmw holds moirai's gRPC interceptors: unary and stream, server
+// and client.
+//
+// The server interceptors make every call a moirai task whose context is
+// the call's context (a client's cancellation reaches the handler and the
+// calls it makes; the controller's cancellation does too). With
+// [WithAdmission] they run DAGOR's admission first and send the server's
+// admission level in the response header of every call, admitted or
+// rejected; rejected calls fail with codes.ResourceExhausted.
+//
+// # Trust boundary
+//
+// A call's priority comes from the moirai-priority metadata only when
+// [WithTrustedPeer] says the caller is a trusted peer; otherwise the header
+// is ignored and counted ([Untrusted]) and [WithPriority], the entry
+// service's own assignment, decides. Malformed values are refused by
+// admit.ParsePriority and counted there.
+//
+// # Cooperation
+//
+// The client interceptors send the priority of the task in the call's
+// context downstream, cache the level each target returned for a TTL (1 s
+// by default; a target that stops answering does not keep its level), and
+// shed locally, with ResourceExhausted, calls that level would reject.
+//
+// The level travels in ordinary metadata ("moirai-level"), not in ORCA's
+// endpoint-load-metrics-bin: ORCA's per-call report is a trailer carrying
+// an xDS protobuf, which would add the xDS proto module to the library's
+// dependencies and arrive only at the end of a call; a plain header arrives
+// first and costs a few bytes.
+package grpcmw
+
+import "sync/atomic"
+
+var untrusted atomic.Int64
+
+// Untrusted returns how many moirai-priority values were ignored because
+// their sender is not a trusted peer.
+func Untrusted() int64 { return untrusted.Load() }

@@ -1,0 +1,281 @@
+package grpcmw
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+)
+
+// Metadata keys of DAGOR's cooperation.
+const (
+	// KeyPriority carries a call's priority "B/U" downstream; honoured only
+	// from trusted peers.
+	KeyPriority = "moirai-priority"
+	// KeyLevel carries the server's admission level "B/U" in the response
+	// header of every call, admitted or rejected.
+	KeyLevel = "moirai-level"
+)
+
+// Lowest is the priority of a call nobody assigned a priority to.
+var Lowest = moirai.Priority{Business: admit.BusinessLevels - 1, User: admit.UserLevels - 1}
+
+// ErrShed is the cause of the ResourceExhausted error a client interceptor
+// returns for a call it sheds locally.
+var ErrShed = errors.New("grpcmw: call shed locally: downstream admission level")
+
+// An Option configures the server interceptors.
+type Option func(*config)
+
+type config struct {
+	dagor       *admit.DAGOR
+	priority    func(ctx context.Context, method string) moirai.Priority
+	trusted     func(ctx context.Context) bool
+	class       func(method string) string
+	cancellable bool
+}
+
+// WithAdmission runs d's admission on every call and sends d's level in the
+// response header of every call; rejected calls fail with
+// codes.ResourceExhausted before any task begins.
+func WithAdmission(d *admit.DAGOR) Option { return func(c *config) { c.dagor = d } }
+
+// WithPriority sets how an entry service assigns a call's priority, from
+// the method (an [admit.Actions] table) and the context (the user, via an
+// [admit.UserHasher]). Default: the lowest priority.
+func WithPriority(fn func(ctx context.Context, method string) moirai.Priority) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.priority = fn
+		}
+	}
+}
+
+// WithTrustedPeer sets which callers are trusted peers (for example by
+// peer.FromContext address or mTLS identity): only their moirai-priority
+// metadata is honoured. Default: nobody.
+func WithTrustedPeer(fn func(ctx context.Context) bool) Option {
+	return func(c *config) { c.trusted = fn }
+}
+
+// WithClass sets a call's task class from its method (default: the full
+// method name).
+func WithClass(fn func(method string) string) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.class = fn
+		}
+	}
+}
+
+// WithCancellable sets whether the controller may cancel calls (default
+// true).
+func WithCancellable(on bool) Option { return func(c *config) { c.cancellable = on } }
+
+func newConfig(opts []Option) config {
+	c := config{class: func(m string) string { return m }, cancellable: true}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+func (c *config) priorityOf(ctx context.Context, method string) moirai.Priority {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(KeyPriority); len(v) > 0 {
+			if c.trusted != nil && c.trusted(ctx) && len(v) == 1 {
+				if p, ok := admit.ParsePriority(v[0]); ok {
+					return p
+				}
+			} else {
+				untrusted.Add(1)
+			}
+		}
+	}
+	if c.priority != nil {
+		return c.priority(ctx, method)
+	}
+	return Lowest
+}
+
+var epoch = time.Now()
+
+func monotonic() time.Duration { return time.Since(epoch) }
+
+// begin runs admission and begins the call's task.
+func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, *moirai.Task, error) {
+	p := c.priorityOf(ctx, method)
+	if d := c.dagor; d != nil {
+		now := monotonic()
+		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
+		if !d.AdmitPriority(now, p) {
+			return nil, nil, status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
+		}
+		d.Started(now, 0)
+	}
+	ctx, t := ctl.Begin(ctx, moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable})
+	return ctx, t, nil
+}
+
+// outcome maps a handler's result and the task's cancellation to the
+// error the call returns.
+func outcome(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) && err != nil {
+		return status.Error(codes.ResourceExhausted, "call cancelled by overload control")
+	}
+	return err
+}
+
+// UnaryServerInterceptor makes every unary call a task of ctl: admission,
+// priority, and a task context that is the call's context, so the call's
+// cancellation reaches downstream calls and the controller's cancellation
+// reaches the handler.
+func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnaryServerInterceptor {
+	c := newConfig(opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx2, t, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
+		if err != nil {
+			return nil, err
+		}
+		resp, err := handler(ctx2, req)
+		err = outcome(ctx2, err)
+		t.End(err)
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streams: the whole
+// stream is one task.
+func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.StreamServerInterceptor {
+	c := newConfig(opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, t, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
+		if err != nil {
+			return err
+		}
+		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
+		err = outcome(ctx, err)
+		t.End(err)
+		return err
+	}
+}
+
+type stream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *stream) Context() context.Context { return s.ctx }
+
+// A ClientOption configures the client interceptors.
+type ClientOption func(*client)
+
+// WithLevelTTL sets how long a downstream's level is used (default 1 s).
+func WithLevelTTL(d time.Duration) ClientOption {
+	return func(c *client) {
+		if d > 0 {
+			c.ttl = d
+		}
+	}
+}
+
+// WithoutLocalShedding sends priorities but never sheds locally.
+func WithoutLocalShedding() ClientOption { return func(c *client) { c.noShed = true } }
+
+type client struct {
+	ttl    time.Duration
+	noShed bool
+	levels sync.Map // target → cachedLevel
+}
+
+type cachedLevel struct {
+	level   admit.Level
+	expires time.Duration
+}
+
+func newClient(opts []ClientOption) *client {
+	c := &client{ttl: time.Second}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// prepare sheds locally or returns the outgoing context.
+func (c *client) prepare(ctx context.Context, target string) (context.Context, error) {
+	p, has := Lowest, false
+	if t := moirai.From(ctx); t != nil {
+		p, has = t.Spec().Priority, true
+	}
+	if !c.noShed {
+		if v, ok := c.levels.Load(target); ok {
+			l := v.(cachedLevel)
+			if monotonic() < l.expires && !l.level.Admits(p) {
+				return nil, status.Error(codes.ResourceExhausted, ErrShed.Error())
+			}
+		}
+	}
+	if has {
+		ctx = metadata.AppendToOutgoingContext(ctx, KeyPriority, admit.FormatPriority(p))
+	}
+	return ctx, nil
+}
+
+func (c *client) learn(target string, md metadata.MD) {
+	if v := md.Get(KeyLevel); len(v) == 1 {
+		if l, ok := admit.ParseLevel(v[0]); ok {
+			c.levels.Store(target, cachedLevel{level: l, expires: monotonic() + c.ttl})
+		}
+	}
+}
+
+// UnaryClientInterceptor sends the priority of the task in the call's
+// context, learns each target's level from response headers, and sheds
+// calls that level would reject with codes.ResourceExhausted.
+func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
+	c := newClient(opts)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		target := cc.Target()
+		ctx, err := c.prepare(ctx, target)
+		if err != nil {
+			return err
+		}
+		var md metadata.MD
+		err = invoker(ctx, method, req, reply, cc, append(callOpts, grpc.Header(&md))...)
+		c.learn(target, md)
+		return err
+	}
+}
+
+// StreamClientInterceptor is UnaryClientInterceptor for streams; the level
+// is learnt when the stream's header arrives.
+func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor {
+	c := newClient(opts)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		target := cc.Target()
+		ctx, err := c.prepare(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := streamer(ctx, desc, cc, method, callOpts...)
+		if err != nil {
+			return nil, err
+		}
+		if md, err := cs.Header(); err == nil {
+			c.learn(target, md)
+		}
+		return cs, nil
+	}
+}

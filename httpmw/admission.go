@@ -1,0 +1,200 @@
+package httpmw
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+)
+
+// Headers of DAGOR's cooperation.
+const (
+	// HeaderPriority carries a request's compound priority "B/U" downstream.
+	// A server honours it only from a trusted peer.
+	HeaderPriority = "Moirai-Priority"
+	// HeaderLevel carries the server's admission level "B/U" on every
+	// response, admitted or rejected.
+	HeaderLevel = "Moirai-Level"
+)
+
+// Lowest is the priority of a request nobody assigned a priority to.
+var Lowest = moirai.Priority{Business: admit.BusinessLevels - 1, User: admit.UserLevels - 1}
+
+// ErrShed is returned by the client [Transport] for a request it sheds
+// locally because the downstream's cached level would reject it.
+var ErrShed = errors.New("httpmw: request shed locally: downstream admission level")
+
+// untrusted counts priority headers ignored because they came from a peer
+// that is not trusted.
+var untrusted atomic.Int64
+
+// Untrusted returns how many priority headers were ignored because their
+// sender is not a trusted peer.
+func Untrusted() int64 { return untrusted.Load() }
+
+// WithAdmission makes the handler run d's admission check on every request
+// and write d's level on every response; rejected requests get 503 with
+// Retry-After before any task begins. The queueing time d learns from is
+// the time between the request's arrival at the middleware and the start
+// of the handler, or what WithArrival reports.
+func WithAdmission(d *admit.DAGOR) Option {
+	return func(c *config) { c.dagor = d }
+}
+
+// WithArrival sets how the time a request arrived is known, for example
+// from a proxy's header; the queueing time is the difference to the start
+// of the handler. Default: the moment the middleware sees the request.
+func WithArrival(fn func(*http.Request) (time.Time, bool)) Option {
+	return func(c *config) { c.arrival = fn }
+}
+
+// WithPriority sets how an entry service assigns a request's priority
+// (typically from an [admit.Actions] table and an [admit.UserHasher]).
+// Default: the lowest priority.
+func WithPriority(fn func(*http.Request) moirai.Priority) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.priority = fn
+		}
+	}
+}
+
+// WithTrustedPeer sets which requests come from trusted peers, whose
+// Moirai-Priority header is honoured. From everyone else the header is
+// ignored (and counted, see [Untrusted]) and WithPriority assigns the
+// priority. Default: nobody is trusted, so a client cannot raise its own
+// priority.
+func WithTrustedPeer(fn func(*http.Request) bool) Option {
+	return func(c *config) { c.trusted = fn }
+}
+
+// priorityOf is the priority the request runs with.
+func (h *handler) priorityOf(r *http.Request) moirai.Priority {
+	if v, ok := r.Header[HeaderPriority]; ok {
+		if h.cfg.trusted != nil && h.cfg.trusted(r) && len(v) == 1 {
+			if p, ok := admit.ParsePriority(v[0]); ok {
+				return p
+			}
+		} else {
+			untrusted.Add(1)
+		}
+	}
+	if h.cfg.priority != nil {
+		return h.cfg.priority(r)
+	}
+	return Lowest
+}
+
+// admitRequest runs admission; it reports false after writing the
+// rejection.
+func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.Priority) bool {
+	d := h.cfg.dagor
+	now := monotonic()
+	w.Header().Set(HeaderLevel, admit.FormatLevel(d.Level()))
+	if !d.AdmitPriority(now, p) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "overloaded: request rejected by admission control", http.StatusServiceUnavailable)
+		return false
+	}
+	var q time.Duration
+	if h.cfg.arrival != nil {
+		if at, ok := h.cfg.arrival(r); ok {
+			q = max(time.Since(at), 0)
+		}
+	}
+	d.Started(now, q)
+	return true
+}
+
+var epoch = time.Now()
+
+func monotonic() time.Duration { return time.Since(epoch) }
+
+// DefaultLevelTTL is how long a client trusts a downstream's level.
+const DefaultLevelTTL = time.Second
+
+// A TransportOption configures [Transport].
+type TransportOption func(*transport)
+
+// WithLevelTTL sets how long a downstream's cached level is used before it
+// expires (default 1 s). A downstream that stops answering does not keep
+// its last level beyond it.
+func WithLevelTTL(d time.Duration) TransportOption {
+	return func(t *transport) {
+		if d > 0 {
+			t.ttl = d
+		}
+	}
+}
+
+// WithoutLocalShedding keeps the priority header but never sheds locally
+// (DAGOR without cooperation, "dagor-local" in the benchmark).
+func WithoutLocalShedding() TransportOption {
+	return func(t *transport) { t.noShed = true }
+}
+
+// Transport returns a client RoundTripper that sends the priority of the
+// task in the request's context downstream in Moirai-Priority, caches the
+// level each downstream host returns, and sheds locally, with [ErrShed],
+// requests that level would reject. base nil means
+// http.DefaultTransport.
+func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &transport{base: base, ttl: DefaultLevelTTL}
+	for _, o := range opts {
+		if o != nil {
+			o(t)
+		}
+	}
+	return t
+}
+
+type transport struct {
+	base   http.RoundTripper
+	ttl    time.Duration
+	noShed bool
+	levels sync.Map // host → cachedLevel
+}
+
+type cachedLevel struct {
+	level   admit.Level
+	expires time.Duration
+}
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	p, has := Lowest, false
+	if tk := moirai.From(r.Context()); tk != nil {
+		p, has = tk.Spec().Priority, true
+	}
+	if !t.noShed {
+		if v, ok := t.levels.Load(r.URL.Host); ok {
+			c := v.(cachedLevel)
+			if monotonic() < c.expires && !c.level.Admits(p) {
+				if r.Body != nil {
+					r.Body.Close()
+				}
+				return nil, ErrShed
+			}
+		}
+	}
+	if has {
+		r = r.Clone(r.Context())
+		r.Header.Set(HeaderPriority, admit.FormatPriority(p))
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	if v := resp.Header.Get(HeaderLevel); v != "" {
+		if l, ok := admit.ParseLevel(v); ok {
+			t.levels.Store(r.URL.Host, cachedLevel{level: l, expires: monotonic() + t.ttl})
+		}
+	}
+	return resp, nil
+}
