@@ -9,6 +9,7 @@
 //   - [CoDel]: Controlled Delay (Nichols and Jacobson, "Controlling Queue
 //     Delay", ACM Queue 10(5), 2012; RFC 8289) applied to requests instead of
 //     packets. It drops at dequeue time.
+//
 //   - [Breakwater]: the server side of Breakwater (Cho, Saeed, Fried, Park,
 //     Alizadeh and Belay, "Overload Control for µs-scale RPCs with
 //     Breakwater", OSDI 2020): a credit pool sized by AIMD on the queueing
@@ -30,8 +31,10 @@
 //     from an [Actions] table (unlisted actions are the least important),
 //     user priority from a [UserHasher], a keyed hash over 128 levels
 //     re-keyed every hour.
+//
 //   - [Random]: DAGOR's random-shedding baseline: the same detection, an
 //     admitted fraction instead of a level.
+//
 //   - [SRE]: client-side adaptive throttling (Google SRE book, K = 2); a
 //     client-side mechanism with Allow/Record instead of the Admitter
 //     interface.
