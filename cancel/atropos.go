@@ -276,12 +276,17 @@ func (a *Atropos) contention(s *snapshot.Snapshot) {
 func (a *Atropos) Confirm(s *snapshot.Snapshot) bool {
 	a.contention(s)
 	for i := range s.Resources {
-		r := &s.Resources[i]
-		if a.levels[i] >= a.cfg.minContention && (r.Kind == resource.KindMemory || r.Waiters > 0) {
+		if a.confirms(&s.Resources[i], a.levels[i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// confirms reports whether resource r at contention level counts as
+// contended: at the threshold, and, for a lock or queue, waited for now.
+func (a *Atropos) confirms(r *snapshot.Resource, level float64) bool {
+	return level >= a.cfg.minContention && (r.Kind == resource.KindMemory || r.Waiters > 0)
 }
 
 // Level is one resource's contention level in an [Evaluation].
@@ -386,8 +391,7 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
-		busy := r.Kind == resource.KindMemory || r.Waiters > 0
-		l.Contended = l.Level >= a.cfg.minContention && busy
+		l.Contended = a.confirms(r, l.Level)
 		ev.Levels = append(ev.Levels, l)
 		if l.Level >= a.cfg.minContention/10 {
 			ev.Contended = append(ev.Contended, i)

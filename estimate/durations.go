@@ -138,8 +138,16 @@ func (d *Durations) Samples(class string) float64 {
 // finish between two snapshots unseen, so the learned durations under it
 // are biased towards the long ones.
 func (d *Durations) ExpectedTotal(class string, age time.Duration) (time.Duration, bool) {
+	if age < d.blind {
+		return 0, false
+	}
+	return d.expected(class, age)
+}
+
+// expected is E[D | D > age] over the learned durations of class.
+func (d *Durations) expected(class string, age time.Duration) (time.Duration, bool) {
 	h := d.classes[class]
-	if h == nil || age < d.blind {
+	if h == nil {
 		return 0, false
 	}
 	age = max(age, 0)
@@ -167,9 +175,5 @@ func (d *Durations) ExpectedTotal(class string, age time.Duration) (time.Duratio
 // Mean returns the mean learned duration of class (of the tasks seen by
 // at least one snapshot), and false if there is none.
 func (d *Durations) Mean(class string) (time.Duration, bool) {
-	blind := d.blind
-	d.blind = 0
-	m, ok := d.ExpectedTotal(class, 0)
-	d.blind = blind
-	return m, ok
+	return d.expected(class, 0)
 }
