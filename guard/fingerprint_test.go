@@ -1,0 +1,34 @@
+package guard
+
+import "testing"
+
+func TestFingerprint(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"SELECT * FROM t WHERE id = 42", "select * from t where id = ?"},
+		{"select *  from t\n where id=7", "select * from t where id=?"},
+		{"UPDATE accounts SET balance = balance + -12.5e3 WHERE aid = 3", "update accounts set balance = balance + -? where aid = ?"},
+		{"SELECT 'it''s', \"Col\" FROM `T`", "select ?, \"Col\" from `T`"},
+		{"select * from t where id in (1, 2, 3)", "select * from t where id in (?)"},
+		{"insert into t values (1,'a'),(2,'b'), (3,'c')", "insert into t values (?)"},
+		{"select $1, $$body$$, $q$x$q$ -- trailing\n from t /* c */ where x = 0xFF", "select ? from t where x = ?"},
+		{"SELECT 'unterminated", "select ?"},
+		{"", ""},
+		{"select 'a\\'b' # mysql comment", "select ?"},
+	}
+	for _, c := range cases {
+		if got := Fingerprint(c.in); got != c.want {
+			t.Errorf("Fingerprint(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func FuzzFingerprint(f *testing.F) {
+	f.Add("select * from t where id in (1,2,3) and s = 'x'")
+	f.Add("$a$ $$ '")
+	f.Fuzz(func(t *testing.T, q string) {
+		fp := Fingerprint(q)
+		if len(fp) > 2*len(q)+1 {
+			t.Fatalf("fingerprint longer than twice the input: %q -> %q", q, fp)
+		}
+	})
+}
