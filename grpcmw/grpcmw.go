@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -273,9 +274,44 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		if err != nil {
 			return nil, err
 		}
-		if md, err := cs.Header(); err == nil {
-			c.learn(target, md)
-		}
-		return cs, nil
+		// Waiting for the header here would deadlock every stream whose
+		// server speaks only after the client's first message: the level
+		// is learnt when the header has arrived anyway, at the caller's
+		// Header or first RecvMsg.
+		return &clientStream{ClientStream: cs, c: c, target: target}, nil
 	}
+}
+
+// clientStream learns the downstream's level from the first header or
+// trailer the stream sees.
+type clientStream struct {
+	grpc.ClientStream
+	c       *client
+	target  string
+	learned atomic.Bool
+}
+
+func (s *clientStream) Header() (metadata.MD, error) {
+	md, err := s.ClientStream.Header()
+	if err == nil && !s.learned.Load() && len(md.Get(KeyLevel)) > 0 {
+		s.learned.Store(true)
+		s.c.learn(s.target, md)
+	}
+	return md, err
+}
+
+func (s *clientStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if s.learned.Load() {
+		return err
+	}
+	// Once RecvMsg has returned, the header (or a trailers-only answer)
+	// has arrived, so neither call blocks.
+	s.learned.Store(true)
+	if md, herr := s.ClientStream.Header(); herr == nil && len(md.Get(KeyLevel)) > 0 {
+		s.c.learn(s.target, md)
+	} else if err != nil {
+		s.c.learn(s.target, s.ClientStream.Trailer())
+	}
+	return err
 }

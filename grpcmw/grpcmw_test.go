@@ -34,8 +34,9 @@ func overloaded(t *testing.T) *admit.DAGOR {
 
 type counting struct {
 	healthpb.HealthServer
-	calls int
-	seen  moirai.Priority
+	calls    int // handler runs
+	arrivals int // calls that reached the server, admitted or not
+	seen     moirai.Priority
 }
 
 func (c *counting) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
@@ -48,9 +49,16 @@ func setup(t *testing.T, sopts []grpcmw.Option, copts []grpcmw.ClientOption) (*m
 	ctl := moirai.New(moirai.WithTraceOnly())
 	t.Cleanup(func() { ctl.Close() })
 	lis := bufconn.Listen(1 << 16)
-	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, sopts...)),
-		grpc.StreamInterceptor(grpcmw.StreamServerInterceptor(ctl, sopts...)))
 	hs := &counting{HealthServer: health.NewServer()}
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			hs.arrivals++
+			return h(ctx, req)
+		}, grpcmw.UnaryServerInterceptor(ctl, sopts...)),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			hs.arrivals++
+			return h(srv, ss)
+		}, grpcmw.StreamServerInterceptor(ctl, sopts...)))
 	healthpb.RegisterHealthServer(srv, hs)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
@@ -84,9 +92,9 @@ func TestRejectAndShedLocally(t *testing.T) {
 		t.Fatalf("server ran at %v", hs.seen)
 	}
 	// The level is cached now: the next lowest call never leaves the client.
-	before := hs.calls
-	if err := call(grpcmw.Lowest); status.Code(err) != codes.ResourceExhausted || hs.calls != before {
-		t.Fatalf("shed: %v", err)
+	before := hs.arrivals
+	if err := call(grpcmw.Lowest); status.Code(err) != codes.ResourceExhausted || hs.arrivals != before {
+		t.Fatalf("shed: %v, arrivals %d -> %d", err, before, hs.arrivals)
 	}
 }
 
@@ -100,5 +108,44 @@ func TestClientCannotRaiseItsPriority(t *testing.T) {
 	}
 	if hs.seen != assigned || grpcmw.Untrusted()-before != 1 {
 		t.Fatalf("ran at %v (untrusted +%d), want %v", hs.seen, grpcmw.Untrusted()-before, assigned)
+	}
+}
+
+// Watch is the health service's server stream: it records the priority the
+// stream ran at and sends one update.
+func (c *counting) Watch(r *healthpb.HealthCheckRequest, s healthpb.Health_WatchServer) error {
+	c.calls++
+	c.seen = moirai.From(s.Context()).Spec().Priority
+	return s.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING})
+}
+
+func TestStreamRejectAndShedLocally(t *testing.T) {
+	d := overloaded(t)
+	ctl, c, hs := setup(t, []grpcmw.Option{grpcmw.WithAdmission(d), grpcmw.WithTrustedPeer(func(context.Context) bool { return true })}, nil)
+	watch := func(p moirai.Priority) error {
+		ctx, tk := ctl.Begin(t.Context(), moirai.Spec{Priority: p})
+		defer tk.End(nil)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		s, err := c.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return err
+		}
+		_, err = s.Recv()
+		return err
+	}
+	if err := watch(grpcmw.Lowest); status.Code(err) != codes.ResourceExhausted || hs.calls != 0 {
+		t.Fatalf("lowest: %v, calls %d; want ResourceExhausted from the server", err, hs.calls)
+	}
+	// The rejection carried the level: the next lowest stream is shed
+	// before it is sent.
+	if err := watch(grpcmw.Lowest); status.Code(err) != codes.ResourceExhausted || hs.arrivals != 1 {
+		t.Fatalf("lowest again: %v, arrivals %d; want shed by the client", err, hs.arrivals)
+	}
+	if err := watch(moirai.Priority{}); err != nil || hs.calls != 1 {
+		t.Fatalf("top: %v, calls %d", err, hs.calls)
+	}
+	if hs.seen != (moirai.Priority{}) {
+		t.Fatalf("stream ran at %v", hs.seen)
 	}
 }
