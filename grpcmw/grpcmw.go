@@ -14,6 +14,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/resource"
 )
 
 // Metadata keys of DAGOR's cooperation.
@@ -38,6 +39,8 @@ type Option func(*config)
 
 type config struct {
 	dagor       *admit.DAGOR
+	admitter    admit.Admitter
+	queue       *moirai.Queue
 	priority    func(ctx context.Context, method string) moirai.Priority
 	trusted     func(ctx context.Context) bool
 	class       func(method string) string
@@ -48,6 +51,24 @@ type config struct {
 // response header of every call; rejected calls fail with
 // codes.ResourceExhausted before any task begins.
 func WithAdmission(d *admit.DAGOR) Option { return func(c *config) { c.dagor = d } }
+
+// WithAdmitter runs a priority-blind admitter (admit.CoDel, admit.Random,
+// admit.Breakwater) on every call: Admit at arrival, Started when the
+// handler gets a worker (a false Started, CoDel's drop at dequeue, rejects
+// the call then), Done when it returns. Rejected calls fail with
+// codes.ResourceExhausted. It may be combined with WithAdmission; DAGOR's
+// check runs first.
+func WithAdmitter(a admit.Admitter) Option { return func(c *config) { c.admitter = a } }
+
+// WithQueue runs every handler in a slot of q, a bounded worker pool with
+// a waiting line in front of it, as the services DAGOR was built for do.
+// The time a call waits for a slot is its queueing time, which admission
+// (WithAdmission, WithAdmitter) detects overload from, and a wait moirai's
+// other mechanisms see on q's resource. Without a queue, gRPC runs every
+// call at once and the queueing time is 0: admission then only ever sheds
+// what a client's cached level tells it to. A call whose line is full
+// (q's backlog) fails with codes.ResourceExhausted.
+func WithQueue(q *moirai.Queue) Option { return func(c *config) { c.queue = q } }
 
 // WithPriority sets how an entry service assigns a call's priority, from
 // the method (an [admit.Actions] table) and the context (the user, via an
@@ -113,19 +134,85 @@ var epoch = time.Now()
 
 func monotonic() time.Duration { return time.Since(epoch) }
 
-// begin runs admission and begins the call's task.
-func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, *moirai.Task, error) {
+// call is an admitted call in progress: its task, its worker slot and when
+// its handler started.
+type call struct {
+	t       *moirai.Task
+	permit  resource.Permit
+	started time.Duration
+}
+
+var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
+
+// begin runs admission, begins the call's task and waits for a worker slot.
+func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
 	p := c.priorityOf(ctx, method)
-	if d := c.dagor; d != nil {
-		now := monotonic()
+	arrived := monotonic()
+	d, a := c.dagor, c.admitter
+	if d != nil {
 		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
-		if !d.AdmitPriority(now, p) {
-			return nil, nil, status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
+		if !d.AdmitPriority(arrived, p) {
+			return nil, call{}, errRejected
 		}
-		d.Started(now, 0)
+	}
+	if a != nil && !a.Admit(arrived) {
+		return nil, call{}, errRejected
 	}
 	ctx, t := ctl.Begin(ctx, moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable})
-	return ctx, t, nil
+	cl := call{t: t}
+	if c.queue != nil {
+		permit, err := c.queue.Enter(ctx)
+		if err != nil {
+			if errors.Is(err, resource.ErrRejected) {
+				err = status.Error(codes.ResourceExhausted, "overloaded: worker queue full")
+			} else {
+				err = status.FromContextError(err).Err()
+			}
+			t.End(err)
+			return nil, call{}, err
+		}
+		cl.permit = permit
+	}
+	cl.started = monotonic()
+	wait := cl.started - arrived
+	if d != nil {
+		d.Started(cl.started, wait)
+	}
+	if a != nil && !a.Started(cl.started, wait) {
+		cl.release()
+		t.End(errRejected)
+		return nil, call{}, errRejected
+	}
+	return ctx, cl, nil
+}
+
+// end releases the call's slot, tells the admitter, and ends its task.
+func (c *config) end(cl call, err error) {
+	cl.release()
+	if c.admitter != nil {
+		now := monotonic()
+		c.admitter.Done(now, now-cl.started)
+	}
+	cl.t.End(err)
+}
+
+// endOnPanic ends the call of a handler that panicked, so that a recovery
+// interceptor further out leaks neither its slot nor its task, and lets
+// the panic go on.
+func (c *config) endOnPanic(cl call) {
+	if r := recover(); r != nil {
+		c.end(cl, errHandlerPanic)
+		panic(r)
+	}
+}
+
+var errHandlerPanic = errors.New("grpcmw: handler panicked")
+
+func (cl *call) release() {
+	if cl.permit.Units() > 0 {
+		_ = cl.permit.Release()
+		cl.permit = resource.Permit{}
+	}
 }
 
 // outcome maps a handler's result and the task's cancellation to the
@@ -144,13 +231,14 @@ func outcome(ctx context.Context, err error) error {
 func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx2, t, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
+		ctx2, cl, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
 		if err != nil {
 			return nil, err
 		}
+		defer c.endOnPanic(cl)
 		resp, err := handler(ctx2, req)
 		err = outcome(ctx2, err)
-		t.End(err)
+		c.end(cl, err)
 		return resp, err
 	}
 }
@@ -160,13 +248,14 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, t, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
+		ctx, cl, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
 		if err != nil {
 			return err
 		}
+		defer c.endOnPanic(cl)
 		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
 		err = outcome(ctx, err)
-		t.End(err)
+		c.end(cl, err)
 		return err
 	}
 }

@@ -3,6 +3,7 @@ package grpcmw_test
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,24 +38,40 @@ type counting struct {
 	calls    int // handler runs
 	arrivals int // calls that reached the server, admitted or not
 	seen     moirai.Priority
+	// hold, when set, is received from before Check answers; panics makes
+	// Check panic.
+	hold   chan struct{}
+	panics bool
 }
 
 func (c *counting) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	c.calls++
 	c.seen = moirai.From(ctx).Spec().Priority
+	if c.panics {
+		panic("handler bug")
+	}
+	if c.hold != nil {
+		<-c.hold
+	}
 	return c.HealthServer.Check(ctx, r)
 }
 
 func setup(t *testing.T, sopts []grpcmw.Option, copts []grpcmw.ClientOption) (*moirai.Controller, healthpb.HealthClient, *counting) {
 	ctl := moirai.New(moirai.WithTraceOnly())
 	t.Cleanup(func() { ctl.Close() })
+	return setupWith(t, ctl, sopts, copts)
+}
+
+// setupWith serves the counting health service through ctl's interceptors,
+// after the outer unary interceptors given.
+func setupWith(t *testing.T, ctl *moirai.Controller, sopts []grpcmw.Option, copts []grpcmw.ClientOption, outer ...grpc.UnaryServerInterceptor) (*moirai.Controller, healthpb.HealthClient, *counting) {
 	lis := bufconn.Listen(1 << 16)
 	hs := &counting{HealthServer: health.NewServer()}
 	srv := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor{func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			hs.arrivals++
 			return h(ctx, req)
-		}, grpcmw.UnaryServerInterceptor(ctl, sopts...)),
+		}}, outer...), grpcmw.UnaryServerInterceptor(ctl, sopts...))...),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			hs.arrivals++
 			return h(srv, ss)
@@ -147,5 +164,130 @@ func TestStreamRejectAndShedLocally(t *testing.T) {
 	}
 	if hs.seen != (moirai.Priority{}) {
 		t.Fatalf("stream ran at %v", hs.seen)
+	}
+}
+
+// fakeAdmitter admits while admit is true and lets started calls start
+// while start is true; it counts what it was told.
+type fakeAdmitter struct {
+	mu                    sync.Mutex
+	admit, start          bool
+	admits, starts, dones int
+}
+
+func (f *fakeAdmitter) Name() string { return "fake" }
+func (f *fakeAdmitter) Admit(time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.admits++
+	return f.admit
+}
+func (f *fakeAdmitter) Started(_, _ time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	return f.start
+}
+func (f *fakeAdmitter) Done(_, _ time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dones++
+}
+
+func TestAdmitterAndQueue(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	t.Cleanup(func() { ctl.Close() })
+	q := ctl.Queue("workers", 1, 0)
+	a := &fakeAdmitter{admit: false, start: true}
+	_, c, hs := setupWith(t, ctl, []grpcmw.Option{grpcmw.WithAdmitter(a), grpcmw.WithQueue(q)}, nil)
+	check := func() error {
+		_, err := c.Check(t.Context(), &healthpb.HealthCheckRequest{})
+		return err
+	}
+	if err := check(); status.Code(err) != codes.ResourceExhausted || hs.calls != 0 {
+		t.Fatalf("refused at arrival: %v, calls %d", err, hs.calls)
+	}
+	a.mu.Lock()
+	a.admit, a.start = true, false
+	a.mu.Unlock()
+	if err := check(); status.Code(err) != codes.ResourceExhausted || hs.calls != 0 || q.Running() != 0 {
+		t.Fatalf("dropped at start: %v, calls %d, running %d", err, hs.calls, q.Running())
+	}
+	a.mu.Lock()
+	a.start = true
+	a.mu.Unlock()
+	if err := check(); err != nil || hs.calls != 1 || q.Running() != 0 {
+		t.Fatalf("admitted: %v, calls %d, running %d", err, hs.calls, q.Running())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.admits != 3 || a.starts != 2 || a.dones != 1 {
+		t.Fatalf("admitter told admits %d starts %d dones %d, want 3 2 1", a.admits, a.starts, a.dones)
+	}
+	if st := ctl.Stats(); st.Live != 0 {
+		t.Fatalf("%d tasks left live", st.Live)
+	}
+}
+
+func TestQueueLineFullRejects(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	t.Cleanup(func() { ctl.Close() })
+	q := ctl.Queue("workers", 1, 1)
+	_, c, hs := setupWith(t, ctl, []grpcmw.Option{grpcmw.WithQueue(q)}, nil)
+	hs.hold = make(chan struct{})
+	errs := make(chan error, 2)
+	call := func() {
+		_, err := c.Check(t.Context(), &healthpb.HealthCheckRequest{})
+		errs <- err
+	}
+	go call()
+	waitFor(t, func() bool { return q.Running() == 1 })
+	go call()
+	waitFor(t, func() bool { return q.Waiting() == 1 })
+	if _, err := c.Check(t.Context(), &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("third call with the line full: %v, want ResourceExhausted", err)
+	}
+	close(hs.hold)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q.Running() != 0 || q.Waiting() != 0 || ctl.Stats().Live != 0 {
+		t.Fatalf("left running %d waiting %d live %d", q.Running(), q.Waiting(), ctl.Stats().Live)
+	}
+}
+
+func TestHandlerPanicReleasesSlot(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	t.Cleanup(func() { ctl.Close() })
+	q := ctl.Queue("workers", 1, 0)
+	recovering := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = status.Errorf(codes.Internal, "panic: %v", r)
+			}
+		}()
+		return h(ctx, req)
+	}
+	_, c, hs := setupWith(t, ctl, []grpcmw.Option{grpcmw.WithQueue(q)}, nil, recovering)
+	hs.panics = true
+	if _, err := c.Check(t.Context(), &healthpb.HealthCheckRequest{}); status.Code(err) != codes.Internal {
+		t.Fatalf("panicking handler: %v", err)
+	}
+	if q.Running() != 0 || ctl.Stats().Live != 0 {
+		t.Fatalf("after a panic: running %d, live %d", q.Running(), ctl.Stats().Live)
+	}
+}
+
+// waitFor waits until cond holds, for state another goroutine reaches.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
