@@ -138,6 +138,7 @@ type DAGOR struct {
 	hist  [levels]atomic.Uint32
 
 	mu         sync.Mutex // closes windows; TryLock so only one closes
+	climb      int32      // under mu: the next blind step up (see nextLevel)
 	overloaded atomic.Bool
 	windows    atomic.Int64
 }
@@ -222,43 +223,78 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 	for i := range d.hist {
 		hist[i] = d.hist[i].Swap(0)
 	}
-	d.level.Store(nextLevel(&hist, d.level.Load(), over, d.cfg.alpha, d.cfg.beta))
+	d.level.Store(nextLevel(&hist, d.level.Load(), over, d.cfg.alpha, d.cfg.beta, &d.climb))
 	if d.cfg.regular != nil {
 		d.cfg.regular(over)
 	}
 }
 
+// maxClimb bounds a blind step up of the level: four user levels, about
+// 3 % of a business priority's users, so that a step into demand the
+// server cannot see adds little more than the β the histogram rule would.
+const maxClimb = UserLevels / 32
+
 // nextLevel is DAGOR's Algorithm 1: from the counts of the priorities that
 // arrived in the last window, the level whose admitted load is (1−α) times
 // the load admitted at level cur when overloaded, (1+β) times otherwise.
-// It keeps at least the most important level open, and when calm moves up
-// by at least one level so an empty next level cannot stall recovery.
-func nextLevel(hist *[levels]uint32, cur int32, over bool, alpha, beta float64) int32 {
+// It keeps at least the most important level open.
+//
+// When calm, it moves to the lowest level whose admitted load reaches
+// (1+β) times the current one, counting only the levels where requests
+// arrived. When none does, the window carries no evidence of the demand
+// above the level: nothing was rejected, either because there is no such
+// demand or because callers shed it locally on the level they cached, so
+// that it never arrived (DAGOR's cooperation hides exactly the demand the
+// histogram would need). The paper's rule then opens the door completely,
+// which under cooperation floods the server and makes the level oscillate
+// between fully open and the overload point. Here the level instead climbs
+// blindly by a step that doubles with every such window, from one level up
+// to maxClimb, and starts over at one after an overloaded window or a
+// window that saw the demand above it.
+func nextLevel(hist *[levels]uint32, cur int32, over bool, alpha, beta float64, climb *int32) int32 {
 	var admitted float64
 	for i := int32(0); i <= cur; i++ {
 		admitted += float64(hist[i])
 	}
-	if !over && cur == levels-1 {
+	if over {
+		*climb = 1
+		target := admitted * (1 - alpha)
+		var cum float64
+		next := int32(0)
+		for i := int32(0); i < levels; i++ {
+			cum += float64(hist[i])
+			if cum > target {
+				break
+			}
+			next = i
+		}
+		if next >= cur && cur > 0 {
+			next = cur - 1
+		}
+		return next
+	}
+	if cur == levels-1 {
 		return cur
 	}
 	target := admitted * (1 + beta)
-	if over {
-		target = admitted * (1 - alpha)
-	}
-	var cum float64
-	next := int32(0)
-	for i := int32(0); i < levels; i++ {
-		cum += float64(hist[i])
-		if cum > target {
-			break
+	cum, top := admitted, cur
+	for i := cur + 1; i < levels; i++ {
+		if hist[i] == 0 {
+			continue
 		}
-		next = i
+		cum += float64(hist[i])
+		top = i
+		if cum >= target {
+			*climb = 1
+			return i
+		}
 	}
-	if over && next >= cur && cur > 0 {
-		next = cur - 1
+	if top > cur {
+		// Demand above, all of it within (1+β): admit all of it.
+		*climb = 1
+		return top
 	}
-	if !over && next <= cur {
-		next = cur + 1
-	}
-	return next
+	step := max(*climb, 1)
+	*climb = min(2*step, maxClimb)
+	return min(cur+step, levels-1)
 }

@@ -68,12 +68,63 @@ func TestDAGORShedsLowestFirst(t *testing.T) {
 	if l.Admits(task.Priority{Business: 3, User: 127}) {
 		t.Fatalf("level %v still admits the least important priority", l)
 	}
-	// Calm again: the level climbs back.
-	for w := 0; w < 200 && d.Level() != admit.AdmitAll; w++ {
+	// Calm again: the level climbs back until it admits every priority
+	// that arrives, and then on, blindly.
+	for w := 0; w < 200 && !d.Level().Admits(task.Priority{Business: 3, User: 127}); w++ {
 		drive(d, &now, prios, time.Millisecond, 2000)
 	}
-	if d.Level() != admit.AdmitAll {
-		t.Fatalf("level %v did not recover", d.Level())
+	l = d.Level()
+	if !l.Admits(task.Priority{Business: 3, User: 127}) {
+		t.Fatalf("level %v did not recover", l)
+	}
+	drive(d, &now, prios, time.Millisecond, 2000)
+	if d.Level() == l {
+		t.Fatalf("level stopped at %v", l)
+	}
+}
+
+// TestDAGORClimbsBlindlyUnderCooperation checks the level's recovery when
+// callers shed locally what the level rejects, so that only admitted
+// priorities ever arrive: a calm window must not open the door to every
+// priority at once (the paper's rule, which floods the server), but climb
+// by steps that double from one level, up to four levels.
+func TestDAGORClimbsBlindlyUnderCooperation(t *testing.T) {
+	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 100))
+	var now time.Duration
+	all := make([]task.Priority, 0, 128)
+	for u := range uint8(128) {
+		all = append(all, task.Priority{Business: 1, User: u})
+	}
+	// Overloaded until the level falls below business priority 1's users.
+	window := func(q time.Duration) {
+		for i := 0; i < 100; i++ {
+			p := all[i%len(all)]
+			if !d.Level().Admits(p) {
+				continue // shed by the caller: never arrives
+			}
+			d.AdmitPriority(now, p)
+			d.Started(now, q)
+		}
+	}
+	for d.Level().Admits(task.Priority{Business: 1, User: 64}) {
+		window(time.Second)
+	}
+	start := d.Level()
+	var steps []int
+	prev := start
+	for range 6 {
+		for before := d.Level(); d.Level() == before; {
+			window(0)
+		}
+		l := d.Level()
+		steps = append(steps, int(l.Business-prev.Business)*admit.UserLevels+int(l.User)-int(prev.User))
+		prev = l
+	}
+	want := []int{1, 2, 4, 4, 4, 4}
+	for i := range want {
+		if steps[i] != want[i] {
+			t.Fatalf("from %v the calm level climbed by %v, want %v", start, steps, want)
+		}
 	}
 }
 

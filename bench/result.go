@@ -76,6 +76,18 @@ type Row struct {
 	ActiveMean float64 `json:"active_mean,omitempty"`
 	Background float64 `json:"background_cpus,omitempty"`
 
+	// The dagor suite's measures, zero and omitted in the other suites:
+	// the feed rate over the rate that saturates M for the workload
+	// (f / f_sat); the fraction of tasks that succeeded, and the optimum
+	// min(1, f_sat/f); the fraction of M's completed work spent on tasks
+	// that failed; and, for the mixed workload, the success rate of the
+	// tasks making 1, 2, 3 and 4 calls to M.
+	FeedRatio          float64   `json:"feed_ratio,omitempty"`
+	SuccessRate        float64   `json:"success_rate,omitempty"`
+	OptimalSuccessRate float64   `json:"optimal_success_rate,omitempty"`
+	WastedWork         float64   `json:"wasted_work,omitempty"`
+	SuccessByCalls     []float64 `json:"success_by_calls,omitempty"`
+
 	// Error is set when the row failed (its controller panicked, the
 	// service could not start); the numbers are then zero.
 	Error string `json:"error,omitempty"`

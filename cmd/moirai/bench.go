@@ -15,6 +15,7 @@ import (
 
 	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/cpusuite"
+	"github.com/moirai-go/moirai/bench/dagorsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
 	"github.com/moirai-go/moirai/bench/report"
 )
@@ -33,6 +34,9 @@ type benchFlags struct {
 	rounds int
 	fib    int
 	load   float64
+	// The dagor suite's.
+	feeds         string
+	warmupChanged bool
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -46,7 +50,7 @@ run without the culprit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand())
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand(), newBenchServeDagorCommand())
 	return cmd
 }
 
@@ -79,6 +83,16 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 			for _, c := range cpusuite.Controllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite cpu)"})
 			}
+			for _, c := range dagorsuite.Cases() {
+				culprit := fmt.Sprintf("tasks calling M %d times, fed above its capacity", c.Calls)
+				if c.Calls == 0 {
+					culprit = "tasks calling M 1 to 4 times, fed above its capacity"
+				}
+				l.Cases = append(l.Cases, caseInfo{Suite: dagorsuite.Suite, Name: c.Name, Models: "DAGOR", Resource: "M's workers", Culprit: culprit})
+			}
+			for _, c := range dagorsuite.Controllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite dagor)"})
+			}
 			out := cmd.OutOrStdout()
 			if g.Output == outputJSON {
 				return json.NewEncoder(out).Encode(l)
@@ -104,6 +118,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 		Short: "Run cases under controllers and report the results",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.warmupChanged = cmd.Flags().Changed("warmup")
 			return runBench(cmd, g, f)
 		},
 	}
@@ -115,16 +130,20 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
-	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suite cpu: unmeasured start of each run")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu and dagor: unmeasured start of each run (dagor: 3s unless set)")
 	fl.IntVar(&f.rounds, "rounds", 1, "suite cpu: runs of every (case, controller) pair, interleaved")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
+	fl.StringVar(&f.feeds, "feeds", "0.5,1,2,4", "suite dagor: feed rates, as ratios to the rate that saturates M")
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
-	if f.suite == cpusuite.Suite {
+	switch f.suite {
+	case cpusuite.Suite:
 		return runCPUBench(cmd, g, f)
+	case dagorsuite.Suite:
+		return runDagorBench(cmd, g, f)
 	}
 	cases, err := bench.SelectCases(f.suite, f.cases)
 	if err != nil {

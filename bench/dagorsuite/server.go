@@ -1,0 +1,201 @@
+package dagorsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/grpcmw"
+)
+
+// Roles of the suite's server processes.
+const (
+	RoleM = "m" // the service of fixed capacity
+	RoleA = "a" // the entry service, calling M x times per task
+)
+
+// keyUser is the metadata key the load generator sends the user's ID in;
+// A, the entry service, derives the user priority from it.
+const keyUser = "moirai-bench-user"
+
+// ServerConfig is one server process's configuration; the suite passes it
+// as JSON to the hidden `moirai bench serve-dagor` command.
+type ServerConfig struct {
+	Role       string        `json:"role"`
+	Controller string        `json:"controller"`
+	Listen     string        `json:"listen,omitempty"`     // default 127.0.0.1:0
+	Downstream string        `json:"downstream,omitempty"` // A: M's address
+	Workers    int           `json:"workers"`              // M: worker slots
+	Service    time.Duration `json:"service"`              // M: time per call
+	Backlog    int           `json:"backlog,omitempty"`    // M under sre: bounded line
+	// Window and WindowCount scale DAGOR's detection window (and Random's)
+	// to the suite's rates; Threshold is its queueing-time threshold,
+	// which CoDel's target also takes.
+	Window      time.Duration `json:"window"`
+	WindowCount int           `json:"window_count"`
+	Threshold   time.Duration `json:"threshold"`
+	SREWindow   time.Duration `json:"sre_window,omitempty"`
+	Key         uint64        `json:"key"`      // A: the user hasher's key
+	Deadline    time.Duration `json:"deadline"` // A: each task's deadline
+}
+
+func (c *ServerConfig) check() error {
+	if c.Role != RoleM && c.Role != RoleA {
+		return fmt.Errorf("dagor suite: role %q, want %q or %q", c.Role, RoleM, RoleA)
+	}
+	if _, ok := controllerByName(c.Controller); !ok {
+		return fmt.Errorf("dagor suite: unknown controller %q", c.Controller)
+	}
+	if c.Role == RoleM && (c.Workers < 1 || c.Service <= 0) {
+		return fmt.Errorf("dagor suite: M needs workers ≥ 1 and a service time > 0, have %d and %v", c.Workers, c.Service)
+	}
+	if c.Role == RoleA && c.Downstream == "" {
+		return errors.New("dagor suite: A needs the downstream address of M")
+	}
+	return nil
+}
+
+// Serve runs one server of the suite until ctx is done, calling ready with
+// the address it listens on once it accepts calls.
+func Serve(ctx context.Context, cfg ServerConfig, ready func(addr string)) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	var (
+		srv  *grpc.Server
+		desc *grpc.ServiceDesc
+	)
+	switch cfg.Role {
+	case RoleM:
+		srv, desc = serverM(ctl, cfg)
+	case RoleA:
+		var closeA func()
+		var err error
+		srv, desc, closeA, err = serverA(ctl, cfg)
+		if err != nil {
+			return err
+		}
+		defer closeA()
+	}
+	srv.RegisterService(desc, nil)
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	ready(lis.Addr().String())
+	select {
+	case <-ctx.Done():
+		srv.Stop()
+		<-errc
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// serverM is the service of fixed capacity: Workers slots, each call
+// holding one for Service, behind the controller's admission.
+func serverM(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.ServiceDesc) {
+	backlog := int64(0)
+	if cfg.Controller == "sre" {
+		backlog = int64(max(cfg.Backlog, 1))
+	}
+	q := ctl.Queue("m-workers", int64(cfg.Workers), backlog)
+	opts := []grpcmw.Option{grpcmw.WithQueue(q), grpcmw.WithTrustedPeer(func(context.Context) bool { return true })}
+	win := admit.WithDAGORWindow(cfg.Window, cfg.WindowCount)
+	thr := admit.WithDAGORThreshold(cfg.Threshold)
+	switch cfg.Controller {
+	case "random":
+		opts = append(opts, grpcmw.WithAdmitter(admit.NewRandom(win, thr)))
+	case "codel":
+		opts = append(opts, grpcmw.WithAdmitter(admit.NewCoDel(admit.WithCoDelTarget(cfg.Threshold))))
+	case "dagor", "dagor-local":
+		opts = append(opts, grpcmw.WithAdmission(admit.NewDAGOR(win, thr)))
+	}
+	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, opts...)))
+	return srv, workDesc(func(ctx context.Context, _ string) error {
+		t := time.NewTimer(cfg.Service)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	})
+}
+
+// serverA is the entry service: it assigns each task its priority (one
+// business priority, the user priority from the user's ID) and calls M x
+// times in sequence, stopping at the first failure.
+func serverA(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.ServiceDesc, func(), error) {
+	hasher := admit.NewUserHasher(cfg.Key, time.Hour)
+	prio := func(ctx context.Context, _ string) moirai.Priority {
+		user := ""
+		if md, ok := metadata.FromIncomingContext(ctx); ok {
+			if v := md.Get(keyUser); len(v) == 1 {
+				user = v[0]
+			}
+		}
+		return moirai.Priority{Business: 1, User: hasher.User(user, time.Now())}
+	}
+	var copts []grpc.DialOption
+	switch cfg.Controller {
+	case "dagor":
+		copts = append(copts, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor()))
+	case "dagor-local":
+		copts = append(copts, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(grpcmw.WithoutLocalShedding())))
+	}
+	cc, err := grpc.NewClient(cfg.Downstream, append(copts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var sre *admit.SRE
+	if cfg.Controller == "sre" {
+		sre = admit.NewSRE(admit.DefaultSREK, cfg.SREWindow)
+	}
+	start := time.Now()
+	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithPriority(prio))))
+	desc := taskDesc(func(ctx context.Context, calls int64) (int64, error) {
+		if cfg.Deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, cfg.Deadline)
+			defer cancel()
+		}
+		var done int64
+		for i := range calls {
+			if sre != nil && !sre.Allow(time.Since(start)) {
+				return done, status.Error(codes.ResourceExhausted, "throttled by the client")
+			}
+			err := cc.Invoke(ctx, methodWork, wrapperspb.String(strconv.FormatInt(i, 10)), new(wrapperspb.BoolValue))
+			if sre != nil {
+				sre.Record(time.Since(start), status.Code(err) != codes.ResourceExhausted)
+			}
+			if err != nil {
+				return done, err
+			}
+			done++
+		}
+		return done, nil
+	})
+	return srv, desc, func() { cc.Close() }, nil
+}

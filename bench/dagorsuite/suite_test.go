@@ -1,0 +1,110 @@
+package dagorsuite
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.uber.org/goleak"
+
+	"github.com/moirai-go/moirai/bench"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSummarize(t *testing.T) {
+	tasks := []outcome{
+		{calls: 1, completed: 1, ok: true},
+		{calls: 2, completed: 1, ok: false}, // one call's work wasted
+		{calls: 4, completed: 4, ok: true},
+		{calls: 4, completed: 3, ok: false}, // three wasted
+	}
+	got := summarize(Suite, "mixed", "dagor", 2, tasks)
+	want := bench.Row{Suite: Suite, Case: "mixed", Controller: "dagor", FeedRatio: 2,
+		SuccessRate: 0.5, OptimalSuccessRate: 0.5, WastedWork: 4.0 / 9,
+		SuccessByCalls: []float64{1, 0, 0, 0.5}}
+	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); d != "" {
+		t.Fatalf("row (-want +got):\n%s", d)
+	}
+	if r := summarize(Suite, "M1", "none", 0.5, nil); r.SuccessRate != 0 || r.OptimalSuccessRate != 1 || r.SuccessByCalls != nil {
+		t.Fatalf("no tasks: %+v", r)
+	}
+}
+
+func TestResultCoding(t *testing.T) {
+	for _, c := range []struct {
+		n  int64
+		ok bool
+	}{{0, false}, {0, true}, {3, false}, {4, true}} {
+		if n, ok := decodeResult(encodeResult(c.n, c.ok)); n != c.n || ok != c.ok {
+			t.Errorf("%d %v came back as %d %v", c.n, c.ok, n, ok)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, cfg := range []ServerConfig{
+		{Role: "x", Controller: "none"},
+		{Role: RoleM, Controller: "nope", Workers: 1, Service: time.Millisecond},
+		{Role: RoleM, Controller: "none"},
+		{Role: RoleA, Controller: "dagor"},
+	} {
+		if err := Serve(t.Context(), cfg, func(string) { t.Fatal("ready with a bad config") }); err == nil {
+			t.Errorf("Serve(%+v): no error", cfg)
+		}
+	}
+	if _, err := SelectControllers("dagor,bogus"); !errors.Is(err, bench.ErrUnknown) {
+		t.Errorf("unknown controller: %v", err)
+	}
+	if _, err := ParseFeeds("1,x"); err == nil {
+		t.Error("feed x accepted")
+	}
+	if _, err := Execute(t.Context(), Options{Duration: time.Second}); err == nil {
+		t.Error("Execute without Start")
+	}
+}
+
+// inProcess starts the servers as goroutines of the test.
+func inProcess(ctx context.Context, cfg ServerConfig) (string, func() error, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, cfg, func(a string) { addr <- a }) }()
+	select {
+	case a := <-addr:
+		return a, func() error { cancel(); return <-done }, nil
+	case err := <-done:
+		cancel()
+		return "", nil, err
+	}
+}
+
+// TestExecute runs the whole pipeline briefly, in one process: it checks
+// the plumbing (every row present, sane fractions), not the figures,
+// which `moirai bench run --suite dagor` measures.
+func TestExecute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gRPC servers")
+	}
+	cases, _ := SelectCases("M2,mixed")
+	ctls, _ := SelectControllers("none,dagor,sre")
+	res, err := Execute(t.Context(), Options{Cases: cases, Controllers: ctls, Feeds: []float64{0.5},
+		Duration: 200 * time.Millisecond, Service: 5 * time.Millisecond, Start: inProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 6 {
+		t.Fatalf("%d rows, want 6", len(res.Rows))
+	}
+	for _, r := range res.Rows {
+		if r.Error != "" || r.SuccessRate <= 0 || r.SuccessRate > 1 || r.WastedWork < 0 || r.WastedWork > 1 || r.OptimalSuccessRate != 1 {
+			t.Errorf("row %+v", r)
+		}
+		if (r.Case == "mixed") != (len(r.SuccessByCalls) == 4) {
+			t.Errorf("row %s: success by calls %v", r.Case, r.SuccessByCalls)
+		}
+	}
+}
