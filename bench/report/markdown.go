@@ -71,6 +71,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 	p("| runs | %d |\n\n", len(r.Runs))
 
 	others, _ := splitCPU(r.Rows)
+	others, _ = splitDagor(others)
 	if len(others) > 0 || len(r.Rows) == 0 {
 		p("Each row is one (case, controller) pair, normalized by the same case run without its culprit and without control, in the same invocation. ")
 		p("*throughput_norm* and *p99_norm* are the light requests' throughput and p99 latency relative to that normal run; ")
@@ -94,6 +95,10 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 		}
 		if name == cpuSuite {
 			markdownCPU(p, r, rows)
+			continue
+		}
+		if name == dagorSuite {
+			markdownDagor(p, r, rows)
 			continue
 		}
 		p("%s", mdRowHeader)

@@ -26,16 +26,26 @@ var tableHeader = []string{
 // table of their own.
 func Table(w io.Writer, rows []bench.Row) error {
 	rows, cpu := splitCPU(rows)
+	rows, dagor := splitDagor(rows)
+	var parts []func() error
+	if len(rows) > 0 || (len(cpu) == 0 && len(dagor) == 0) {
+		parts = append(parts, func() error { return table(w, rows) })
+	}
 	if len(cpu) > 0 {
-		if len(rows) > 0 {
-			if err := table(w, rows); err != nil {
-				return err
-			}
+		parts = append(parts, func() error { return cpuTable(w, cpu) })
+	}
+	if len(dagor) > 0 {
+		parts = append(parts, func() error { return dagorTable(w, dagor) })
+	}
+	for i, part := range parts {
+		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		return cpuTable(w, cpu)
+		if err := part(); err != nil {
+			return err
+		}
 	}
-	return table(w, rows)
+	return nil
 }
 
 func table(w io.Writer, rows []bench.Row) error {

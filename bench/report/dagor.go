@@ -1,0 +1,235 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/moirai-go/moirai/bench"
+)
+
+// dagorSuite is the name of the suite of admission across services, whose
+// rows are success rates per feed rate instead of ratios to a normal run.
+const dagorSuite = "dagor"
+
+// splitDagor separates the dagor suite's rows from the others.
+func splitDagor(rows []bench.Row) (others, dagor []bench.Row) {
+	for _, r := range rows {
+		if r.Suite == dagorSuite {
+			dagor = append(dagor, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, dagor
+}
+
+// dagorTable writes the dagor suite's rows for a terminal.
+func dagorTable(w io.Writer, rows []bench.Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tFEED\tCONTROLLER\tSUCCESS\tOPTIMAL\tOF_OPTIMAL\tWASTED\tBY_CALLS(1/2/3/4)\tSTATUS")
+	for _, r := range rows {
+		cells := []string{oneLine(r.Case), fmtFeed(r.FeedRatio), oneLine(r.Controller)}
+		if r.Error != "" {
+			cells = append(cells, "-", "-", "-", "-", "-", oneLine("FAILED: "+r.Error))
+		} else {
+			cells = append(cells, fmtPct(r.SuccessRate), fmtPct(r.OptimalSuccessRate), fmtOfOptimal(r), fmtPct(r.WastedWork), fmtByCalls(r), "ok")
+		}
+		for i, c := range cells {
+			cells[i] = printable(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func fmtFeed(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) + "×" }
+
+func fmtOfOptimal(r bench.Row) string {
+	if r.OptimalSuccessRate <= 0 {
+		return "–"
+	}
+	return fmtNorm(r.SuccessRate / r.OptimalSuccessRate)
+}
+
+func fmtByCalls(r bench.Row) string {
+	if len(r.SuccessByCalls) == 0 {
+		return "–"
+	}
+	parts := make([]string, len(r.SuccessByCalls))
+	for i, x := range r.SuccessByCalls {
+		parts[i] = fmtPct(x)
+	}
+	return strings.Join(parts, "/")
+}
+
+// dagorKey addresses a row of the dagor suite.
+type dagorKey struct {
+	cs, ctl string
+	feed    float64
+}
+
+func indexDagor(rows []bench.Row) map[dagorKey]bench.Row {
+	m := map[dagorKey]bench.Row{}
+	for _, r := range rows {
+		m[dagorKey{r.Case, r.Controller, r.FeedRatio}] = r
+	}
+	return m
+}
+
+// spread is (max − min) / max of the success rates of the tasks making 1
+// to 4 calls: 0 when the workload's tasks fare alike.
+func spread(r bench.Row) (float64, bool) {
+	if len(r.SuccessByCalls) == 0 {
+		return 0, false
+	}
+	lo, hi := slices.Min(r.SuccessByCalls), slices.Max(r.SuccessByCalls)
+	if hi <= 0 {
+		return 0, false
+	}
+	return (hi - lo) / hi, true
+}
+
+// DagorTargets checks the dagor suite's rows against issue 7's targets:
+// dagor's success rate at least 0.95 × the optimum on M1…M4 at 2× and 4×
+// overload; at least 1.5 × codel's on M3 and M4 at 2×; in the mixed
+// workload, success rates of tasks with 1 to 4 calls within 10 % of each
+// other. It returns one line per check, each starting "met" or "missed".
+func DagorTargets(rows []bench.Row) []string {
+	idx := indexDagor(rows)
+	var out []string
+	for _, cs := range []string{"M1", "M2", "M3", "M4"} {
+		for _, f := range []float64{2, 4} {
+			r, ok := idx[dagorKey{cs, "dagor", f}]
+			if !ok || r.Error != "" || r.OptimalSuccessRate <= 0 {
+				continue
+			}
+			q := r.SuccessRate / r.OptimalSuccessRate
+			out = append(out, fmt.Sprintf("%s dagor on %s at %g×: %.2f of the optimum (target ≥ 0.95)", metWord(q >= 0.95), cs, f, q))
+		}
+	}
+	for _, cs := range []string{"M3", "M4"} {
+		d, ok1 := idx[dagorKey{cs, "dagor", 2}]
+		c, ok2 := idx[dagorKey{cs, "codel", 2}]
+		if !ok1 || !ok2 || d.Error != "" || c.Error != "" {
+			continue
+		}
+		if c.SuccessRate <= 0 {
+			out = append(out, fmt.Sprintf("%s dagor on %s at 2×: %s success where codel has none (target ≥ 1.5 × codel)", metWord(d.SuccessRate > 0), cs, fmtPct(d.SuccessRate)))
+			continue
+		}
+		q := d.SuccessRate / c.SuccessRate
+		out = append(out, fmt.Sprintf("%s dagor on %s at 2×: %.2f × codel's success rate (target ≥ 1.5)", metWord(q >= 1.5), cs, q))
+	}
+	for _, f := range []float64{2, 4} {
+		r, ok := idx[dagorKey{"mixed", "dagor", f}]
+		if !ok || r.Error != "" {
+			continue
+		}
+		if s, ok := spread(r); ok {
+			out = append(out, fmt.Sprintf("%s dagor on mixed at %g×: success by calls %s, spread %.0f %% (target ≤ 10 %%)", metWord(s <= 0.1), f, fmtByCalls(r), 100*s))
+		}
+	}
+	return out
+}
+
+func metWord(ok bool) string {
+	if ok {
+		return "met:"
+	}
+	return "missed:"
+}
+
+// markdownDagor writes the dagor suite's section of RESULTS.md: per
+// workload, the success rate of each controller at each feed rate against
+// the optimum, the wasted work at M, and the check against the targets.
+func markdownDagor(p func(string, ...any), r *bench.Results, rows []bench.Row) {
+	p("An entry service A calls a service M of fixed capacity C x times per task (workload *Mx*; *mixed* draws x from 1 to 4 per task); ")
+	p("each runs in its own process and they talk gRPC over loopback. The *feed* is the task rate over f_sat, the rate at which M saturates for the workload; ")
+	p("the optimum success rate is min(1, f_sat / f). *Wasted work* is the share of M's completed calls that belonged to tasks that failed anyway.\n\n")
+	if len(r.Params) > 0 {
+		p("| parameter | value |\n|---|---|\n")
+		for _, k := range sortedKeys(r.Params) {
+			p("| %s | %s |\n", mdText(k), mdText(r.Params[k]))
+		}
+		p("\n")
+	}
+	var cases, ctls []string
+	var feeds []float64
+	for _, row := range rows {
+		if !slices.Contains(cases, row.Case) {
+			cases = append(cases, row.Case)
+		}
+		if !slices.Contains(ctls, row.Controller) {
+			ctls = append(ctls, row.Controller)
+		}
+		if !slices.Contains(feeds, row.FeedRatio) {
+			feeds = append(feeds, row.FeedRatio)
+		}
+	}
+	slices.Sort(feeds)
+	idx := indexDagor(rows)
+	cell := func(k dagorKey, f func(bench.Row) string) string {
+		row, ok := idx[k]
+		switch {
+		case !ok:
+			return "–"
+		case row.Error != "":
+			return "failed"
+		}
+		return f(row)
+	}
+	header := func(first string) {
+		p("| %s | optimum |", first)
+		for _, c := range ctls {
+			p(" %s |", mdCode(c))
+		}
+		p("\n|--:|--:|")
+		for range ctls {
+			p("--:|")
+		}
+		p("\n")
+	}
+	for _, cs := range cases {
+		p("### Workload %s: success rate\n\n", mdCode(cs))
+		header("feed")
+		for _, f := range feeds {
+			p("| %s | %s |", fmtFeed(f), fmtPct(min(1, 1/f)))
+			for _, c := range ctls {
+				p(" %s |", cell(dagorKey{cs, c, f}, func(r bench.Row) string { return fmtPct(r.SuccessRate) }))
+			}
+			p("\n")
+		}
+		p("\nWasted work at M:\n\n")
+		header("feed")
+		for _, f := range feeds {
+			p("| %s | – |", fmtFeed(f))
+			for _, c := range ctls {
+				p(" %s |", cell(dagorKey{cs, c, f}, func(r bench.Row) string { return fmtPct(r.WastedWork) }))
+			}
+			p("\n")
+		}
+		if cs == "mixed" {
+			p("\nSuccess rate of the mixed workload's tasks by their number of calls to M (1/2/3/4):\n\n")
+			header("feed")
+			for _, f := range feeds {
+				p("| %s | – |", fmtFeed(f))
+				for _, c := range ctls {
+					p(" %s |", cell(dagorKey{cs, c, f}, fmtByCalls))
+				}
+				p("\n")
+			}
+		}
+		p("\n")
+	}
+	if t := DagorTargets(rows); len(t) > 0 {
+		p("### Targets of %s\n\n", mdCode(dagorSuite))
+		for _, line := range t {
+			p("- %s\n", mdText(line))
+		}
+		p("\n")
+	}
+}
