@@ -139,6 +139,7 @@ type DAGOR struct {
 
 	mu         sync.Mutex // closes windows; TryLock so only one closes
 	climb      int32      // under mu: the next blind step up (see nextLevel)
+	lastDelay  int64      // under mu: the last window's mean queueing delay, ns (0: calm)
 	overloaded atomic.Bool
 	windows    atomic.Int64
 }
@@ -215,7 +216,22 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 		return
 	}
 	d.windowEnd.Store(int64(now + d.cfg.window))
-	over := n > 0 && time.Duration(sum/n) > d.cfg.threshold
+	var mean int64
+	if n > 0 {
+		mean = sum / n
+	}
+	over := n > 0 && time.Duration(mean) > d.cfg.threshold
+	// Draining: still above the threshold, but the queueing time fell by
+	// at least a fifth since the last overloaded window. The level cut
+	// then is taking effect; the delay of the requests started now
+	// reflects the backlog built before it, and cutting again would
+	// overshoot far below the capacity.
+	draining := over && d.lastDelay > 0 && mean < d.lastDelay*4/5
+	if over {
+		d.lastDelay = mean
+	} else {
+		d.lastDelay = 0
+	}
 	d.overloaded.Store(over)
 	d.windows.Add(1)
 
@@ -223,7 +239,9 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 	for i := range d.hist {
 		hist[i] = d.hist[i].Swap(0)
 	}
-	d.level.Store(nextLevel(&hist, d.level.Load(), over, d.cfg.alpha, d.cfg.beta, &d.climb))
+	if !draining {
+		d.level.Store(nextLevel(&hist, d.level.Load(), over, d.cfg.alpha, d.cfg.beta, &d.climb))
+	}
 	if d.cfg.regular != nil {
 		d.cfg.regular(over)
 	}

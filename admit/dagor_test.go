@@ -239,3 +239,33 @@ func BenchmarkAdmitPriority(b *testing.B) {
 		}
 	}
 }
+
+// TestDAGORHoldsWhileDraining checks that the level is not cut again
+// while the queueing time, still above the threshold, falls: the last cut
+// is taking effect, and the delays of the requests started now come from
+// the backlog built before it.
+func TestDAGORHoldsWhileDraining(t *testing.T) {
+	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 100))
+	var now time.Duration
+	var prios []task.Priority
+	for u := range uint8(128) {
+		prios = append(prios, task.Priority{Business: 1, User: u})
+	}
+	window := func(q time.Duration) admit.Level {
+		for i := 0; i < 100; i++ {
+			d.AdmitPriority(now, prios[i%len(prios)])
+			d.Started(now, q)
+		}
+		return d.Level()
+	}
+	l1 := window(100 * time.Millisecond) // overloaded: cut
+	if l1 == admit.AdmitAll {
+		t.Fatal("no cut after an overloaded window")
+	}
+	if l2 := window(60 * time.Millisecond); l2 != l1 {
+		t.Fatalf("cut again to %v while the delay fell from 100ms to 60ms", l2)
+	}
+	if l3 := window(70 * time.Millisecond); l3 == l1 {
+		t.Fatal("no cut when the delay rose again above the threshold")
+	}
+}

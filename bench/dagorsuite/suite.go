@@ -142,22 +142,21 @@ type Options struct {
 	Progress func(done, total int, what string)
 }
 
-// Defaults of the suite. M's capacity is 200 calls per second (10
-// workers of 50 ms), small enough that at 4× overload the load generator,
-// A and M together stay well within the machine's two cores. DAGOR's
-// window, 1 s or 2,000 requests at WeChat's rates, is scaled to 200 ms or
-// 400 requests here so that the level settles within the warm-up (at
+// Defaults of the suite. M's capacity is 1,000 calls per second (20
+// workers of 20 ms): at 4× overload the load generator, A and M together
+// keep about one and a half of the machine's two cores busy. DAGOR's
+// window, 1 s or 2,000 requests at WeChat's rates, is scaled to 100 ms or
+// 200 requests here so that the level settles within the warm-up (at
 // α = 5 %, shedding 75 % of the load takes at least 27 windows); a window
-// then holds only about 40 to 160 arrivals at M, spread over 128 user
-// levels, so the histogram is far sparser than the paper's and the level
-// noisier.
+// then holds about 100 to 400 arrivals at M spread over 128 user levels,
+// a sparser histogram than the paper's.
 const (
-	DefaultWorkers     = 10
-	DefaultService     = 50 * time.Millisecond
+	DefaultWorkers     = 20
+	DefaultService     = 20 * time.Millisecond
 	DefaultDeadline    = 500 * time.Millisecond
 	DefaultUsers       = 10000
-	DefaultWindow      = 200 * time.Millisecond
-	DefaultWindowCount = 400
+	DefaultWindow      = 100 * time.Millisecond
+	DefaultWindowCount = 200
 	DefaultThreshold   = 20 * time.Millisecond
 	DefaultWarmup      = 5 * time.Second
 	DefaultDuration    = 4 * time.Second

@@ -37,6 +37,10 @@ type benchFlags struct {
 	// The dagor suite's.
 	feeds         string
 	warmupChanged bool
+	workers       int
+	service       time.Duration
+	window        time.Duration
+	windowCount   int
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -135,6 +139,10 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
 	fl.StringVar(&f.feeds, "feeds", "0.5,1,2,4", "suite dagor: feed rates, as ratios to the rate that saturates M")
+	fl.IntVar(&f.workers, "workers", dagorsuite.DefaultWorkers, "suite dagor: M's worker slots")
+	fl.DurationVar(&f.service, "service-time", dagorsuite.DefaultService, "suite dagor: M's time per call")
+	fl.DurationVar(&f.window, "window", dagorsuite.DefaultWindow, "suite dagor: admission window (time)")
+	fl.IntVar(&f.windowCount, "window-count", dagorsuite.DefaultWindowCount, "suite dagor: admission window (requests)")
 	return cmd
 }
 
