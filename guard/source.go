@@ -84,6 +84,8 @@ type Session struct {
 	Statement int64
 
 	User, Application, Database, ClientAddr string
+	// Own marks the guard's own sessions, which it never acts on.
+	Own bool
 	// Kind is "client" for ordinary sessions; otherwise the server's own
 	// word for it ("autovacuum worker", "walsender", "system user",
 	// "replication", ...). The guard never acts on other kinds unless
@@ -158,6 +160,9 @@ type Use struct {
 	// Soft is true when the wait is only a queueing behind another waiter
 	// (the lock itself is compatible with every holder).
 	Soft bool
+	// Since is when the wait began, when the server tells (PostgreSQL
+	// pg_locks.waitstart, MariaDB trx_wait_started); zero otherwise.
+	Since time.Time
 }
 
 // Target identifies one statement to act on, precisely enough that the

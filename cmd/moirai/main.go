@@ -2,7 +2,8 @@
 // library: for now `moirai demo`, a live view of what the runtime sees in an
 // embedded service whose table lock is monopolized by one transaction,
 // `moirai bench`, the evaluation harness, `moirai cpus`, the CPU budget and
-// neighbour share, and `moirai version`. Later: guard.
+// neighbour share, `moirai guard`, targeted cancellation for a PostgreSQL
+// server, and `moirai version`.
 //
 // Commands return errors; only main exits, with one of the Exit* codes.
 package main

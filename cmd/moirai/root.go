@@ -72,8 +72,9 @@ monopolizes a contended resource.
 
 This version ships the core runtime, a demonstration of what it sees, the
 evaluation harness (moirai bench), targeted cancellation (on by default), the
-analyzers that find the resources worth instrumenting (moirai vet), and the
-CPU budget (moirai cpus).`,
+analyzers that find the resources worth instrumenting (moirai vet), the
+CPU budget (moirai cpus), and targeted cancellation from outside a
+PostgreSQL server (moirai guard).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -101,6 +102,7 @@ CPU budget (moirai cpus).`,
 		newBenchCommand(g),
 		newVetCommand(g),
 		newCPUsCommand(g),
+		newGuardCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/moirai-go/moirai/guard"
+	_ "github.com/moirai-go/moirai/guard/postgres" // postgres:// and postgresql://
+)
+
+// guardFlags are the flags of `moirai guard` and `moirai guard explain`.
+type guardFlags struct {
+	dsn            string
+	interval, slo  time.Duration
+	dryRun, once   bool
+	protectUsers   []string
+	protectApps    []string
+	protectQuery   string
+	allowSuper     bool
+	allowMaint     bool
+	terminateIdle  bool
+	minInterval    time.Duration
+	maxPerMinute   int
+	audit          string
+	metricsAddr    string
+	skipPrivileges bool
+}
+
+func (f *guardFlags) register(cmd *cobra.Command, all bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.dsn, "dsn", "", "server to guard: postgres://user@host:5432/db (or $MOIRAI_GUARD_DSN)")
+	fl.DurationVar(&f.interval, "interval", 250*time.Millisecond, "time between polls of the server's views")
+	fl.DurationVar(&f.slo, "slo", time.Second, "lock wait tolerated before the guard looks for the culprit")
+	fl.StringSliceVar(&f.protectUsers, "protect-user", nil, "never act on sessions of this user (repeatable)")
+	fl.StringSliceVar(&f.protectApps, "protect-app", nil, "never act on sessions of this application_name (repeatable)")
+	fl.StringVar(&f.protectQuery, "protect-query", "", "never act on statements matching this regular expression")
+	fl.BoolVar(&f.allowSuper, "allow-superuser", false, "allow acting on superusers' sessions")
+	fl.BoolVar(&f.allowMaint, "allow-maintenance", false, "allow acting on the server's own sessions (autovacuum, replication, …)")
+	fl.BoolVar(&f.terminateIdle, "terminate-idle", false, "end the connection of a culprit idle in transaction (a statement cancel cannot reach it)")
+	if !all {
+		return
+	}
+	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and log, never act")
+	fl.BoolVar(&f.once, "once", false, "poll twice (the policy needs two polls), act, print the decisions and exit")
+	fl.DurationVar(&f.minInterval, "min-interval", time.Second, "minimum time between two actions")
+	fl.IntVar(&f.maxPerMinute, "max-per-minute", 10, "most actions in any minute")
+	fl.StringVar(&f.audit, "audit", "", "append every decision as a JSON line to this file")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9187)")
+	fl.BoolVar(&f.skipPrivileges, "skip-privilege-check", false, "start even if the role lacks privileges (dry runs with a read-only role)")
+}
+
+func (f *guardFlags) options(errOut io.Writer) (guard.Options, error) {
+	if f.interval < 10*time.Millisecond || f.interval > time.Minute {
+		return guard.Options{}, usageErrorf("--interval %v: want 10ms to 1m", f.interval)
+	}
+	if f.slo <= 0 {
+		return guard.Options{}, usageErrorf("--slo %v: want a positive duration", f.slo)
+	}
+	if f.maxPerMinute < 1 || f.minInterval < 0 {
+		return guard.Options{}, usageErrorf("--max-per-minute %d --min-interval %v: want at least 1 and a non-negative interval", f.maxPerMinute, f.minInterval)
+	}
+	o := guard.Options{Interval: f.interval, SLO: f.slo, DryRun: f.dryRun, TerminateIdle: f.terminateIdle,
+		MinInterval: f.minInterval, MaxPerMinute: f.maxPerMinute,
+		Protect: guard.Protection{Users: f.protectUsers, Applications: f.protectApps, AllowSuperuser: f.allowSuper, AllowMaintenance: f.allowMaint},
+		Logger:  slog.New(slog.NewTextHandler(errOut, nil))}
+	if f.protectQuery != "" {
+		re, err := regexp.Compile(f.protectQuery)
+		if err != nil {
+			return guard.Options{}, usageErrorf("--protect-query: %v", err)
+		}
+		o.Protect.Queries = re
+	}
+	return o, nil
+}
+
+// openSource opens and checks the source of --dsn.
+func (f *guardFlags) openSource(ctx context.Context, errOut io.Writer) (guard.Source, error) {
+	if f.dsn == "" {
+		f.dsn = os.Getenv("MOIRAI_GUARD_DSN")
+	}
+	if f.dsn == "" {
+		return nil, usageErrorf("--dsn is required (or $MOIRAI_GUARD_DSN)")
+	}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	src, err := guard.Open(octx, f.dsn)
+	if err != nil {
+		if strings.Contains(err.Error(), "DSN must start with") {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	info, err := src.Check(octx)
+	var pe *guard.PrivilegeError
+	switch {
+	case errors.As(err, &pe) && f.skipPrivileges:
+		fmt.Fprintf(errOut, "moirai guard: warning: %v; going on (--skip-privilege-check)\n", err)
+	case err != nil:
+		src.Close()
+		return nil, err
+	}
+	fmt.Fprintf(errOut, "moirai guard: %s (%s)\n", info.Version, strings.Join(info.Features, "; "))
+	if info.Superuser {
+		fmt.Fprintln(errOut, "moirai guard: warning: the guard's role is a superuser; it needs only the privileges docs/GUARD.md lists")
+	}
+	return src, nil
+}
+
+func newGuardCommand(g *globalFlags) *cobra.Command {
+	f := &guardFlags{}
+	cmd := &cobra.Command{
+		Use:   "guard",
+		Short: "Cancel the statement that monopolizes a contended lock in PostgreSQL",
+		Long: `guard polls a database server's own views for who holds and who waits for
+which lock, runs moirai's Atropos policy on what it sees, and cancels the
+statement of the transaction whose cancellation frees the most of the
+contended locks, through the server's own cancel command, verified against
+the statement's start so that it can never hit another one.
+
+It never terminates a connection unless --terminate-idle is given (for a
+culprit idle in transaction), never acts on superusers, the server's own
+sessions or protected users, applications and statements, and acts at most
+--max-per-minute times a minute, --min-interval apart. With --dry-run it
+decides and logs only. Every decision goes to the log and, with --audit, to
+a JSON-lines file. See docs/GUARD.md.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runGuard(cmd, g, f)
+		},
+	}
+	f.register(cmd, true)
+	cmd.AddCommand(newGuardExplainCommand(g))
+	return cmd
+}
+
+func runGuard(cmd *cobra.Command, g *globalFlags, f *guardFlags) error {
+	errOut := cmd.ErrOrStderr()
+	opt, err := f.options(errOut)
+	if err != nil {
+		return err
+	}
+	if f.audit != "" {
+		af, err := os.OpenFile(f.audit, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
+		if err != nil {
+			return fmt.Errorf("--audit: %w", err)
+		}
+		defer af.Close()
+		opt.Audit = af
+	}
+	ctx := cmd.Context()
+	var srv *http.Server
+	if f.metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opt.Registerer = reg
+		lis, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(lis) }()
+		defer srv.Close()
+		fmt.Fprintf(errOut, "moirai guard: metrics on http://%s/metrics\n", lis.Addr())
+	}
+	src, err := f.openSource(ctx, errOut)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	gd, err := guard.New(src, opt)
+	if err != nil {
+		return err
+	}
+	if f.once {
+		var ds []guard.Decision
+		for i := range 2 {
+			if i > 0 {
+				time.Sleep(f.interval)
+			}
+			d, err := gd.Step(ctx)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d...)
+		}
+		return printDecisions(cmd.OutOrStdout(), g, ds)
+	}
+	mode := "acting"
+	if f.dryRun {
+		mode = "dry run: deciding and logging only"
+	}
+	fmt.Fprintf(errOut, "moirai guard: polling every %v (%s); stop with Ctrl-C\n", f.interval, mode)
+	err = gd.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(errOut, "moirai guard: stopped after %d decisions\n", len(gd.Decisions()))
+		return nil // a requested stop is a clean one
+	}
+	return err
+}
+
+func printDecisions(out io.Writer, g *globalFlags, ds []guard.Decision) error {
+	if g.Output == outputJSON {
+		enc := json.NewEncoder(out)
+		for _, d := range ds {
+			if err := enc.Encode(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(ds) == 0 {
+		_, err := fmt.Fprintln(out, "no decision")
+		return err
+	}
+	for _, d := range ds {
+		fmt.Fprintf(out, "%s session %d (%s@%s): %s %s\n  %s\n", d.Action, d.Target.Session,
+			printable(d.User), printable(d.App), d.Outcome, printable(d.Note), printable(d.Reason))
+	}
+	return nil
+}
+
+// printable replaces control characters in server-provided text.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func newGuardExplainCommand(g *globalFlags) *cobra.Command {
+	f := &guardFlags{}
+	cmd := &cobra.Command{
+		Use:   "explain",
+		Short: "Print who waits for whom on the server and what the guard would do now",
+		Long: `explain polls the server twice, --interval apart, and prints the wait-for
+graph (every waiting session, the root holder it waits for, soft waits
+queued behind another waiter marked), the contention of each lock, and the
+statement the guard would cancel now, with why. It never acts.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.maxPerMinute, f.minInterval = 10, time.Second // never acts: the limits do not matter
+			opt, err := f.options(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			opt.DryRun = true
+			opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			f.skipPrivileges = true // explaining needs no right to signal
+			src, err := f.openSource(cmd.Context(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			gd, err := guard.New(src, opt)
+			if err != nil {
+				return err
+			}
+			for i := range 2 {
+				if i > 0 {
+					time.Sleep(f.interval)
+				}
+				if _, err := gd.Step(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			x := gd.Explain()
+			if g.Output == outputJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(x)
+			}
+			return x.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f.register(cmd, false)
+	return cmd
+}

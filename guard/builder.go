@@ -1,0 +1,404 @@
+package guard
+
+import (
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
+)
+
+// A task, from the outside of a server, is a session's transaction, or
+// its statement when it runs outside one: what holds the locks. Its
+// identity survives the polls for as long as the session runs the same
+// transaction (the same xact_start / trx_started) or statement.
+type taskKey struct {
+	session   int64
+	xact      time.Time // zero outside a transaction
+	query     time.Time // when xact is zero
+	statement int64     // when xact is zero (MariaDB QUERY_ID)
+}
+
+func keyOf(s *Session) taskKey {
+	if !s.XactStart.IsZero() {
+		return taskKey{session: s.ID, xact: s.XactStart}
+	}
+	return taskKey{session: s.ID, query: s.QueryStart, statement: s.Statement}
+}
+
+// tracked is what the builder remembers of a task between polls.
+type tracked struct {
+	id        uint64
+	class     string // the fingerprint of its first statement seen
+	first     time.Time
+	lastSeen  uint64 // poll number
+	cancelled bool   // the guard acted on it
+	uses      map[string]*useAcc
+}
+
+// useAcc integrates one task's use of one resource over the polls.
+type useAcc struct {
+	hold, wait      time.Duration
+	held, waiting   bool
+	heldAt, waitAt  uint64 // poll number last seen holding / waiting
+	waitSince       time.Time
+	windowWaitDelta time.Duration
+}
+
+// resAcc integrates one resource over the polls.
+type resAcc struct {
+	kind                resource.Kind
+	capacity            int64
+	wait, hold          time.Duration
+	waits               int64
+	evictions, misses   int64
+	prevEvict, prevMiss int64
+	lastSeen            uint64
+}
+
+// Builder turns successive observations of a server into snapshots, the
+// same value the in-process controller builds, so that the library's
+// policies run on them unchanged. It is not safe for concurrent use.
+type Builder struct {
+	// Cancellable decides which sessions the policy may choose. Nil: every
+	// ordinary client session that runs a statement.
+	Cancellable func(*Session) bool
+
+	poll       uint64
+	origin     time.Time
+	lastSnapAt time.Duration
+	prevAt     time.Time
+	nextID     uint64
+	tasks      map[taskKey]*tracked
+	res        map[string]*resAcc
+	prevXct    int64
+
+	// of the last Build: the session and target of every task
+	targets map[uint64]Target
+	byTask  map[uint64]*Session
+}
+
+// NewBuilder returns an empty builder.
+func NewBuilder() *Builder {
+	return &Builder{tasks: map[taskKey]*tracked{}, res: map[string]*resAcc{},
+		targets: map[uint64]Target{}, byTask: map[uint64]*Session{}}
+}
+
+// maxStep bounds the time one poll adds to a hold or a wait: after a
+// stall of the guard (a slow poll, a paused process) the gap is not
+// credited as if it had been observed.
+const maxStep = 5 * time.Second
+
+// maxFirst bounds the hold credited to a task first seen holding (it has
+// held since its transaction began): a day, against absurd clocks.
+const maxFirst = 24 * time.Hour
+
+// Build returns the snapshot of obs. Sessions the observation repeats
+// are taken once (the first); uses of sessions or resources it does not
+// list are ignored, and counted in the second result.
+func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
+	b.poll++
+	at := obs.At
+	var dt time.Duration
+	if !b.prevAt.IsZero() {
+		dt = min(max(at.Sub(b.prevAt), 0), maxStep)
+	}
+	b.prevAt = at
+	if b.origin.IsZero() || at.Before(b.origin) {
+		b.origin = at
+	}
+	ignored := 0
+
+	sessions := make(map[int64]*Session, len(obs.Sessions))
+	order := make([]int64, 0, len(obs.Sessions))
+	for i := range obs.Sessions {
+		s := &obs.Sessions[i]
+		if _, dup := sessions[s.ID]; dup {
+			ignored++
+			continue
+		}
+		sessions[s.ID] = s
+		order = append(order, s.ID)
+	}
+	for i := range obs.Resources {
+		r := &obs.Resources[i]
+		ra := b.res[r.Name]
+		if ra == nil {
+			ra = &resAcc{prevEvict: r.Evictions, prevMiss: r.Misses}
+			b.res[r.Name] = ra
+		}
+		ra.kind, ra.capacity, ra.lastSeen = r.Kind, r.Capacity, b.poll
+		if ra.kind == 0 {
+			ra.kind = resource.KindLock
+		}
+		ra.evictions, ra.misses = r.Evictions, r.Misses
+	}
+
+	// The tasks: sessions running a statement or holding a transaction
+	// open, and any session the observation shows holding or waiting.
+	using := map[int64]bool{}
+	for _, u := range obs.Uses {
+		using[u.Session] = true
+	}
+	live := map[taskKey]*tracked{}
+	taskOf := map[int64]*tracked{}
+	for _, id := range order {
+		s := sessions[id]
+		if !s.Active && !s.IdleInTransaction && s.XactStart.IsZero() && !using[id] {
+			continue
+		}
+		k := keyOf(s)
+		t := b.tasks[k]
+		if t == nil {
+			b.nextID++
+			t = &tracked{id: b.nextID, class: s.Fingerprint, first: at, uses: map[string]*useAcc{}}
+			if t.class == "" {
+				t.class = Fingerprint(s.Query)
+			}
+			b.tasks[k] = t
+		}
+		t.lastSeen = b.poll
+		live[k] = t
+		taskOf[id] = t
+	}
+
+	// Integrate the uses.
+	for _, u := range obs.Uses {
+		t, ra := taskOf[u.Session], b.res[u.Resource]
+		if t == nil || ra == nil || (!u.Held && !u.Waiting) {
+			ignored++
+			continue
+		}
+		s := sessions[u.Session]
+		ua := t.uses[u.Resource]
+		if ua == nil {
+			ua = &useAcc{}
+			t.uses[u.Resource] = ua
+		}
+		if u.Held {
+			if ua.heldAt == b.poll-1 && ua.heldAt > 0 {
+				ua.hold += dt
+				ra.hold += dt
+			} else if ua.heldAt != b.poll {
+				// First seen holding: it has held since its transaction
+				// (or statement) began, as far as the views tell.
+				h := clampSince(at, startOf(s), maxFirst)
+				ua.hold += h
+				ra.hold += h
+			}
+			ua.heldAt = b.poll
+		}
+		if u.Waiting {
+			var add time.Duration
+			switch {
+			case ua.waitAt == b.poll:
+				// a second wait row in the same poll: counted once
+			case ua.waitAt == b.poll-1 && ua.waitAt > 0:
+				add = dt
+			case !u.Since.IsZero():
+				add = clampSince(at, u.Since, maxStep)
+				ra.waits++
+			default:
+				add = min(dt, clampSince(at, startOf(s), maxStep))
+				ra.waits++
+			}
+			ua.wait += add
+			ra.wait += add
+			ua.windowWaitDelta += add
+			ua.waitAt = b.poll
+		}
+	}
+
+	// The snapshot.
+	// At must grow from poll to poll even when the server's clock does
+	// not (it stepped back, or two polls read the same time).
+	snapAt := max(at.Sub(b.origin), b.lastSnapAt+time.Millisecond)
+	b.lastSnapAt = snapAt
+	snap := &snapshot.Snapshot{At: snapAt, Time: at, Window: dt, Precise: true}
+	resIndex := map[string]int32{}
+	names := make([]string, 0, len(b.res))
+	for name, ra := range b.res {
+		if ra.lastSeen == b.poll {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ra := b.res[name]
+		resIndex[name] = int32(len(snap.Resources))
+		snap.Resources = append(snap.Resources, snapshot.Resource{
+			ID: task.ResourceID(len(snap.Resources) + 1), Name: name, Kind: ra.kind, Capacity: ra.capacity,
+			Wait: ra.wait, Hold: ra.hold, Waits: ra.waits, Evictions: ra.evictions,
+			WindowEvictions: max(ra.evictions-ra.prevEvict, 0), WindowWaits: max(ra.misses-ra.prevMiss, 0),
+		})
+		ra.prevEvict, ra.prevMiss = ra.evictions, ra.misses
+	}
+
+	clear(b.targets)
+	clear(b.byTask)
+	keys := make([]taskKey, 0, len(live))
+	for k := range live {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return live[keys[i]].id < live[keys[j]].id })
+	for _, k := range keys {
+		t := live[k]
+		s := sessions[k.session]
+		age := clampSince(at, startOf(s), 365*24*time.Hour)
+		if s.Age > 0 && s.XactStart.IsZero() {
+			age = s.Age
+		}
+		ti := int32(len(snap.Tasks))
+		st := snapshot.Task{
+			ID: t.id, Key: s.User + "@" + s.Application, Class: t.class, Kind: task.Request,
+			Cancellable: !t.cancelled && b.cancellable(s), Cancelled: t.cancelled,
+			Active: s.Active, Activities: 1, Age: age, Exec: age,
+			Done: max(s.Done, 0), Total: max(s.Total, 0), First: int32(len(snap.Usage)),
+		}
+		if st.Done > st.Total {
+			st.Done = st.Total
+		}
+		names := make([]string, 0, len(t.uses))
+		for name := range t.uses {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			ua := t.uses[name]
+			ri, ok := resIndex[name]
+			held, waiting := ua.heldAt == b.poll, ua.waitAt == b.poll
+			if !ok || (!held && !waiting && ua.hold == 0 && ua.wait == 0) {
+				continue
+			}
+			r := &snap.Resources[ri]
+			u := snapshot.Usage{Task: ti, Res: ri}
+			u.Resource = r.ID
+			u.Hold, u.Wait = ua.hold, ua.wait
+			if held {
+				u.Held = 1
+				r.Holders++
+				r.Held++
+			}
+			if waiting {
+				u.Waiting = 1
+				r.Waiters++
+			}
+			r.WindowWait += ua.windowWaitDelta
+			ua.windowWaitDelta = 0
+			snap.Usage = append(snap.Usage, u)
+			st.N++
+		}
+		snap.Tasks = append(snap.Tasks, st)
+		b.byTask[t.id] = s
+		b.targets[t.id] = Target{Session: s.ID, Statement: s.Statement, QueryStart: s.QueryStart, XactStart: s.XactStart, Query: s.Query}
+	}
+
+	// Tasks not seen in this poll ended.
+	for k, t := range b.tasks {
+		if t.lastSeen == b.poll {
+			continue
+		}
+		delete(b.tasks, k)
+		snap.Completed.Ended++
+		if t.cancelled {
+			snap.Completed.Failed++
+		}
+		snap.Completed.Exec += dt / 2
+	}
+	for k := range live {
+		if live[k].first.Equal(at) {
+			snap.Completed.Begun++
+		}
+	}
+	if obs.Committed > 0 || obs.RolledBack > 0 {
+		x := obs.Committed + obs.RolledBack
+		if b.prevXct > 0 && x >= b.prevXct {
+			snap.Completed.Ended = uint64(x - b.prevXct)
+		}
+		b.prevXct = x
+	}
+	// Resources nobody reported for long are forgotten.
+	for name, ra := range b.res {
+		if b.poll-ra.lastSeen > 100 {
+			delete(b.res, name)
+		}
+	}
+	return snap, ignored
+}
+
+// Target returns how to act on the task of the last Build, and its
+// session, or false when the last Build had no such task.
+func (b *Builder) Target(id uint64) (Target, *Session, bool) {
+	t, ok := b.targets[id]
+	return t, b.byTask[id], ok
+}
+
+// MarkCancelled records that the guard acted on task id: the policy never
+// chooses it again.
+func (b *Builder) MarkCancelled(id uint64) {
+	for _, t := range b.tasks {
+		if t.id == id {
+			t.cancelled = true
+		}
+	}
+}
+
+func (b *Builder) cancellable(s *Session) bool {
+	if b.Cancellable != nil {
+		return b.Cancellable(s)
+	}
+	return !s.Own && s.Kind == "client" && s.Active
+}
+
+// startOf is when the session's task began: its transaction, else its
+// statement.
+func startOf(s *Session) time.Time {
+	if !s.XactStart.IsZero() {
+		return s.XactStart
+	}
+	return s.QueryStart
+}
+
+// clampSince is at − since in [0, limit]; 0 for a zero since.
+func clampSince(at, since time.Time, limit time.Duration) time.Duration {
+	if since.IsZero() {
+		return 0
+	}
+	return min(max(at.Sub(since), 0), limit)
+}
+
+// Protection says which sessions the guard never acts on.
+type Protection struct {
+	Users, Applications []string       // exact names
+	Queries             *regexp.Regexp // statements matching it
+	AllowSuperuser      bool           // superusers may be acted on
+	AllowMaintenance    bool           // sessions other than "client" may be
+}
+
+// Protects reports whether p protects s, and why.
+func (p *Protection) Protects(s *Session) (bool, string) {
+	switch {
+	case s.Own:
+		return true, "the guard's own session"
+	case s.Superuser && !p.AllowSuperuser:
+		return true, "superuser session"
+	case s.Kind != "client" && !p.AllowMaintenance:
+		return true, "server session of kind " + s.Kind
+	}
+	for _, u := range p.Users {
+		if s.User == u {
+			return true, "protected user " + u
+		}
+	}
+	for _, a := range p.Applications {
+		if s.Application == a {
+			return true, "protected application " + a
+		}
+	}
+	if p.Queries != nil && p.Queries.MatchString(s.Query) {
+		return true, "statement matches the protected pattern"
+	}
+	return false, ""
+}

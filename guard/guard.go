@@ -1,0 +1,360 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/moirai-go/moirai/cancel"
+	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/snapshot"
+)
+
+// Options configure a [Guard]. The zero value of each field is its
+// default.
+type Options struct {
+	// Interval between polls (default 250 ms).
+	Interval time.Duration
+	// SLO is the wait the guard tolerates: once a session has waited this
+	// long for a lock, or a resource's contention level reaches the
+	// policy's threshold, the guard looks for the culprit (default 1 s).
+	SLO time.Duration
+	// DryRun decides and logs, never acts.
+	DryRun bool
+	// Protect lists the sessions never acted on.
+	Protect Protection
+	// TerminateIdle allows ending the connection of a culprit that is idle
+	// in transaction (a statement cancel cannot reach it). Off by default.
+	TerminateIdle bool
+	// MinInterval separates two actions (default 1 s); MaxPerMinute bounds
+	// them (default 10).
+	MinInterval  time.Duration
+	MaxPerMinute int
+	// Audit receives one JSON line per decision (nil: none).
+	Audit io.Writer
+	// Logger logs polls that fail and actions (nil: slog.Default()).
+	Logger *slog.Logger
+	// Registerer registers the guard's metrics (nil: none). Never the
+	// global registry unless the caller passes it.
+	Registerer prometheus.Registerer
+}
+
+func (o *Options) defaults() {
+	if o.Interval <= 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	if o.SLO <= 0 {
+		o.SLO = time.Second
+	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = time.Second
+	}
+	if o.MaxPerMinute <= 0 {
+		o.MaxPerMinute = 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Outcome of one decision of the guard.
+const (
+	OutcomeActed   = "acted"
+	OutcomeDryRun  = "dry-run"
+	OutcomeSkipped = "skipped"
+	OutcomeFailed  = "failed"
+)
+
+// Decision is one thing the guard decided, and what became of it.
+type Decision struct {
+	Time    time.Time `json:"time"`
+	Action  string    `json:"action"` // "cancel" or "terminate"
+	Outcome string    `json:"outcome"`
+	Note    string    `json:"note,omitempty"` // why it was skipped or failed
+	Task    uint64    `json:"task"`
+	Target  Target    `json:"target"`
+	User    string    `json:"user"`
+	App     string    `json:"application"`
+	Reason  string    `json:"reason"`
+	// Evaluation is the policy's reasoning: contention per resource, the
+	// candidates and their gains.
+	Evaluation map[string]any `json:"evaluation,omitempty"`
+}
+
+// Guard polls a server and cancels the statement that monopolizes a
+// contended resource, with the library's Atropos policy.
+type Guard struct {
+	src    Source
+	opt    Options
+	b      *Builder
+	policy *cancel.Atropos
+	audit  *slog.Logger
+
+	mu        sync.Mutex // guards what Decisions and Last read
+	decisions []Decision
+	last      *snapshot.Snapshot
+	lastObs   *Observation
+
+	lastAction time.Time
+	actions    []time.Time // in the last minute
+	m          *metrics
+}
+
+// New returns a guard of src. It does not poll until Run or Step.
+func New(src Source, opt Options) (*Guard, error) {
+	if src == nil {
+		return nil, errors.New("guard: no source")
+	}
+	opt.defaults()
+	g := &Guard{src: src, opt: opt, b: NewBuilder()}
+	g.b.Cancellable = g.cancellable
+	durations := estimate.NewDurations(0)
+	g.policy = cancel.NewAtropos(cancel.MultiObjective,
+		cancel.WithDurations(durations),
+		cancel.WithContentionWindow(2*opt.Interval),
+		cancel.WithConfirmation(opt.Interval),
+		cancel.WithMinGain(opt.SLO/2))
+	if opt.Audit != nil {
+		g.audit = slog.New(slog.NewJSONHandler(opt.Audit, nil))
+	}
+	if opt.Registerer != nil {
+		m, err := newMetrics(opt.Registerer, src.Name())
+		if err != nil {
+			return nil, err
+		}
+		g.m = m
+	}
+	return g, nil
+}
+
+// cancellable is who the policy may choose: ordinary, unprotected client
+// sessions running a statement, or idle in transaction when terminating
+// those is allowed.
+func (g *Guard) cancellable(s *Session) bool {
+	if p, _ := g.opt.Protect.Protects(s); p {
+		return false
+	}
+	return s.Active || (s.IdleInTransaction && g.opt.TerminateIdle)
+}
+
+// Run polls every Interval until ctx is done. A failed poll is logged and
+// counted; the guard goes on. It returns ctx's error's cause when ctx
+// ends, after any action in progress has returned.
+func (g *Guard) Run(ctx context.Context) error {
+	t := time.NewTicker(g.opt.Interval)
+	defer t.Stop()
+	for {
+		if _, err := g.Step(ctx); err != nil && ctx.Err() == nil {
+			g.opt.Logger.Warn("guard: poll failed", "source", g.src.Name(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// Step polls once, decides, and acts (or records, in a dry run). It
+// returns the decisions taken in this step.
+func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
+	obs, err := g.poll(ctx)
+	if err != nil {
+		g.m.pollFailed()
+		return nil, err
+	}
+	snap, ignored := g.b.Build(obs)
+	g.m.polled(obs, snap, ignored)
+	g.policy.Observe(snap)
+	g.mu.Lock()
+	g.last, g.lastObs = snap, obs
+	g.mu.Unlock()
+	if !g.looking(snap) || !g.policy.Confirm(snap) {
+		return nil, nil
+	}
+	for _, d := range g.policy.Decide(snap) {
+		ds = append(ds, g.act(ctx, obs, d.Task, d.Reason, d.Details))
+	}
+	return ds, nil
+}
+
+// poll calls the source, turning a panic into an error.
+func (g *Guard) poll(ctx context.Context) (obs *Observation, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obs, err = nil, fmt.Errorf("guard: %s source panicked while polling: %v", g.src.Name(), r)
+		}
+	}()
+	obs, err = g.src.Poll(ctx)
+	if err == nil && obs == nil {
+		err = fmt.Errorf("guard: %s source returned no observation", g.src.Name())
+	}
+	return obs, err
+}
+
+// looking reports whether the guard should look for a culprit: a lock
+// waiter has waited for the SLO, or a contended memory resource.
+func (g *Guard) looking(s *snapshot.Snapshot) bool {
+	for _, u := range s.Usage {
+		if u.Waiting > 0 && u.Wait >= g.opt.SLO {
+			return true
+		}
+	}
+	return false
+}
+
+// act carries out (or records) one cancel decision on the task chosen in
+// the snapshot built from obs.
+func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason string, details []slog.Attr) Decision {
+	now := obs.At
+	d := Decision{Time: now, Action: "cancel", Task: id, Reason: reason, Evaluation: attrsMap(details)}
+	target, s, ok := g.b.Target(id)
+	if !ok {
+		d.Outcome, d.Note = OutcomeSkipped, "the task is not in the last poll"
+		return g.record(d)
+	}
+	d.Target, d.User, d.App = target, s.User, s.Application
+	if p, why := g.opt.Protect.Protects(s); p {
+		d.Outcome, d.Note = OutcomeSkipped, why
+		return g.record(d)
+	}
+	if !s.Active {
+		if !s.IdleInTransaction || !g.opt.TerminateIdle {
+			d.Outcome, d.Note = OutcomeSkipped, "idle in transaction: a statement cancel cannot reach it and terminating is not enabled (--terminate-idle)"
+			return g.record(d)
+		}
+		d.Action = "terminate"
+	}
+	if !g.lastAction.IsZero() && now.Sub(g.lastAction) < g.opt.MinInterval && now.Sub(g.lastAction) >= 0 {
+		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("minimum interval between actions (%v) not elapsed", g.opt.MinInterval)
+		return g.record(d)
+	}
+	recent := g.actions[:0]
+	for _, t := range g.actions {
+		if age := now.Sub(t); age >= 0 && age < time.Minute {
+			recent = append(recent, t)
+		}
+	}
+	g.actions = recent
+	if len(g.actions) >= g.opt.MaxPerMinute {
+		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("%d actions in the last minute already (the maximum)", g.opt.MaxPerMinute)
+		return g.record(d)
+	}
+	// From here on the task is never chosen again, whatever happens.
+	g.b.MarkCancelled(id)
+	if g.opt.DryRun {
+		d.Outcome = OutcomeDryRun
+		return g.record(d)
+	}
+	err := g.call(ctx, d.Action, target)
+	g.lastAction = now
+	g.actions = append(g.actions, now)
+	switch {
+	case err == nil:
+		d.Outcome = OutcomeActed
+	case errors.Is(err, ErrVanished), errors.Is(err, ErrChanged):
+		d.Outcome, d.Note = OutcomeSkipped, err.Error()
+	default:
+		d.Outcome, d.Note = OutcomeFailed, err.Error()
+	}
+	return g.record(d)
+}
+
+// call runs the source's action, turning a panic into an error.
+func (g *Guard) call(ctx context.Context, action string, t Target) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("guard: %s source panicked during %s: %v", g.src.Name(), action, r)
+		}
+	}()
+	if action == "terminate" {
+		return g.src.Terminate(ctx, t)
+	}
+	return g.src.Cancel(ctx, t)
+}
+
+// maxDecisions is how many decisions Decisions keeps.
+const maxDecisions = 256
+
+func (g *Guard) record(d Decision) Decision {
+	g.mu.Lock()
+	g.decisions = append(g.decisions, d)
+	if len(g.decisions) > maxDecisions {
+		g.decisions = append(g.decisions[:0:0], g.decisions[len(g.decisions)-maxDecisions:]...)
+	}
+	g.mu.Unlock()
+	g.m.decided(d)
+	log := g.opt.Logger.Info
+	if d.Outcome == OutcomeFailed {
+		log = g.opt.Logger.Warn
+	}
+	log("guard: decision", "action", d.Action, "outcome", d.Outcome, "session", d.Target.Session,
+		"user", d.User, "note", d.Note, "reason", d.Reason)
+	if g.audit != nil {
+		func() {
+			defer func() { _ = recover() }() // a failing audit writer never stops the guard
+			g.audit.Info("decision", "action", d.Action, "outcome", d.Outcome, "note", d.Note,
+				"task", d.Task, "session", d.Target.Session, "statement", d.Target.Statement,
+				"query_start", d.Target.QueryStart, "xact_start", d.Target.XactStart,
+				"user", d.User, "application", d.App, "query", truncate(d.Target.Query, 1024),
+				"reason", d.Reason, "evaluation", d.Evaluation)
+		}()
+	}
+	return d
+}
+
+// Decisions returns the recent decisions, oldest first.
+func (g *Guard) Decisions() []Decision {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]Decision(nil), g.decisions...)
+}
+
+// Evaluate returns the policy's full reasoning on the last poll, and that
+// poll's observation (nil before the first).
+func (g *Guard) Evaluate() (cancel.Evaluation, *Observation) {
+	g.mu.Lock()
+	s, obs := g.last, g.lastObs
+	g.mu.Unlock()
+	if s == nil {
+		return cancel.Evaluation{Chosen: -1, Reason: "no poll yet"}, nil
+	}
+	return g.policy.Evaluate(s), obs
+}
+
+// Builder returns the guard's snapshot builder (to map a task of an
+// Evaluation to its session).
+func (g *Guard) Builder() *Builder { return g.b }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// attrsMap turns a decision's details into a JSON-friendly map.
+func attrsMap(as []slog.Attr) map[string]any {
+	if len(as) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(as))
+	for _, a := range as {
+		m[a.Key] = attrValue(a.Value)
+	}
+	return m
+}
+
+func attrValue(v slog.Value) any {
+	v = v.Resolve()
+	if v.Kind() == slog.KindGroup {
+		return attrsMap(v.Group())
+	}
+	return v.Any()
+}
