@@ -1,6 +1,7 @@
 package admit
 
 import (
+	mathbits "math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +137,9 @@ type DAGOR struct {
 	count atomic.Int64 // started requests
 	delay atomic.Int64 // their summed queueing delay, ns
 	hist  [levels]atomic.Uint32
+	// touched has bit i set when hist[i] may be non-zero, so that closing
+	// a window swaps the few bins that arrived instead of all 8,192.
+	touched [levels / 64]atomic.Uint64
 
 	mu         sync.Mutex // closes windows; TryLock so only one closes
 	climb      int32      // under mu: the next blind step up (see nextLevel)
@@ -185,6 +189,9 @@ func (d *DAGOR) AdmitPriority(now time.Duration, p task.Priority) bool {
 	}
 	i := prioIndex(p)
 	d.hist[i].Add(1)
+	if w, bit := &d.touched[i>>6], uint64(1)<<(i&63); w.Load()&bit == 0 {
+		w.Or(bit)
+	}
 	return i <= d.level.Load()
 }
 
@@ -236,8 +243,11 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 	d.windows.Add(1)
 
 	var hist [levels]uint32
-	for i := range d.hist {
-		hist[i] = d.hist[i].Swap(0)
+	for w := range d.touched {
+		for bits := d.touched[w].Swap(0); bits != 0; bits &= bits - 1 {
+			i := w<<6 | mathbits.TrailingZeros64(bits)
+			hist[i] = d.hist[i].Swap(0)
+		}
 	}
 	if !draining {
 		d.level.Store(nextLevel(&hist, d.level.Load(), over, d.cfg.alpha, d.cfg.beta, &d.climb))

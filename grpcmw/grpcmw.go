@@ -137,6 +137,7 @@ func monotonic() time.Duration { return time.Since(epoch) }
 // call is an admitted call in progress: its task, its worker slot and when
 // its handler started.
 type call struct {
+	ctl     *moirai.Controller
 	t       *moirai.Task
 	permit  resource.Permit
 	started time.Duration
@@ -147,7 +148,9 @@ var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call reject
 // begin runs admission, begins the call's task and waits for a worker slot.
 func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
 	p := c.priorityOf(ctx, method)
-	arrived := monotonic()
+	// The controller's clock: one atomic load while nothing is wrong,
+	// precise while a detector fires.
+	arrived := ctl.Now()
 	d, a := c.dagor, c.admitter
 	if d != nil {
 		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
@@ -159,7 +162,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		return nil, call{}, errRejected
 	}
 	ctx, t := ctl.Begin(ctx, moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable})
-	cl := call{t: t}
+	cl := call{ctl: ctl, t: t}
 	if c.queue != nil {
 		permit, err := c.queue.Enter(ctx)
 		if err != nil {
@@ -173,7 +176,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		}
 		cl.permit = permit
 	}
-	cl.started = monotonic()
+	cl.started = ctl.Now()
 	wait := cl.started - arrived
 	if d != nil {
 		d.Started(cl.started, wait)
@@ -190,7 +193,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 func (c *config) end(cl call, err error) {
 	cl.release()
 	if c.admitter != nil {
-		now := monotonic()
+		now := cl.ctl.Now()
 		c.admitter.Done(now, now-cl.started)
 	}
 	cl.t.End(err)

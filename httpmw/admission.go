@@ -93,7 +93,7 @@ func (h *handler) priorityOf(r *http.Request) moirai.Priority {
 // rejection.
 func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.Priority) bool {
 	d := h.cfg.dagor
-	now := monotonic()
+	now := h.ctl.Now() // the controller's coarse clock: one atomic load
 	w.Header().Set(HeaderLevel, admit.FormatLevel(d.Level()))
 	if !d.AdmitPriority(now, p) {
 		w.Header().Set("Retry-After", "1")
