@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/moirai-go/moirai/guard"
+	_ "github.com/moirai-go/moirai/guard/mysql"    // mysql:// and mariadb://
 	_ "github.com/moirai-go/moirai/guard/postgres" // postgres:// and postgresql://
 )
 
@@ -43,7 +44,7 @@ type guardFlags struct {
 
 func (f *guardFlags) register(cmd *cobra.Command, all bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.dsn, "dsn", "", "server to guard: postgres://user@host:5432/db (or $MOIRAI_GUARD_DSN)")
+	fl.StringVar(&f.dsn, "dsn", "", "server to guard: postgres://user@host:5432/db or mysql://user:pass@tcp(host:3306)/ (or $MOIRAI_GUARD_DSN)")
 	fl.DurationVar(&f.interval, "interval", 250*time.Millisecond, "time between polls of the server's views")
 	fl.DurationVar(&f.slo, "slo", time.Second, "lock wait tolerated before the guard looks for the culprit")
 	fl.StringSliceVar(&f.protectUsers, "protect-user", nil, "never act on sessions of this user (repeatable)")
@@ -125,7 +126,7 @@ func newGuardCommand(g *globalFlags) *cobra.Command {
 	f := &guardFlags{}
 	cmd := &cobra.Command{
 		Use:   "guard",
-		Short: "Cancel the statement that monopolizes a contended lock in PostgreSQL",
+		Short: "Cancel the statement that monopolizes a contended lock in PostgreSQL or MariaDB",
 		Long: `guard polls a database server's own views for who holds and who waits for
 which lock, runs moirai's Atropos policy on what it sees, and cancels the
 statement of the transaction whose cancellation frees the most of the
