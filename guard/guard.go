@@ -22,8 +22,8 @@ type Options struct {
 	// Interval between polls (default 250 ms).
 	Interval time.Duration
 	// SLO is the wait the guard tolerates: once a session has waited this
-	// long for a lock, or a resource's contention level reaches the
-	// policy's threshold, the guard looks for the culprit (default 1 s).
+	// long for a lock, the guard looks for the culprit, and acts if the
+	// policy confirms a contended lock (default 1 s).
 	SLO time.Duration
 	// DryRun decides and logs, never acts.
 	DryRun bool
@@ -198,8 +198,8 @@ func (g *Guard) poll(ctx context.Context) (obs *Observation, err error) {
 	return obs, err
 }
 
-// looking reports whether the guard should look for a culprit: a lock
-// waiter has waited for the SLO, or a contended memory resource.
+// looking reports whether the guard should look for a culprit: a session
+// has waited for a lock for the SLO.
 func (g *Guard) looking(s *snapshot.Snapshot) bool {
 	for _, u := range s.Usage {
 		if u.Waiting > 0 && u.Wait >= g.opt.SLO {

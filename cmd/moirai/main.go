@@ -3,7 +3,7 @@
 // embedded service whose table lock is monopolized by one transaction,
 // `moirai bench`, the evaluation harness, `moirai cpus`, the CPU budget and
 // neighbour share, `moirai guard`, targeted cancellation for a PostgreSQL
-// server, and `moirai version`.
+// or MariaDB server, and `moirai version`.
 //
 // Commands return errors; only main exits, with one of the Exit* codes.
 package main

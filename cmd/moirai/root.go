@@ -74,7 +74,7 @@ This version ships the core runtime, a demonstration of what it sees, the
 evaluation harness (moirai bench), targeted cancellation (on by default), the
 analyzers that find the resources worth instrumenting (moirai vet), the
 CPU budget (moirai cpus), and targeted cancellation from outside a
-PostgreSQL server (moirai guard).`,
+PostgreSQL or MariaDB server (moirai guard).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
