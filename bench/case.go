@@ -152,13 +152,14 @@ func SelectCases(suite, list string) ([]Case, error) {
 	if len(all) == 0 {
 		return nil, fmt.Errorf("%w: suite %q (valid: %s)", ErrUnknown, suite, strings.Join(Suites(), ", "))
 	}
-	return selectByName(list, "case", all, func(c Case) string { return c.Name })
+	return SelectByName(list, "case", all, func(c Case) string { return c.Name })
 }
 
-// selectByName resolves a comma-separated list of names among all, or
-// "all" (also the empty list). An unknown name is an error wrapping
-// ErrUnknown that lists the valid ones.
-func selectByName[T any](list, what string, all []T, name func(T) string) ([]T, error) {
+// SelectByName resolves a comma-separated list of names among all, or
+// "all" (also the empty list): what the suites' --case and --controller
+// flags take. An unknown name is an error wrapping ErrUnknown that names
+// what it is and lists the valid ones.
+func SelectByName[T any](list, what string, all []T, name func(T) string) ([]T, error) {
 	if list == "" || list == "all" {
 		return all, nil
 	}

@@ -55,7 +55,7 @@ func Controllers() []Controller {
 // SelectControllers resolves a comma-separated list of controller names,
 // or "all". Unknown names are an error that lists the valid ones.
 func SelectControllers(list string) ([]Controller, error) {
-	return selectByName(list, "controller", Controllers(), func(c Controller) string { return c.Name })
+	return SelectByName(list, "controller", Controllers(), func(c Controller) string { return c.Name })
 }
 
 // harnessTicks are the loop periods of every run: fine enough that a

@@ -98,33 +98,13 @@ func Controllers() []Controller {
 
 // SelectCases resolves a comma-separated list of case names, or "all".
 func SelectCases(list string) ([]Case, error) {
-	return selectByName(list, "case", Cases(), func(c Case) string { return c.Name })
+	return bench.SelectByName(list, "case of suite cpu", Cases(), func(c Case) string { return c.Name })
 }
 
 // SelectControllers resolves a comma-separated list of controller names,
 // or "all".
 func SelectControllers(list string) ([]Controller, error) {
-	return selectByName(list, "controller", Controllers(), func(c Controller) string { return c.Name })
-}
-
-func selectByName[T any](list, what string, all []T, name func(T) string) ([]T, error) {
-	if list == "" || list == "all" {
-		return all, nil
-	}
-	var out []T
-	for _, n := range strings.Split(list, ",") {
-		n = strings.TrimSpace(n)
-		i := slices.IndexFunc(all, func(x T) bool { return name(x) == n })
-		if i < 0 {
-			var names []string
-			for _, x := range all {
-				names = append(names, name(x))
-			}
-			return nil, fmt.Errorf("%w: %s %q of suite cpu (valid: %s)", bench.ErrUnknown, what, n, strings.Join(names, ", "))
-		}
-		out = append(out, all[i])
-	}
-	return out, nil
+	return bench.SelectByName(list, "controller of suite cpu", Controllers(), func(c Controller) string { return c.Name })
 }
 
 // Options configure an invocation of the suite.

@@ -190,16 +190,9 @@ func runGuard(cmd *cobra.Command, g *globalFlags, f *guardFlags) error {
 		return err
 	}
 	if f.once {
-		var ds []guard.Decision
-		for i := range 2 {
-			if i > 0 {
-				time.Sleep(f.interval)
-			}
-			d, err := gd.Step(ctx)
-			if err != nil {
-				return err
-			}
-			ds = append(ds, d...)
+		ds, err := twoSteps(ctx, gd, f.interval)
+		if err != nil {
+			return err
 		}
 		return printDecisions(cmd.OutOrStdout(), g, ds)
 	}
@@ -214,6 +207,27 @@ func runGuard(cmd *cobra.Command, g *globalFlags, f *guardFlags) error {
 		return nil // a requested stop is a clean one
 	}
 	return err
+}
+
+// twoSteps polls twice, interval apart (the policy confirms a choice over
+// two polls), and returns the decisions of both.
+func twoSteps(ctx context.Context, gd *guard.Guard, interval time.Duration) ([]guard.Decision, error) {
+	var ds []guard.Decision
+	for i := range 2 {
+		if i > 0 {
+			select {
+			case <-time.After(interval):
+			case <-ctx.Done():
+				return ds, context.Cause(ctx)
+			}
+		}
+		d, err := gd.Step(ctx)
+		if err != nil {
+			return ds, err
+		}
+		ds = append(ds, d...)
+	}
+	return ds, nil
 }
 
 func printDecisions(out io.Writer, g *globalFlags, ds []guard.Decision) error {
@@ -275,13 +289,8 @@ statement the guard would cancel now, with why. It never acts.`,
 			if err != nil {
 				return err
 			}
-			for i := range 2 {
-				if i > 0 {
-					time.Sleep(f.interval)
-				}
-				if _, err := gd.Step(cmd.Context()); err != nil {
-					return err
-				}
+			if _, err := twoSteps(cmd.Context(), gd, f.interval); err != nil {
+				return err
 			}
 			x := gd.Explain()
 			if g.Output == outputJSON {
