@@ -16,6 +16,7 @@ import (
 	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/cpusuite"
 	"github.com/moirai-go/moirai/bench/dagorsuite"
+	"github.com/moirai-go/moirai/bench/dbsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
 	"github.com/moirai-go/moirai/bench/report"
 )
@@ -41,6 +42,10 @@ type benchFlags struct {
 	service       time.Duration
 	window        time.Duration
 	windowCount   int
+	// The postgres suite's.
+	dsn     string
+	clients int
+	rate    float64
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -143,6 +148,9 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.service, "service-time", dagorsuite.DefaultService, "suite dagor: M's time per call")
 	fl.DurationVar(&f.window, "window", dagorsuite.DefaultWindow, "suite dagor: admission window (time)")
 	fl.IntVar(&f.windowCount, "window-count", dagorsuite.DefaultWindowCount, "suite dagor: admission window (requests)")
+	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suite postgres: the server")
+	fl.IntVar(&f.clients, "clients", 8, "suite postgres: pgbench clients")
+	fl.Float64Var(&f.rate, "rate", 0, "suite postgres: open loop at this many transactions/s (pgbench -R); 0: closed loop")
 	return cmd
 }
 
@@ -152,6 +160,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runCPUBench(cmd, g, f)
 	case dagorsuite.Suite:
 		return runDagorBench(cmd, g, f)
+	case dbsuite.SuitePostgres:
+		return runPostgresBench(cmd, g, f)
 	}
 	cases, err := bench.SelectCases(f.suite, f.cases)
 	if err != nil {
