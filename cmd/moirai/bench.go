@@ -102,6 +102,13 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 			for _, c := range dagorsuite.Controllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite dagor)"})
 			}
+			for _, c := range dbsuite.PostgresCases() {
+				l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuitePostgres, Name: c.Name, Models: "moirai guard",
+					Resource: "PostgreSQL locks", Culprit: c.Describe, Victims: "pgbench clients"})
+			}
+			for _, c := range dbsuite.PostgresControllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite postgres)"})
+			}
 			out := cmd.OutOrStdout()
 			if g.Output == outputJSON {
 				return json.NewEncoder(out).Encode(l)
