@@ -52,7 +52,9 @@ func PostgresCases() []Case {
 			return r.culpritTx(ctx, "LOCK TABLE "+pgTable+" IN EXCLUSIVE MODE", "UPDATE "+pgTable+" SET balance = balance WHERE id <= 10 AND pg_sleep(600) IS NOT NULL")
 		}},
 		{"pg-for-update", "a long transaction that ran SELECT … FOR UPDATE over the hot rows", func(ctx context.Context, r *pgRun) error {
-			return r.culpritTx(ctx, "", "SELECT count(*) FROM (SELECT id FROM "+pgTable+" WHERE id <= "+strconv.Itoa(hotRows)+" FOR UPDATE) s, pg_sleep(600)")
+			// pg_sleep in the target list of the aggregate runs after every
+			// row is locked.
+			return r.culpritTx(ctx, "", "SELECT count(*), pg_sleep(600) FROM (SELECT id FROM "+pgTable+" WHERE id <= "+strconv.Itoa(hotRows)+" FOR UPDATE) s")
 		}},
 		{"pg-ddl-queue", "a long read holds AccessShare; an ALTER TABLE queues for AccessExclusive; every later query queues behind it", func(ctx context.Context, r *pgRun) error {
 			errc := make(chan error, 1)
@@ -176,6 +178,9 @@ func (r *pgRun) culpritTx(ctx context.Context, pre, stmt string) error {
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // the run ended first
+		}
 		return err
 	}
 	defer c.Close(context.Background())
@@ -353,7 +358,8 @@ func teardownPG(dsn string) {
 // measure is what one run measured.
 type measure struct {
 	window         time.Duration
-	lat            []float64 // ms of the victims' transactions that completed in the window
+	completed      int       // the victims' transactions that completed in the window
+	lat            []float64 // ms of the victims' transactions that began in the window (and completed)
 	failed         int       // the victims' transactions that failed, and the clients that aborted
 	victimCancels  int
 	culpritCancels int
@@ -361,7 +367,7 @@ type measure struct {
 	err            string
 }
 
-func (m *measure) throughput() float64 { return float64(len(m.lat)) / m.window.Seconds() }
+func (m *measure) throughput() float64 { return float64(m.completed) / m.window.Seconds() }
 
 func (m *measure) p99() float64 {
 	if len(m.lat) == 0 {
@@ -470,6 +476,12 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 		}
 	}
 	werr := cmd.Wait()
+	// pgbench ends early when every client aborted (timeout): the culprit
+	// and the controller still get the whole run.
+	select {
+	case <-time.After(time.Until(start.Add(opt.Duration))):
+	case <-ctx.Done():
+	}
 	stop()
 	culprits, victims, cerr := ctlStop()
 	wg.Wait()
@@ -519,7 +531,9 @@ func pgbenchConn(dsn string) []string {
 
 // readPgbenchLogs reads pgbench's per-transaction logs (-l): "client_id
 // transaction_no time script_no time_epoch time_us [schedule_lag]", time in
-// µs or "failed"/"skipped". Transactions that ended in [from, to) count.
+// µs or "failed"/"skipped". Throughput counts the transactions that ended
+// in [from, to); latency those that began in it, so a victim blocked past
+// the window's end (released when the culprit ends) counts its whole wait.
 func readPgbenchLogs(prefix string, from, to time.Time) (*measure, error) {
 	files, err := filepath.Glob(prefix + ".*")
 	if err != nil || len(files) == 0 {
@@ -534,14 +548,22 @@ func readPgbenchLogs(prefix string, from, to time.Time) (*measure, error) {
 		sc := bufio.NewScanner(fh)
 		for sc.Scan() {
 			lat, failed, at, ok := ParsePgbenchLine(sc.Text())
-			if !ok || at.Before(from) || !at.Before(to) {
+			if !ok {
 				continue
 			}
+			began := at.Add(-time.Duration(lat * float64(time.Millisecond)))
 			if failed {
-				m.failed++
+				if !at.Before(from) && at.Before(to) {
+					m.failed++
+				}
 				continue
 			}
-			m.lat = append(m.lat, lat)
+			if !at.Before(from) && at.Before(to) {
+				m.completed++
+			}
+			if !began.Before(from) && began.Before(to) {
+				m.lat = append(m.lat, lat)
+			}
 		}
 		fh.Close()
 		if err := sc.Err(); err != nil {

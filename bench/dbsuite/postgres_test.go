@@ -62,9 +62,9 @@ func FuzzParsePgbenchLine(f *testing.F) {
 func ms(vs ...float64) []float64 { return vs }
 
 func TestRowNormalization(t *testing.T) {
-	normal := &measure{window: 10 * time.Second, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 2)}
-	unc := &measure{window: 10 * time.Second, lat: ms(10, 10, 10, 10, 20), failed: 5}
-	ctl := &measure{window: 10 * time.Second, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 4), failed: 1, culpritCancels: 1, cancels: 1}
+	normal := &measure{window: 10 * time.Second, completed: 10, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 2)}
+	unc := &measure{window: 10 * time.Second, completed: 5, lat: ms(10, 10, 10, 10, 20), failed: 5}
+	ctl := &measure{window: 10 * time.Second, completed: 9, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 4), failed: 1, culpritCancels: 1, cancels: 1}
 	r := ctl.row("pg-lock-table", "guard", normal, unc)
 	if r.ThroughputNorm != 0.9 {
 		t.Errorf("throughput_norm %v, want 0.9", r.ThroughputNorm)
