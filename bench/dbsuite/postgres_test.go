@@ -2,6 +2,8 @@ package dbsuite
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,5 +98,36 @@ func TestSelect(t *testing.T) {
 	}
 	if _, err := selectByName(PostgresControllers(), []string{"nope"}, func(c Controller) string { return c.Name }); err == nil {
 		t.Fatal("unknown controller accepted")
+	}
+}
+
+func TestReadPgbenchLogs(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "log")
+	// Window [1000 s, 1010 s): a transaction before it, three in it (one
+	// failed), one that began in it and ended after it (blocked), a
+	// malformed line, and one entirely after.
+	log := "0 1 1000 0 999 500000\n" +
+		"0 2 2000 0 1001 0\n" +
+		"1 1 3000 0 1002 0\n" +
+		"1 2 failed 0 1003 0\n" +
+		"2 1 8000000 0 1012 0\n" +
+		"garbage\n" +
+		"2 2 1000 0 1011 0\n"
+	if err := os.WriteFile(prefix+".123", []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := readPgbenchLogs(prefix, time.Unix(1000, 0), time.Unix(1010, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.completed != 2 || m.failed != 1 {
+		t.Errorf("completed %d failed %d, want 2 and 1", m.completed, m.failed)
+	}
+	if diff := cmp.Diff([]float64{2, 3, 8000}, m.lat); diff != "" {
+		t.Errorf("latencies (-want +got):\n%s", diff)
+	}
+	if _, err := readPgbenchLogs(filepath.Join(dir, "none"), time.Unix(0, 0), time.Unix(1, 0)); err == nil {
+		t.Error("no log: no error")
 	}
 }
