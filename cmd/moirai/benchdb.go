@@ -22,15 +22,15 @@ func runPostgresBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.duration < 4*time.Second {
 		return usageErrorf("--duration %v: the postgres suite wants at least 4s per run (default 15s)", f.duration)
 	}
-	if f.clients < 1 || f.clients > 500 || f.rate < 0 {
-		return usageErrorf("--clients %d --rate %v: want 1 to 500 clients and a rate ≥ 0", f.clients, f.rate)
+	if f.clients < 1 || f.clients > 500 || f.rate < 0 || f.rows < 1000 || f.rows > 100_000_000 {
+		return usageErrorf("--clients %d --rate %v --rows %d: want 1 to 500 clients, a rate ≥ 0 and 1,000 to 100,000,000 rows", f.clients, f.rate, f.rows)
 	}
 	if f.out != "" {
 		if err := checkWritable(f.out); err != nil {
 			return err
 		}
 	}
-	opt := dbsuite.Options{DSN: f.dsn, Duration: f.duration, Clients: f.clients, Rate: f.rate,
+	opt := dbsuite.Options{DSN: f.dsn, Duration: f.duration, Clients: f.clients, Rate: f.rate, Rows: f.rows,
 		Progress: progressBar(cmd.ErrOrStderr())}
 	if cmd.Flags().Changed("warmup") {
 		opt.Warmup = f.warmup
