@@ -122,7 +122,7 @@ func (o *Options) defaults() {
 		o.Clients = 8
 	}
 	if o.Rows < hotRows {
-		o.Rows = 300_000
+		o.Rows = 1_500_000
 	}
 	if o.Pgbench == "" {
 		o.Pgbench = "pgbench"

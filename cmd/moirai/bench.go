@@ -158,7 +158,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.IntVar(&f.windowCount, "window-count", dagorsuite.DefaultWindowCount, "suite dagor: admission window (requests)")
 	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suite postgres: the server")
 	fl.IntVar(&f.clients, "clients", 8, "suite postgres: pgbench clients")
-	fl.IntVar(&f.rows, "rows", 300_000, "suite postgres: rows of the suite's table (pg-vacuum-full's length grows with it)")
+	fl.IntVar(&f.rows, "rows", 1_500_000, "suite postgres: rows of the suite's table (pg-vacuum-full's length grows with it)")
 	fl.Float64Var(&f.rate, "rate", 0, "suite postgres: open loop at this many transactions/s (pgbench -R); 0: closed loop")
 	return cmd
 }
