@@ -16,6 +16,7 @@ import (
 	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/cpusuite"
 	"github.com/moirai-go/moirai/bench/dagorsuite"
+	"github.com/moirai-go/moirai/bench/dbsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
 	"github.com/moirai-go/moirai/bench/report"
 )
@@ -41,6 +42,11 @@ type benchFlags struct {
 	service       time.Duration
 	window        time.Duration
 	windowCount   int
+	// The postgres suite's.
+	dsn     string
+	clients int
+	rate    float64
+	rows    int
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -97,6 +103,13 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 			for _, c := range dagorsuite.Controllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite dagor)"})
 			}
+			for _, c := range dbsuite.PostgresCases() {
+				l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuitePostgres, Name: c.Name, Models: "moirai guard",
+					Resource: "PostgreSQL locks", Culprit: c.Describe, Victims: "pgbench clients"})
+			}
+			for _, c := range dbsuite.PostgresControllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite postgres)"})
+			}
 			out := cmd.OutOrStdout()
 			if g.Output == outputJSON {
 				return json.NewEncoder(out).Encode(l)
@@ -143,6 +156,10 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.service, "service-time", dagorsuite.DefaultService, "suite dagor: M's time per call")
 	fl.DurationVar(&f.window, "window", dagorsuite.DefaultWindow, "suite dagor: admission window (time)")
 	fl.IntVar(&f.windowCount, "window-count", dagorsuite.DefaultWindowCount, "suite dagor: admission window (requests)")
+	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suite postgres: the server")
+	fl.IntVar(&f.clients, "clients", 8, "suite postgres: pgbench clients")
+	fl.IntVar(&f.rows, "rows", 1_500_000, "suite postgres: rows of the suite's table (pg-vacuum-full's length grows with it)")
+	fl.Float64Var(&f.rate, "rate", 0, "suite postgres: open loop at this many transactions/s (pgbench -R); 0: closed loop")
 	return cmd
 }
 
@@ -152,6 +169,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runCPUBench(cmd, g, f)
 	case dagorsuite.Suite:
 		return runDagorBench(cmd, g, f)
+	case dbsuite.SuitePostgres:
+		return runPostgresBench(cmd, g, f)
 	}
 	cases, err := bench.SelectCases(f.suite, f.cases)
 	if err != nil {

@@ -16,7 +16,10 @@
 //     on a Lock wait event (it is expensive);
 //   - pg_stat_progress_* (vacuum, cluster and VACUUM FULL, create index,
 //     copy, analyze): the progress of the statements that report one;
-//   - pg_stat_database: committed and rolled back transactions.
+//   - pg_stat_database: committed and rolled back transactions; with it
+//     the connection slots (max_connections less
+//     superuser_reserved_connections, and the client backends using one),
+//     reported as the resource "connection-slots" (a gauge: no uses).
 //
 // Waits are attributed to their root holders: a backend that waits behind
 // another waiter (a query queued behind an ALTER TABLE that itself waits
@@ -164,7 +167,13 @@ const (
 		UNION ALL SELECT pid, blocks_done, blocks_total FROM pg_stat_progress_create_index
 		UNION ALL SELECT pid, bytes_processed, bytes_total FROM pg_stat_progress_copy
 		UNION ALL SELECT pid, sample_blks_scanned, sample_blks_total FROM pg_stat_progress_analyze`
-	qXacts = `SELECT coalesce(sum(xact_commit), 0)::bigint, coalesce(sum(xact_rollback), 0)::bigint, clock_timestamp() FROM pg_stat_database`
+	// qXacts also reads the connection slots: the slots ordinary roles may
+	// take (max_connections less superuser_reserved_connections) and the
+	// client backends that take one now.
+	qXacts = `SELECT coalesce(sum(xact_commit), 0)::bigint, coalesce(sum(xact_rollback), 0)::bigint,
+		current_setting('max_connections')::bigint - current_setting('superuser_reserved_connections')::bigint,
+		(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'),
+		clock_timestamp() FROM pg_stat_database`
 )
 
 // Poll reads the views once, in one round trip.
@@ -178,6 +187,8 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		progress []progressRow
 		commit   int64
 		rollback int64
+		slots    int64
+		inUse    int64
 		t1       time.Time
 	)
 	b.Queue(`SELECT clock_timestamp() FROM (SELECT pg_stat_clear_snapshot()) AS cleared`).QueryRow(func(r pgx.Row) error {
@@ -214,12 +225,13 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		}
 		return rows.Err()
 	})
-	b.Queue(qXacts).QueryRow(func(r pgx.Row) error { return r.Scan(&commit, &rollback, &t1) })
+	b.Queue(qXacts).QueryRow(func(r pgx.Row) error { return r.Scan(&commit, &rollback, &slots, &inUse, &t1) })
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("guard/postgres: poll: %w", err)
 	}
 	obs := build(t0, acts, locks, progress)
 	obs.Committed, obs.RolledBack = commit, rollback
+	obs.Resources = append(obs.Resources, connectionSlots(slots, inUse))
 	obs.Took = time.Since(start)
 	if !t0.IsZero() && !t1.IsZero() {
 		obs.ServerTime = max(t1.Sub(t0), 0)
@@ -495,4 +507,16 @@ func (s *Source) signal(ctx context.Context, fn string, t guard.Target, sameQuer
 		return guard.ErrChanged
 	}
 	return fmt.Errorf("guard/postgres: %s(%d) refused by the server (privileges?)", fn, t.Session)
+}
+
+// ConnectionSlots is the name of the resource for the server's connection
+// slots.
+const ConnectionSlots = "connection-slots"
+
+// connectionSlots is the connection-slot resource: capacity is the slots
+// open to ordinary roles, InUse the client backends. It carries no uses:
+// every client session holds one slot, and blaming a slot on a session would
+// make every session a holder; the guard reads it as a gauge.
+func connectionSlots(capacity, inUse int64) guard.Resource {
+	return guard.Resource{Name: ConnectionSlots, Kind: resource.KindQueue, Capacity: max(capacity, 0), InUse: max(inUse, 0)}
 }

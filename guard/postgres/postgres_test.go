@@ -334,3 +334,39 @@ func TestCancelVerifiesTheStatement(t *testing.T) {
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func slotsOf(obs *guard.Observation) (guard.Resource, bool) {
+	for _, r := range obs.Resources {
+		if r.Name == ConnectionSlots {
+			return r, true
+		}
+	}
+	return guard.Resource{}, false
+}
+
+func TestConnectionSlots(t *testing.T) {
+	s := server(t)
+	ctx := context.Background()
+	obs, err := s.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, ok := slotsOf(obs)
+	if !ok {
+		t.Fatalf("no %s resource in %+v", ConnectionSlots, obs.Resources)
+	}
+	if before.Capacity <= 0 || before.InUse < 1 || before.InUse > before.Capacity {
+		t.Fatalf("connection slots %+v: want 1 ≤ InUse ≤ Capacity", before)
+	}
+	for range 3 {
+		client(t)
+	}
+	obs = until(t, s, "three more client backends", func(o *guard.Observation) bool {
+		r, ok := slotsOf(o)
+		return ok && r.InUse >= before.InUse+3
+	})
+	after, _ := slotsOf(obs)
+	if after.Capacity != before.Capacity {
+		t.Fatalf("capacity moved from %d to %d", before.Capacity, after.Capacity)
+	}
+}

@@ -1,0 +1,133 @@
+package dbsuite
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParsePgbenchLine(t *testing.T) {
+	type parsed struct {
+		Lat    float64
+		Failed bool
+		At     time.Time
+		OK     bool
+	}
+	at := time.Unix(1700000000, 123456000)
+	for _, tc := range []struct {
+		line string
+		want parsed
+	}{
+		{"0 12 2760 0 1700000000 123456", parsed{2.76, false, at, true}},
+		{"3 7 1500 0 1700000000 123456 250", parsed{1.5, false, at, true}},
+		{"1 2 failed 0 1700000000 123456", parsed{0, true, at, true}},
+		{"1 2 skipped 0 1700000000 123456 10", parsed{0, true, at, true}},
+		{"", parsed{}},
+		{"0 1 2760 0 1700000000", parsed{}},
+		{"0 1 abc 0 1700000000 1", parsed{}},
+		{"0 1 -5 0 1700000000 1", parsed{}},
+		{"0 1 5 0 1700000000 1000000", parsed{}},
+		{"0 1 5 0 -1 1", parsed{}},
+	} {
+		lat, failed, a, ok := ParsePgbenchLine(tc.line)
+		if diff := cmp.Diff(tc.want, parsed{lat, failed, a, ok}); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.line, diff)
+		}
+	}
+}
+
+func FuzzParsePgbenchLine(f *testing.F) {
+	f.Add("0 12 2760 0 1700000000 123456")
+	f.Add("1 2 failed 0 1700000000 123456")
+	f.Add("x y z")
+	f.Fuzz(func(t *testing.T, line string) {
+		lat, failed, at, ok := ParsePgbenchLine(line)
+		if !ok {
+			if lat != 0 || failed || !at.IsZero() {
+				t.Fatalf("%q: not ok but returned %v %v %v", line, lat, failed, at)
+			}
+			return
+		}
+		if lat < 0 || math.IsNaN(lat) || (failed && lat != 0) || at.Before(time.Unix(0, 0)) {
+			t.Fatalf("%q: %v %v %v", line, lat, failed, at)
+		}
+	})
+}
+
+func ms(vs ...float64) []float64 { return vs }
+
+func TestRowNormalization(t *testing.T) {
+	normal := &measure{window: 10 * time.Second, completed: 10, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 2)}
+	unc := &measure{window: 10 * time.Second, completed: 5, lat: ms(10, 10, 10, 10, 20), failed: 5}
+	ctl := &measure{window: 10 * time.Second, completed: 9, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 4), failed: 1, culpritCancels: 1, cancels: 1}
+	r := ctl.row("pg-lock-table", "guard", normal, unc)
+	if r.ThroughputNorm != 0.9 {
+		t.Errorf("throughput_norm %v, want 0.9", r.ThroughputNorm)
+	}
+	if r.P99Norm != 2 {
+		t.Errorf("p99_norm %v, want 2 (4 ms over 2 ms)", r.P99Norm)
+	}
+	if r.DropRate != 0.1 || r.CulpritsCancelled != 1 || r.Cancelled != 1 || r.VictimsCancelled != 0 {
+		t.Errorf("row %+v", r)
+	}
+	if r.InterferenceReduction == nil || math.Abs(*r.InterferenceReduction-(12-12.0/9)/(12-1.1)) > 1e-9 {
+		t.Errorf("interference reduction %v", r.InterferenceReduction)
+	}
+	if got := ctl.sloAttainment(2 * time.Millisecond); got != 0.8 {
+		t.Errorf("slo attainment %v, want 8 of 10", got)
+	}
+	if got := unc.row("c", "none", normal, unc).P99Norm; got != 10 {
+		t.Errorf("uncontrolled p99_norm %v, want 10", got)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cs, err := selectByName(PostgresCases(), []string{"pg-ddl-queue", "pg-lock-table"}, func(c Case) string { return c.Name })
+	if err != nil || len(cs) != 2 || cs[0].Name != "pg-ddl-queue" {
+		t.Fatalf("%v %v", cs, err)
+	}
+	if all, _ := selectByName(PostgresControllers(), []string{"all"}, func(c Controller) string { return c.Name }); len(all) != 4 {
+		t.Fatalf("all controllers: %d", len(all))
+	}
+	if _, err := selectByName(PostgresControllers(), []string{"nope"}, func(c Controller) string { return c.Name }); err == nil {
+		t.Fatal("unknown controller accepted")
+	}
+}
+
+func TestReadPgbenchLogs(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "log")
+	// Window [1000 s, 1010 s): a transaction before it, three in it (one
+	// failed), one that began in it and ended after it (blocked), a
+	// malformed line, and one entirely after.
+	log := "0 1 1000 0 999 500000\n" +
+		"0 2 2000 0 1001 0\n" +
+		"1 1 3000 0 1002 0\n" +
+		"1 2 failed 0 1003 0\n" +
+		"2 1 8000000 0 1012 0\n" +
+		"garbage\n" +
+		"2 2 1000 0 1011 0\n"
+	if err := os.WriteFile(prefix+".123", []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := readPgbenchLogs(prefix, time.Unix(1000, 0), time.Unix(1010, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.completed != 2 || m.failed != 1 {
+		t.Errorf("completed %d failed %d, want 2 and 1", m.completed, m.failed)
+	}
+	if diff := cmp.Diff([]float64{2, 3, 8000}, m.lat); diff != "" {
+		t.Errorf("latencies (-want +got):\n%s", diff)
+	}
+	if _, err := readPgbenchLogs(filepath.Join(dir, "none"), time.Unix(0, 0), time.Unix(1, 0)); err == nil {
+		t.Error("no log: no error")
+	}
+}

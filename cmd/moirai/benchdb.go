@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moirai-go/moirai/bench/dbsuite"
+	"github.com/moirai-go/moirai/bench/report"
+)
+
+// runPostgresBench runs the postgres suite: pgbench against the server of
+// --dsn, each case's culprit on its own sessions, each controller.
+func runPostgresBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+	if !cmd.Flags().Changed("duration") {
+		f.duration = 15 * time.Second
+	}
+	if f.duration < 4*time.Second {
+		return usageErrorf("--duration %v: the postgres suite wants at least 4s per run (default 15s)", f.duration)
+	}
+	if f.clients < 1 || f.clients > 500 || f.rate < 0 || f.rows < 1000 || f.rows > 100_000_000 {
+		return usageErrorf("--clients %d --rate %v --rows %d: want 1 to 500 clients, a rate ≥ 0 and 1,000 to 100,000,000 rows", f.clients, f.rate, f.rows)
+	}
+	if f.out != "" {
+		if err := checkWritable(f.out); err != nil {
+			return err
+		}
+	}
+	opt := dbsuite.Options{DSN: f.dsn, Duration: f.duration, Clients: f.clients, Rate: f.rate, Rows: f.rows,
+		Progress: progressBar(cmd.ErrOrStderr())}
+	if cmd.Flags().Changed("warmup") {
+		opt.Warmup = f.warmup
+	}
+	if f.cases != "all" {
+		opt.Cases = strings.Split(f.cases, ",")
+	}
+	if f.controllers != "all" {
+		opt.Controllers = strings.Split(f.controllers, ",")
+	}
+	res, err := dbsuite.Execute(cmd.Context(), opt)
+	if err != nil && res == nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if g.Output == outputJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range res.Rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	} else if terr := report.Table(out, res.Rows); terr != nil {
+		return terr
+	}
+	if f.out != "" {
+		path := filepath.Join(f.out, "results.json")
+		if serr := report.Save(path, res); serr != nil {
+			return serr
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	}
+	return err
+}
