@@ -1,0 +1,504 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/moirai-go/moirai/guard"
+	"github.com/moirai-go/moirai/resource"
+)
+
+// Source is a MariaDB server as the guard sees it.
+type Source struct {
+	db    *sql.DB
+	user  string
+	mdl   string // "metadata_lock_info", "performance_schema" or ""
+	super map[string]bool
+}
+
+var _ guard.Source = (*Source)(nil)
+
+// ParseDSN turns "mysql://user:pass@tcp(host:port)/db?params" or the
+// driver's plain DSN into a driver config.
+func ParseDSN(dsn string) (*mysql.Config, error) {
+	if s, ok := strings.CutPrefix(dsn, "mysql://"); ok {
+		dsn = s
+	} else if s, ok := strings.CutPrefix(dsn, "mariadb://"); ok {
+		dsn = s
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: bad DSN: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	return cfg, nil
+}
+
+// Open opens a small dedicated pool to the server of dsn.
+func Open(ctx context.Context, dsn string) (*Source, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("guard/mysql: connect: %w", err)
+	}
+	return &Source{db: db, user: cfg.User, super: map[string]bool{}}, nil
+}
+
+// Name reports "mysql".
+func (s *Source) Name() string { return "mysql" }
+
+// Close closes the pool.
+func (s *Source) Close() error { return s.db.Close() }
+
+// ParseVersion checks a VERSION() string: MariaDB ≥ 10.6.
+func ParseVersion(v string) error {
+	if !strings.Contains(strings.ToLower(v), "mariadb") {
+		return fmt.Errorf("guard/mysql: server %q is not MariaDB (MySQL is not supported: its views differ)", v)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("guard/mysql: cannot read the version of %q", v)
+	}
+	if major < 10 || major == 10 && minor < 6 {
+		return fmt.Errorf("guard/mysql: MariaDB %d.%d found, 10.6 or later needed", major, minor)
+	}
+	return nil
+}
+
+// Check verifies the server and the guard's privileges.
+func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
+	var info guard.ServerInfo
+	if err := s.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&info.Version); err != nil {
+		return info, fmt.Errorf("guard/mysql: %w", err)
+	}
+	if err := ParseVersion(info.Version); err != nil {
+		return info, err
+	}
+	var cur string
+	if err := s.db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&cur); err != nil {
+		return info, fmt.Errorf("guard/mysql: %w", err)
+	}
+	privs, err := s.grants(ctx, "SHOW GRANTS")
+	if err != nil {
+		return info, err
+	}
+	info.Superuser = privs["SUPER"] || privs["ALL PRIVILEGES"]
+	var missing []string
+	if !privs["PROCESS"] && !info.Superuser {
+		missing = append(missing, "PROCESS")
+	}
+	if !privs["CONNECTION ADMIN"] && !info.Superuser {
+		missing = append(missing, "CONNECTION ADMIN")
+	}
+	if len(missing) > 0 {
+		return info, &guard.PrivilegeError{User: cur, Missing: missing,
+			Hint: "GRANT " + strings.Join(missing, ", ") + " ON *.* TO " + quoteAccount(cur)}
+	}
+	s.mdl = ""
+	var n int
+	if s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME='METADATA_LOCK_INFO' AND PLUGIN_STATUS='ACTIVE'").Scan(&n) == nil && n > 0 {
+		s.mdl = "metadata_lock_info"
+	} else {
+		var on int
+		if s.db.QueryRowContext(ctx, "SELECT @@performance_schema").Scan(&on) == nil && on == 1 {
+			s.mdl = "performance_schema"
+		}
+	}
+	if s.mdl == "" {
+		info.Features = append(info.Features, "metadata_locks: unavailable (waits seen from PROCESSLIST states; table MDL holders not inferred)")
+	} else {
+		info.Features = append(info.Features, "metadata_locks: "+s.mdl)
+	}
+	info.Features = append(info.Features, "innodb_lock_waits: information_schema")
+	return info, nil
+}
+
+func quoteAccount(cur string) string {
+	u, h, _ := strings.Cut(cur, "@")
+	return "'" + u + "'@'" + h + "'"
+}
+
+// grants runs a SHOW GRANTS statement and returns the global privileges.
+func (s *Source) grants(ctx context.Context, q string) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: %s: %w", q, err)
+	}
+	defer rows.Close()
+	privs := map[string]bool{}
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, err
+		}
+		for p := range ParseGrant(g) {
+			privs[p] = true
+		}
+	}
+	return privs, rows.Err()
+}
+
+// ParseGrant returns the global (ON *.*) privileges of one SHOW GRANTS
+// line, upper-cased; none for grants on databases or tables.
+func ParseGrant(line string) map[string]bool {
+	out := map[string]bool{}
+	up := strings.ToUpper(line)
+	rest, ok := strings.CutPrefix(up, "GRANT ")
+	if !ok {
+		return out
+	}
+	list, on, ok := strings.Cut(rest, " ON ")
+	if !ok || !strings.HasPrefix(strings.TrimSpace(on), "*.*") {
+		return out
+	}
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+func (s *Source) isSuper(ctx context.Context, user, host string) bool {
+	if user == "" {
+		return false
+	}
+	if v, ok := s.super[user]; ok {
+		return v
+	}
+	v := user == "root"
+	if !v {
+		var n int
+		q := "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE LIKE ? AND PRIVILEGE_TYPE='SUPER'"
+		if s.db.QueryRowContext(ctx, q, "'"+strings.ReplaceAll(user, "'", "''")+"'@%").Scan(&n) == nil {
+			v = n > 0
+		}
+	}
+	s.super[user] = v
+	return v
+}
+
+// ProcRow is one scanned PROCESSLIST row.
+type ProcRow struct {
+	ID                      sql.NullInt64
+	User, Host, DB, Command sql.NullString
+	TimeMS                  sql.NullFloat64
+	State, Info             sql.NullString
+	Stage, MaxStage         sql.NullInt64
+	Progress                sql.NullFloat64
+	QueryID                 sql.NullInt64
+}
+
+var commands = map[string]bool{
+	"Sleep": true, "Query": true, "Connect": true, "Quit": true, "Init DB": true,
+	"Field List": true, "Create DB": true, "Drop DB": true, "Refresh": true, "Shutdown": true,
+	"Statistics": true, "Processlist": true, "Kill": true, "Debug": true, "Ping": true,
+	"Time": true, "Delayed insert": true, "Change user": true, "Binlog Dump": true,
+	"Table Dump": true, "Connect Out": true, "Register Slave": true, "Prepare": true,
+	"Execute": true, "Long Data": true, "Close stmt": true, "Reset stmt": true,
+	"Set option": true, "Fetch": true, "Daemon": true, "Reset connection": true,
+	"Slave_IO": true, "Slave_SQL": true, "Slave_worker": true, "Bulk_execute": true,
+}
+
+// ParseSession turns one PROCESSLIST row into a session; ok is false when
+// the row must be skipped.
+func ParseSession(r ProcRow, now time.Time) (guard.Session, bool) {
+	var s guard.Session
+	if !r.ID.Valid || r.ID.Int64 <= 0 || !r.Command.Valid || !r.TimeMS.Valid || r.TimeMS.Float64 < 0 || !r.QueryID.Valid || r.QueryID.Int64 < 0 {
+		return s, false
+	}
+	if !commands[r.Command.String] {
+		return s, false
+	}
+	s.ID = r.ID.Int64
+	s.Statement = r.QueryID.Int64
+	s.User, s.Database, s.ClientAddr = r.User.String, r.DB.String, r.Host.String
+	s.State = r.Command.String
+	s.Kind = "client"
+	switch {
+	case r.User.String == "system user":
+		s.Kind = "system user"
+	case r.User.String == "event_scheduler" || r.Command.String == "Daemon":
+		s.Kind = "event scheduler"
+		if r.Command.String == "Daemon" && r.User.String != "event_scheduler" {
+			s.Kind = "daemon"
+		}
+	case strings.HasPrefix(r.Command.String, "Binlog Dump") || strings.HasPrefix(r.Command.String, "Slave_"):
+		s.Kind = "replication"
+	}
+	s.Active = r.Command.String != "Sleep" && r.Command.String != "Daemon" && r.Info.Valid
+	s.Query = r.Info.String
+	if s.Query != "" {
+		s.Fingerprint = guard.Fingerprint(s.Query)
+	}
+	s.Age = time.Duration(r.TimeMS.Float64 * float64(time.Millisecond))
+	if s.Active {
+		s.QueryStart = now.Add(-s.Age)
+	}
+	s.StateChange = now.Add(-s.Age)
+	if st := r.State.String; isWaitState(st) {
+		s.WaitEvent = st
+	}
+	if r.MaxStage.Valid && r.MaxStage.Int64 > 0 && r.Progress.Valid && r.Progress.Float64 >= 0 {
+		s.Total = 1000
+		s.Done = int64(r.Progress.Float64 * 10)
+	}
+	return s, true
+}
+
+func isWaitState(st string) bool {
+	return strings.HasPrefix(st, "Waiting for") || st == "Locked"
+}
+
+// TrxRow is one scanned INNODB_TRX row.
+type TrxRow struct {
+	ID          sql.NullString
+	Thread      sql.NullInt64
+	Started     sql.NullTime
+	State       sql.NullString
+	RowsLocked  sql.NullInt64
+	WaitStarted sql.NullTime
+}
+
+// Trx is a parsed INNODB_TRX row.
+type Trx struct {
+	ID          string
+	Thread      int64
+	Started     time.Time
+	State       string
+	WaitStarted time.Time
+}
+
+// ParseTrx parses one INNODB_TRX row.
+func ParseTrx(r TrxRow) (Trx, bool) {
+	if !r.ID.Valid || r.ID.String == "" || !r.Thread.Valid || r.Thread.Int64 <= 0 || !r.Started.Valid || !r.State.Valid {
+		return Trx{}, false
+	}
+	switch r.State.String {
+	case "RUNNING", "LOCK WAIT", "ROLLING BACK", "COMMITTING":
+	default:
+		return Trx{}, false
+	}
+	t := Trx{ID: r.ID.String, Thread: r.Thread.Int64, Started: r.Started.Time, State: r.State.String}
+	if r.WaitStarted.Valid {
+		t.WaitStarted = r.WaitStarted.Time
+	}
+	return t, true
+}
+
+// WaitRow is one INNODB_LOCK_WAITS row joined with the requested lock's
+// INNODB_LOCKS row.
+type WaitRow struct {
+	Requesting, Blocking, LockID sql.NullString
+	Mode, Type, Table            sql.NullString
+}
+
+// Wait is a parsed lock wait.
+type Wait struct {
+	Requesting, Blocking string
+	Resource, Mode       string
+}
+
+// ParseWait parses one lock wait row; the lock id must be
+// "trx:space:page:rec" (record) or "trx:table" (table).
+func ParseWait(r WaitRow) (Wait, bool) {
+	if !r.Requesting.Valid || !r.Blocking.Valid || !r.LockID.Valid || !r.Type.Valid || !r.Table.Valid || r.Table.String == "" {
+		return Wait{}, false
+	}
+	parts := strings.Split(r.LockID.String, ":")
+	for _, p := range parts {
+		if _, err := strconv.ParseUint(p, 10, 64); err != nil {
+			return Wait{}, false
+		}
+	}
+	w := Wait{Requesting: r.Requesting.String, Blocking: r.Blocking.String, Mode: r.Mode.String}
+	table := strings.ReplaceAll(r.Table.String, "`", "")
+	switch {
+	case r.Type.String == "RECORD" && len(parts) == 4:
+		w.Resource = "row:" + table
+	case r.Type.String == "TABLE" && len(parts) == 2:
+		w.Resource = "relation:" + table
+	default:
+		return Wait{}, false
+	}
+	return w, true
+}
+
+// Build assembles the sessions, resources and uses of one poll from parsed
+// rows (pure: the integration of the soft-blocking rule).
+func Build(obs *guard.Observation, trxs []Trx, waits []Wait) {
+	byID := map[int64]*guard.Session{}
+	for i := range obs.Sessions {
+		byID[obs.Sessions[i].ID] = &obs.Sessions[i]
+	}
+	trxThread := map[string]int64{}
+	for _, t := range trxs {
+		trxThread[t.ID] = t.Thread
+		if s := byID[t.Thread]; s != nil {
+			s.XactStart = t.Started
+			s.IdleInTransaction = !s.Active && t.State == "RUNNING"
+			if s.IdleInTransaction {
+				s.State = "Sleep in transaction"
+			}
+		}
+	}
+	res := map[string]bool{}
+	addRes := func(name string) {
+		if !res[name] {
+			res[name] = true
+			obs.Resources = append(obs.Resources, guard.Resource{Name: name, Kind: resource.KindLock})
+		}
+	}
+	// Row and table locks: INNODB_LOCK_WAITS names the blocking trx
+	// directly. A blocker that itself waits is followed to the root.
+	blockers := map[int64][]int64{}
+	wres := map[int64]Wait{}
+	for _, w := range waits {
+		req, ok1 := trxThread[w.Requesting]
+		blk, ok2 := trxThread[w.Blocking]
+		if !ok1 || !ok2 {
+			obs.Skipped["innodb_lock_waits"]++
+			continue
+		}
+		blockers[req] = appendUnique(blockers[req], blk)
+		wres[req] = w
+	}
+	held := map[[2]any]bool{}
+	for req, w := range wres {
+		addRes(w.Resource)
+		roots := roots(req, blockers)
+		var since time.Time
+		for _, t := range trxs {
+			if t.Thread == req {
+				since = t.WaitStarted
+			}
+		}
+		obs.Uses = append(obs.Uses, guard.Use{Session: req, Resource: w.Resource, Mode: w.Mode, Waiting: true, BlockedBy: roots, Since: since})
+		for _, b := range blockers[req] {
+			if k := [2]any{b, w.Resource}; !held[k] {
+				held[k] = true
+				obs.Uses = append(obs.Uses, guard.Use{Session: b, Resource: w.Resource, Held: true})
+			}
+		}
+	}
+	// Global read lock / table flush / MDL waits from PROCESSLIST states.
+	var flushStart time.Time
+	var flushers []int64
+	for _, s := range obs.Sessions {
+		if isFTWRL(s.Query) && s.WaitEvent != "" {
+			flushers = append(flushers, s.ID)
+			if flushStart.IsZero() || s.QueryStart.Before(flushStart) {
+				flushStart = s.QueryStart
+			}
+		}
+	}
+	var glrRoots []int64
+	if !flushStart.IsZero() {
+		for _, s := range obs.Sessions {
+			if s.Active && s.WaitEvent == "" && s.Kind == "client" && !s.Own && s.QueryStart.Before(flushStart) && !isFTWRL(s.Query) {
+				glrRoots = append(glrRoots, s.ID)
+			}
+		}
+	}
+	for _, s := range obs.Sessions {
+		switch s.WaitEvent {
+		case "Waiting for global read lock", "Waiting for table flush", "Waiting for backup lock":
+			addRes("global-read-lock")
+			u := guard.Use{Session: s.ID, Resource: "global-read-lock", Mode: s.WaitEvent, Waiting: true, BlockedBy: glrRoots}
+			u.Soft = !isFTWRL(s.Query) && len(flushers) > 0
+			obs.Uses = append(obs.Uses, u)
+		case "Waiting for table metadata lock":
+			name := "mdl:" + tableOf(s.Query, s.Database)
+			addRes(name)
+			obs.Uses = append(obs.Uses, guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query)})
+		}
+	}
+	if len(glrRoots) > 0 {
+		for _, r := range glrRoots {
+			obs.Uses = append(obs.Uses, guard.Use{Session: r, Resource: "global-read-lock", Mode: "statement in flight", Held: true})
+		}
+	}
+}
+
+func roots(s int64, blockers map[int64][]int64) []int64 {
+	var out []int64
+	seen := map[int64]bool{s: true}
+	var walk func(int64)
+	walk = func(x int64) {
+		for _, b := range blockers[x] {
+			if seen[b] {
+				continue
+			}
+			seen[b] = true
+			if len(blockers[b]) == 0 {
+				out = appendUnique(out, b)
+			} else {
+				walk(b)
+			}
+		}
+	}
+	walk(s)
+	return out
+}
+
+func appendUnique(xs []int64, x int64) []int64 {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+func isFTWRL(q string) bool {
+	u := strings.ToUpper(strings.Join(strings.Fields(q), " "))
+	return strings.HasPrefix(u, "FLUSH TABLES") && strings.Contains(u, "READ LOCK") || strings.HasPrefix(u, "BACKUP STAGE")
+}
+
+func isDDL(q string) bool {
+	u := strings.ToUpper(strings.TrimSpace(q))
+	for _, p := range []string{"ALTER ", "DROP ", "CREATE ", "RENAME ", "TRUNCATE ", "OPTIMIZE ", "LOCK TABLE"} {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableOf finds the first table a statement names (after FROM, INTO,
+// UPDATE, TABLE or JOIN); "?" when none.
+func tableOf(q, db string) string {
+	f := strings.Fields(q)
+	for i := 0; i+1 < len(f); i++ {
+		switch strings.ToUpper(f[i]) {
+		case "FROM", "INTO", "UPDATE", "TABLE", "JOIN":
+			t := strings.Trim(f[i+1], "`;(),")
+			if t == "" {
+				continue
+			}
+			t = strings.ReplaceAll(t, "`", "")
+			if !strings.Contains(t, ".") && db != "" {
+				t = db + "." + t
+			}
+			return t
+		}
+	}
+	return "?"
+}
