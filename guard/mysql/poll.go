@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/moirai-go/moirai/guard"
 	"github.com/moirai-go/moirai/resource"
 )
@@ -184,7 +186,7 @@ func (s *Source) Cancel(ctx context.Context, t guard.Target) error {
 	}
 	_, err = conn.ExecContext(ctx, "KILL QUERY ID "+strconv.FormatInt(t.Statement, 10))
 	if err != nil {
-		if isNoThread(err) {
+		if isUnknown(err) {
 			return guard.ErrChanged
 		}
 		return fmt.Errorf("guard/mysql: kill query id: %w", err)
@@ -213,7 +215,7 @@ func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
 	}
 	_, err = conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(t.Session, 10))
 	if err != nil {
-		if isNoThread(err) {
+		if isUnknown(err) {
 			return guard.ErrVanished
 		}
 		return fmt.Errorf("guard/mysql: kill connection: %w", err)
@@ -221,19 +223,9 @@ func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
 	return nil
 }
 
-func isNoThread(err error) bool {
-	var me interface{ Error() string }
-	if errors.As(err, &me) {
-		return containsCode(err.Error(), "1094")
-	}
-	return false
-}
-
-func containsCode(s, code string) bool {
-	for i := 0; i+len(code) <= len(s); i++ {
-		if s[i:i+len(code)] == code {
-			return true
-		}
-	}
-	return false
+// isUnknown reports MariaDB's "Unknown thread id" (1094) and "Unknown
+// query id" (1957) errors: the KILL matched nothing.
+func isUnknown(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1094 || me.Number == 1957)
 }
