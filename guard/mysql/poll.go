@@ -31,6 +31,13 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		return nil, fmt.Errorf("guard/mysql: %w", err)
 	}
 	defer conn.Close()
+	// Session profiling makes the server report what the poll's own
+	// statements cost it (SHOW PROFILES, summed into ServerTime).
+	profiled := false
+	if _, err := conn.ExecContext(ctx, "SET profiling = 1, profiling_history_size = 0"); err == nil {
+		_, err = conn.ExecContext(ctx, "SET profiling_history_size = 15")
+		profiled = err == nil
+	}
 	rows, err := conn.QueryContext(ctx, procQuery)
 	if err != nil {
 		return nil, fmt.Errorf("guard/mysql: processlist: %w", err)
@@ -116,6 +123,9 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		return nil, err
 	}
 	AddStatus(obs, st, vars)
+	if profiled {
+		obs.ServerTime = serverTime(ctx, conn)
+	}
 	obs.Took = time.Since(start)
 	return obs, nil
 }
@@ -228,4 +238,27 @@ func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
 func isUnknown(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && (me.Number == 1094 || me.Number == 1957)
+}
+
+// serverTime sums the durations SHOW PROFILES reports for the poll's
+// statements (the profile history was emptied when the poll began).
+func serverTime(ctx context.Context, conn *sql.Conn) time.Duration {
+	rows, err := conn.QueryContext(ctx, "SHOW PROFILES")
+	if err != nil {
+		return 0
+	}
+	defer rows.Close()
+	var sum float64
+	for rows.Next() {
+		var id int64
+		var d float64
+		var q sql.NullString
+		if rows.Scan(&id, &d, &q) != nil {
+			return 0
+		}
+		if q.String != "SET profiling_history_size = 15" {
+			sum += d
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
 }
