@@ -140,6 +140,29 @@ func TestCheck(t *testing.T) {
 	if len(info.Features) == 0 || !info.Superuser {
 		t.Errorf("info %+v: want features and root as superuser", info)
 	}
+	obs, err := src.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.Skipped) != 0 || len(obs.Sessions) == 0 || obs.At.IsZero() {
+		t.Errorf("poll of an idle server: skipped %v, %d sessions, at %v", obs.Skipped, len(obs.Sessions), obs.At)
+	}
+	own := 0
+	for _, s := range obs.Sessions {
+		if s.Own {
+			own++
+		}
+	}
+	if own != 1 {
+		t.Errorf("%d own sessions, want the poll's", own)
+	}
+	names := map[string]bool{}
+	for _, r := range obs.Resources {
+		names[r.Name] = true
+	}
+	if !names["buffer-pool"] || !names["connection-slots"] {
+		t.Errorf("resources %v: want buffer-pool and connection-slots", names)
+	}
 }
 
 func TestRowLockWaiters(t *testing.T) {
