@@ -15,8 +15,9 @@
 // long statement makes every later statement wait too. Every such waiter
 // is attributed to the root holders (the long statements), never to the
 // queued FTWRL/DDL, and waits of statements other than the queued
-// FTWRL/DDL are marked Soft. Without a metadata lock view a table
-// metadata lock wait is reported with no BlockedBy: the source never
+// FTWRL/DDL are marked Soft. With a metadata lock view a table metadata
+// lock waiter is attributed to the non-waiting holders of an MDL on its
+// table; without one it is reported with no BlockedBy: the source never
 // blames a session it cannot tie to the lock. A global read lock or table
 // flush wait is tied to the sessions whose statements were running before
 // the oldest queued FLUSH began and do not wait themselves: FTWRL waits

@@ -343,7 +343,11 @@ func ParseWait(r WaitRow) (Wait, bool) {
 
 // Build assembles the sessions, resources and uses of one poll from parsed
 // rows (pure: the integration of the soft-blocking rule).
-func Build(obs *guard.Observation, trxs []Trx, waits []Wait) {
+//
+// mdl lists the granted metadata locks when the server has a metadata lock
+// view (nil otherwise): a table MDL waiter is then attributed to the
+// non-waiting sessions holding an MDL on its table.
+func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 	byID := map[int64]*guard.Session{}
 	for i := range obs.Sessions {
 		byID[obs.Sessions[i].ID] = &obs.Sessions[i]
@@ -409,6 +413,18 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait) {
 			}
 		}
 	}
+	waiting := map[int64]bool{}
+	for _, s := range obs.Sessions {
+		if s.WaitEvent != "" {
+			waiting[s.ID] = true
+		}
+	}
+	for _, m := range mdl {
+		if !waiting[m.Session] {
+			addRes("mdl:" + m.Table)
+			obs.Uses = append(obs.Uses, guard.Use{Session: m.Session, Resource: "mdl:" + m.Table, Mode: m.Mode, Held: true})
+		}
+	}
 	var glrRoots []int64
 	if !flushStart.IsZero() {
 		for _, s := range obs.Sessions {
@@ -425,9 +441,16 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait) {
 			u.Soft = !isFTWRL(s.Query) && len(flushers) > 0
 			obs.Uses = append(obs.Uses, u)
 		case "Waiting for table metadata lock":
-			name := "mdl:" + tableOf(s.Query, s.Database)
+			table := tableOf(s.Query, s.Database)
+			name := "mdl:" + table
 			addRes(name)
-			obs.Uses = append(obs.Uses, guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query)})
+			var by []int64
+			for _, m := range mdl {
+				if m.Table == table && m.Session != s.ID && !waiting[m.Session] {
+					by = appendUnique(by, m.Session)
+				}
+			}
+			obs.Uses = append(obs.Uses, guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query), BlockedBy: by})
 		}
 	}
 	if len(glrRoots) > 0 {
@@ -501,4 +524,20 @@ func tableOf(q, db string) string {
 		}
 	}
 	return "?"
+}
+
+// MDL is one granted metadata lock on a table.
+type MDL struct {
+	Session int64
+	Mode    string
+	Table   string // db.table
+}
+
+// ParseMDL parses one metadata lock row (thread, mode, schema, table); ok
+// is false for rows that are not table locks or have NULLs.
+func ParseMDL(thread sql.NullInt64, mode, schema, table sql.NullString) (MDL, bool) {
+	if !thread.Valid || thread.Int64 <= 0 || !mode.Valid || !schema.Valid || !table.Valid || schema.String == "" || table.String == "" {
+		return MDL{}, false
+	}
+	return MDL{Session: thread.Int64, Mode: mode.String, Table: schema.String + "." + table.String}, true
 }

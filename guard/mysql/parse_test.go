@@ -121,7 +121,7 @@ func TestBuildFTWRL(t *testing.T) {
 		s, _ := ParseSession(r, t0)
 		obs.Sessions = append(obs.Sessions, s)
 	}
-	Build(obs, nil, nil)
+	Build(obs, nil, nil, nil)
 	want := []guard.Use{
 		{Session: 2, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}},
 		{Session: 3, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}, Soft: true},
@@ -140,7 +140,7 @@ func TestBuildRowLockChain(t *testing.T) {
 	}
 	trx := []Trx{{ID: "a", Thread: 1, Started: t0, State: "RUNNING"}, {ID: "b", Thread: 2, Started: t0, State: "LOCK WAIT"}, {ID: "c", Thread: 3, Started: t0, State: "LOCK WAIT"}}
 	waits := []Wait{{Requesting: "b", Blocking: "a", Resource: "row:test.gm_t", Mode: "X"}, {Requesting: "c", Blocking: "b", Resource: "row:test.gm_t", Mode: "X"}, {Requesting: "c", Blocking: "zz"}}
-	Build(obs, trx, waits)
+	Build(obs, trx, waits, nil)
 	if obs.Skipped["innodb_lock_waits"] != 1 {
 		t.Errorf("skipped %v, want the unknown trx counted", obs.Skipped)
 	}
@@ -176,4 +176,31 @@ func FuzzParseWait(f *testing.F) {
 			t.Fatal("accepted wait without a resource")
 		}
 	})
+}
+
+// A metadata lock queue with a lock view: a reader holds the table's MDL
+// (1), an ALTER waits (2), a later SELECT waits behind it (3).
+func TestBuildMDLWithView(t *testing.T) {
+	obs := &guard.Observation{Skipped: map[string]int{}}
+	for _, r := range []ProcRow{
+		proc(1, "Sleep", 9000, "", "", 11),
+		proc(2, "Query", 3000, "Waiting for table metadata lock", "ALTER TABLE gm_m ADD COLUMN w INT", 12),
+		proc(3, "Query", 1000, "Waiting for table metadata lock", "SELECT * FROM gm_m", 13),
+	} {
+		s, _ := ParseSession(r, t0)
+		obs.Sessions = append(obs.Sessions, s)
+	}
+	mdl := []MDL{{Session: 1, Mode: "MDL_SHARED_READ", Table: "test.gm_m"}, {Session: 2, Mode: "MDL_SHARED_UPGRADABLE", Table: "test.gm_m"}}
+	Build(obs, nil, nil, mdl)
+	want := []guard.Use{
+		{Session: 1, Resource: "mdl:test.gm_m", Mode: "MDL_SHARED_READ", Held: true},
+		{Session: 2, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}},
+		{Session: 3, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}, Soft: true},
+	}
+	if d := cmp.Diff(want, obs.Uses); d != "" {
+		t.Errorf("uses (-want +got):\n%s", d)
+	}
+	if _, ok := ParseMDL(sql.NullInt64{}, ns("X"), ns("a"), ns("b")); ok {
+		t.Error("NULL thread parsed")
+	}
 }

@@ -112,7 +112,30 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	Build(obs, trxs, waits)
+	var mdl []MDL
+	if q := mdlQuery(s.mdl); q != "" {
+		rows, err = conn.QueryContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("guard/mysql: metadata locks (%s): %w", s.mdl, err)
+		}
+		for rows.Next() {
+			var th sql.NullInt64
+			var mode, schema, table sql.NullString
+			if err := rows.Scan(&th, &mode, &schema, &table); err != nil {
+				obs.Skipped["metadata_locks"]++
+				continue
+			}
+			if m, ok := ParseMDL(th, mode, schema, table); ok {
+				mdl = append(mdl, m)
+			} else if schema.Valid && table.Valid && table.String != "" {
+				obs.Skipped["metadata_locks"]++
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	Build(obs, trxs, waits, mdl)
 
 	st, err := status(ctx, conn, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_pages_total','Innodb_buffer_pool_pages_free','Innodb_buffer_pool_pages_data','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_buffer_pool_pages_flushed','Innodb_buffer_pool_pages_LRU_flushed','Threads_connected','Com_commit','Com_rollback')`)
 	if err != nil {
@@ -261,4 +284,17 @@ func serverTime(ctx context.Context, conn *sql.Conn) time.Duration {
 		}
 	}
 	return time.Duration(sum * float64(time.Second))
+}
+
+// mdlQuery is the granted-table-MDL query of the metadata lock view Check
+// found ("" when none).
+func mdlQuery(view string) string {
+	switch view {
+	case "metadata_lock_info":
+		return `SELECT THREAD_ID, LOCK_MODE, TABLE_SCHEMA, TABLE_NAME FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE LIKE 'Table%'`
+	case "performance_schema":
+		return `SELECT t.PROCESSLIST_ID, m.LOCK_TYPE, m.OBJECT_SCHEMA, m.OBJECT_NAME FROM performance_schema.metadata_locks m
+			JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID WHERE m.OBJECT_TYPE = 'TABLE' AND m.LOCK_STATUS = 'GRANTED'`
+	}
+	return ""
 }
