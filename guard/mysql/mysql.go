@@ -221,7 +221,7 @@ var commands = map[string]bool{
 // the row must be skipped.
 func ParseSession(r ProcRow, now time.Time) (guard.Session, bool) {
 	var s guard.Session
-	if !r.ID.Valid || r.ID.Int64 <= 0 || !r.Command.Valid || !r.TimeMS.Valid || r.TimeMS.Float64 < 0 || !r.QueryID.Valid || r.QueryID.Int64 < 0 {
+	if !r.ID.Valid || r.ID.Int64 <= 0 || !r.Command.Valid || !r.TimeMS.Valid || !(r.TimeMS.Float64 >= 0 && r.TimeMS.Float64 < 1e12) || !r.QueryID.Valid || r.QueryID.Int64 < 0 {
 		return s, false
 	}
 	if !commands[r.Command.String] {

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"database/sql"
+	"math"
 	"testing"
 	"time"
 
@@ -157,6 +158,7 @@ func TestBuildRowLockChain(t *testing.T) {
 func FuzzParseSession(f *testing.F) {
 	f.Add(int64(1), "Query", 12.5, "Waiting for table metadata lock", "SELECT 1", int64(3), true)
 	f.Add(int64(-1), "Sleep", -1.0, "", "", int64(0), false)
+	f.Add(int64(2), "Query", math.NaN(), "", "x", int64(1), true)
 	f.Fuzz(func(t *testing.T, id int64, cmd string, ms float64, state, info string, qid int64, valid bool) {
 		r := ProcRow{ID: sql.NullInt64{Int64: id, Valid: valid}, Command: ns(cmd), TimeMS: nf(ms), State: ns(state), Info: ns(info), QueryID: ni(qid)}
 		s, ok := ParseSession(r, t0)
