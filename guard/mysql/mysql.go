@@ -358,6 +358,11 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 		if s := byID[t.Thread]; s != nil {
 			s.XactStart = t.Started
 			s.IdleInTransaction = !s.Active && t.State == "RUNNING"
+			// A row-lock wait often shows in PROCESSLIST as "Statistics"
+			// or "Updating"; INNODB_TRX is the authority.
+			if t.State == "LOCK WAIT" && s.WaitEvent == "" {
+				s.WaitEvent = "Lock wait (InnoDB)"
+			}
 			if s.IdleInTransaction {
 				s.State = "Sleep in transaction"
 			}

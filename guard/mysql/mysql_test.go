@@ -107,7 +107,7 @@ func until(t *testing.T, ctx context.Context, src *Source, what string, ok func(
 		select {
 		case <-ctx.Done():
 			t.Fatalf("gave up waiting for %s", what)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(150 * time.Millisecond): // INNODB_TRX caches for 0.1 s after each read
 		}
 	}
 }
@@ -194,10 +194,19 @@ func TestRowLockWaiters(t *testing.T) {
 }
 
 func TestFTWRLRootHolder(t *testing.T) {
+	// Only a long writer: on 10.11 FTWRL does not wait for a long SELECT
+	// (it takes the read lock at once and the INSERT then waits for the
+	// FTWRL holder itself, which is a true holder, not a queued waiter).
+	for _, long := range []string{"UPDATE gm_ftwrl SET v = v + SLEEP(10)"} {
+		t.Run(long[:6], func(t *testing.T) { testFTWRL(t, long) })
+	}
+}
+
+func testFTWRL(t *testing.T, long string) {
 	src, db, ctx := server(t)
 	table(t, ctx, db, "gm_ftwrl")
 	a, b, c := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
-	a.background(ctx, "UPDATE gm_ftwrl SET v = v + SLEEP(10)")
+	a.background(ctx, long)
 	until(t, ctx, src, "the long update", func(o *guard.Observation) bool {
 		return slices.ContainsFunc(o.Sessions, func(s guard.Session) bool { return s.ID == a.id && s.Active })
 	})
@@ -208,10 +217,10 @@ func TestFTWRLRootHolder(t *testing.T) {
 	ub, _ := waitUse(obs, b.id)
 	uc, _ := waitUse(obs, c.id)
 	if !slices.Equal(ub.BlockedBy, []int64{a.id}) || ub.Soft {
-		t.Errorf("FTWRL use %+v: want a hard wait blocked by the update %d", ub, a.id)
+		t.Errorf("FTWRL use %+v: want a hard wait blocked by the long statement %d", ub, a.id)
 	}
 	if !slices.Equal(uc.BlockedBy, []int64{a.id}) || !uc.Soft {
-		t.Errorf("INSERT use %+v: want a soft wait blocked by the update %d", uc, a.id)
+		t.Errorf("INSERT use %+v: want a soft wait blocked by the long statement %d", uc, a.id)
 	}
 	if _, ok := waitUse(obs, a.id); ok {
 		t.Error("the root holder is marked waiting")
