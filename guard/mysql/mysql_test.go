@@ -3,130 +3,116 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"slices"
-	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/moirai-go/moirai/guard"
 )
 
-// dsn is the test server: $MOIRAI_TEST_MARIADB, or the machine's MariaDB
-// on loopback.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 func dsn() string {
 	if d := os.Getenv("MOIRAI_TEST_MARIADB"); d != "" {
 		return d
 	}
-	return "mysql://root@tcp(127.0.0.1:3306)/test"
+	return "mysql://root:@tcp(127.0.0.1:3306)/test"
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// server opens the source, or skips without a server (fails under CI).
-func server(t *testing.T) *Source {
+// server opens the source and a helper pool, or skips when no MariaDB is
+// reachable (outside CI: under CI a missing server fails the test).
+func server(t *testing.T) (*Source, *sql.DB, context.Context) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	s, err := Open(ctx, dsn())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	src, err := Open(ctx, dsn())
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("MariaDB unreachable under CI: %v", err)
 		}
 		t.Skipf("no MariaDB server at %s (set MOIRAI_TEST_MARIADB, or start one): %v", dsn(), err)
 	}
-	if _, err := s.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// conn is one client session of a scenario, on a pool of its own (the
-// source's holds two connections).
-func conn(t *testing.T, s *Source) *sql.Conn {
-	t.Helper()
-	db, err := sql.Open("mysql", strings.TrimPrefix(dsn(), "mysql://"))
+	t.Cleanup(func() { src.Close() })
+	cfg, _ := ParseDSN(dsn())
+	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	c, err := db.Conn(t.Context())
+	return src, db, ctx
+}
+
+// session is one client connection running statements in the background.
+type session struct {
+	conn *sql.Conn
+	id   int64
+	wg   sync.WaitGroup
+}
+
+func newSession(t *testing.T, ctx context.Context, db *sql.DB) *session {
+	t.Helper()
+	c, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Discarded, not returned (with its transaction or locks) to the
-	// source's pool.
-	t.Cleanup(func() { _ = c.Raw(func(any) error { return sqldriver.ErrBadConn }); c.Close() })
-	return c
+	s := &session{conn: c}
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&s.id); err != nil {
+		t.Fatal(err)
+	}
+	c.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 50, lock_wait_timeout = 50")
+	t.Cleanup(func() {
+		db.ExecContext(context.Background(), fmt.Sprintf("KILL CONNECTION %d", s.id))
+		s.wg.Wait()
+		c.Close()
+	})
+	return s
 }
 
-func exec(t *testing.T, c *sql.Conn, q string) {
+func (s *session) exec(t *testing.T, ctx context.Context, q string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := c.ExecContext(ctx, q); err != nil {
+	if _, err := s.conn.ExecContext(ctx, q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
 
-func id(t *testing.T, c *sql.Conn) int64 {
-	var n int64
-	if err := c.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func background(ctx context.Context, c *sql.Conn, q string) <-chan error {
-	done := make(chan error, 1)
+// background runs q without waiting for it; its error is returned on the channel.
+func (s *session) background(ctx context.Context, q string) <-chan error {
+	ch := make(chan error, 1)
+	s.wg.Add(1)
 	go func() {
-		var v any
-		err := c.QueryRowContext(ctx, q).Scan(&v)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = nil
-		}
-		done <- err
+		defer s.wg.Done()
+		_, err := s.conn.ExecContext(ctx, q)
+		ch <- err
 	}()
-	return done
+	return ch
 }
 
-func table(t *testing.T, s *Source, name string) {
-	c := conn(t, s)
-	exec(t, c, "DROP TABLE IF EXISTS "+name)
-	exec(t, c, "CREATE TABLE "+name+" (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
-	exec(t, c, "INSERT INTO "+name+" SELECT seq, 0 FROM seq_1_to_200")
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = s.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+name)
-	})
-}
-
-func until(t *testing.T, s *Source, what string, cond func(*guard.Observation) bool) *guard.Observation {
+// until polls until ok accepts an observation (bounded by ctx).
+func until(t *testing.T, ctx context.Context, src *Source, what string, ok func(*guard.Observation) bool) *guard.Observation {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for {
-		obs, err := s.Poll(t.Context())
+		obs, err := src.Poll(ctx)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("poll: %v", err)
 		}
-		if cond(obs) {
+		if ok(obs) {
 			return obs
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached in 10s", what)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("gave up waiting for %s", what)
+		case <-time.After(150 * time.Millisecond): // INNODB_TRX caches for 0.1 s after each read
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-func waiting(obs *guard.Observation, id int64) (guard.Use, bool) {
+func waitUse(obs *guard.Observation, id int64) (guard.Use, bool) {
 	for _, u := range obs.Uses {
 		if u.Session == id && u.Waiting {
 			return u, true
@@ -135,183 +121,187 @@ func waiting(obs *guard.Observation, id int64) (guard.Use, bool) {
 	return guard.Use{}, false
 }
 
-func TestCheckAndBadInput(t *testing.T) {
-	s := server(t)
-	info, err := s.Check(t.Context())
-	if err != nil || !strings.Contains(info.Version, "MariaDB") {
-		t.Fatalf("Check: %+v, %v", info, err)
-	}
-	for _, v := range []string{"8.0.36", "10.5.1-MariaDB", "garbage"} {
-		if supported(v) == nil {
-			t.Errorf("version %q accepted", v)
-		}
-	}
-	if m, _ := missingPrivileges([]string{"GRANT PROCESS ON *.* TO `g`@`%`"}); !slices.Equal(m, []string{"CONNECTION ADMIN"}) {
-		t.Errorf("missing %v", m)
-	}
-	if m, super := missingPrivileges([]string{"GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost`"}); m != nil || !super {
-		t.Errorf("all privileges: missing %v super %v", m, super)
-	}
-	c := conn(t, s)
-	exec(t, c, "DROP USER IF EXISTS 'gm_noprivs'@'%'")
-	exec(t, c, "CREATE USER 'gm_noprivs'@'%'")
-	t.Cleanup(func() { _, _ = s.db.ExecContext(context.Background(), "DROP USER IF EXISTS 'gm_noprivs'@'%'") })
-	weak, err := Open(t.Context(), "mysql://gm_noprivs@tcp(127.0.0.1:3306)/")
-	if err != nil {
-		t.Skipf("cannot connect as a new user here: %v", err)
-	}
-	defer weak.Close()
-	_, err = weak.Check(t.Context())
-	var pe *guard.PrivilegeError
-	if !errors.As(err, &pe) || !slices.Equal(pe.Missing, []string{"PROCESS", "CONNECTION ADMIN"}) {
-		t.Fatalf("Check without privileges: %v", err)
-	}
-	if _, err := Open(t.Context(), "mysql://u:secret@tcp(127.0.0.1:1)/x?timeout=1s"); err == nil || strings.Contains(err.Error(), "secret") {
-		t.Fatalf("unreachable server: %v", err)
-	}
-}
-
-// TestForUpdate is my-for-update: a transaction holds row locks from
-// SELECT … FOR UPDATE and runs a long statement; updates wait. The guard
-// kills the culprit's statement.
-func TestForUpdate(t *testing.T) {
-	s := server(t)
-	table(t, s, "gm_rows")
-	culprit := conn(t, s)
-	cid := id(t, culprit)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	exec(t, culprit, "BEGIN")
-	exec(t, culprit, "SELECT * FROM gm_rows WHERE id <= 50 FOR UPDATE")
-	long := background(ctx, culprit, "SELECT SLEEP(20)")
-	var vids []int64
-	for i := range 2 {
-		v := conn(t, s)
-		vids = append(vids, id(t, v))
-		background(ctx, v, fmt.Sprintf("UPDATE gm_rows SET v = v + 1 WHERE id = %d", i+1))
-	}
-	obs := until(t, s, "updates waiting", func(o *guard.Observation) bool {
-		for _, v := range vids {
-			if u, ok := waiting(o, v); !ok || !slices.Equal(u.BlockedBy, []int64{cid}) {
-				return false
-			}
-		}
-		return true
-	})
-	u, _ := waiting(obs, vids[0])
-	if u.Resource != "row:test.gm_rows" || u.Since.IsZero() {
-		t.Errorf("wait %+v", u)
-	}
-	g, err := guard.New(s, guard.Options{Interval: 50 * time.Millisecond, SLO: 200 * time.Millisecond, Logger: quiet,
-		Protect: guard.Protection{AllowSuperuser: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var acted []guard.Decision
-	for start := time.Now(); len(acted) == 0 && time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
-		ds, err := g.Step(t.Context())
-		if err != nil {
+func table(t *testing.T, ctx context.Context, db *sql.DB, name string) {
+	t.Helper()
+	for _, q := range []string{"DROP TABLE IF EXISTS " + name, "CREATE TABLE " + name + " (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "INSERT INTO " + name + " VALUES (1,0),(2,0),(3,0)"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
-		acted = append(acted, ds...)
 	}
-	if len(acted) != 1 || acted[0].Outcome != guard.OutcomeActed || acted[0].Target.Session != cid {
-		t.Fatalf("decisions %+v, want one kill of the culprit %d", acted, cid)
+	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+name) })
+}
+
+func TestCheck(t *testing.T) {
+	src, _, ctx := server(t)
+	info, err := src.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Features) == 0 || !info.Superuser {
+		t.Errorf("info %+v: want features and root as superuser", info)
+	}
+	obs, err := src.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.Skipped) != 0 || len(obs.Sessions) == 0 || obs.At.IsZero() {
+		t.Errorf("poll of an idle server: skipped %v, %d sessions, at %v", obs.Skipped, len(obs.Sessions), obs.At)
+	}
+	own := 0
+	for _, s := range obs.Sessions {
+		if s.Own {
+			own++
+		}
+	}
+	if own != 1 {
+		t.Errorf("%d own sessions, want the poll's", own)
+	}
+	names := map[string]bool{}
+	for _, r := range obs.Resources {
+		names[r.Name] = true
+	}
+	if !names["buffer-pool"] || !names["connection-slots"] {
+		t.Errorf("resources %v: want buffer-pool and connection-slots", names)
+	}
+}
+
+func TestRowLockWaiters(t *testing.T) {
+	src, db, ctx := server(t)
+	table(t, ctx, db, "gm_rows")
+	a, b, c := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
+	a.exec(t, ctx, "BEGIN")
+	a.exec(t, ctx, "SELECT * FROM gm_rows WHERE id = 1 FOR UPDATE")
+	b.exec(t, ctx, "BEGIN")
+	b.background(ctx, "SELECT * FROM gm_rows WHERE id = 1 FOR UPDATE")
+	c.exec(t, ctx, "BEGIN")
+	c.background(ctx, "SELECT * FROM gm_rows WHERE id = 1 FOR UPDATE")
+	obs := until(t, ctx, src, "two row-lock waiters", func(o *guard.Observation) bool {
+		_, okb := waitUse(o, b.id)
+		_, okc := waitUse(o, c.id)
+		return okb && okc
+	})
+	for _, id := range []int64{b.id, c.id} {
+		u, _ := waitUse(obs, id)
+		if !slices.Equal(u.BlockedBy, []int64{a.id}) || u.Resource != "row:test.gm_rows" || u.Soft {
+			t.Errorf("waiter %d: %+v, want blocked by the holder %d on row:test.gm_rows", id, u, a.id)
+		}
+	}
+	for _, s := range obs.Sessions {
+		if s.ID == a.id && !s.IdleInTransaction {
+			t.Errorf("holder %+v not idle in transaction", s)
+		}
+	}
+}
+
+func TestFTWRLRootHolder(t *testing.T) {
+	// Only a long writer: on 10.11 FTWRL does not wait for a long SELECT
+	// (it takes the read lock at once and the INSERT then waits for the
+	// FTWRL holder itself, which is a true holder, not a queued waiter).
+	for _, long := range []string{"UPDATE gm_ftwrl SET v = v + SLEEP(10)"} {
+		t.Run(long[:6], func(t *testing.T) { testFTWRL(t, long) })
+	}
+}
+
+func testFTWRL(t *testing.T, long string) {
+	src, db, ctx := server(t)
+	table(t, ctx, db, "gm_ftwrl")
+	a, b, c := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
+	a.background(ctx, long)
+	until(t, ctx, src, "the long update", func(o *guard.Observation) bool {
+		return slices.ContainsFunc(o.Sessions, func(s guard.Session) bool { return s.ID == a.id && s.Active })
+	})
+	b.background(ctx, "FLUSH TABLES WITH READ LOCK")
+	until(t, ctx, src, "the FTWRL waiting", func(o *guard.Observation) bool { _, ok := waitUse(o, b.id); return ok })
+	c.background(ctx, "INSERT INTO gm_ftwrl VALUES (10, 0)")
+	obs := until(t, ctx, src, "the insert waiting", func(o *guard.Observation) bool { _, ok := waitUse(o, c.id); return ok })
+	ub, _ := waitUse(obs, b.id)
+	uc, _ := waitUse(obs, c.id)
+	if !slices.Equal(ub.BlockedBy, []int64{a.id}) || ub.Soft {
+		t.Errorf("FTWRL use %+v: want a hard wait blocked by the long statement %d", ub, a.id)
+	}
+	if !slices.Equal(uc.BlockedBy, []int64{a.id}) || !uc.Soft {
+		t.Errorf("INSERT use %+v: want a soft wait blocked by the long statement %d", uc, a.id)
+	}
+	if _, ok := waitUse(obs, a.id); ok {
+		t.Error("the root holder is marked waiting")
+	}
+}
+
+func TestMetadataLockQueue(t *testing.T) {
+	src, db, ctx := server(t)
+	table(t, ctx, db, "gm_mdl")
+	info, err := src.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
+	a.exec(t, ctx, "BEGIN")
+	a.exec(t, ctx, "SELECT * FROM gm_mdl")
+	b.background(ctx, "ALTER TABLE gm_mdl ADD COLUMN w INT")
+	until(t, ctx, src, "the ALTER waiting", func(o *guard.Observation) bool { _, ok := waitUse(o, b.id); return ok })
+	c.background(ctx, "SELECT * FROM gm_mdl")
+	obs := until(t, ctx, src, "the SELECT waiting", func(o *guard.Observation) bool { _, ok := waitUse(o, c.id); return ok })
+	ub, _ := waitUse(obs, b.id)
+	uc, _ := waitUse(obs, c.id)
+	if ub.Resource != "mdl:test.gm_mdl" || ub.Soft || !uc.Soft || uc.Resource != ub.Resource {
+		t.Errorf("ALTER %+v, SELECT %+v: want both on mdl:test.gm_mdl, the SELECT soft", ub, uc)
+	}
+	if slices.Contains(uc.BlockedBy, b.id) {
+		t.Error("the queued ALTER is blamed")
+	}
+	t.Logf("features %v; SELECT blocked by %v", info.Features, uc.BlockedBy)
+}
+
+func TestCancelVerifiesStatement(t *testing.T) {
+	src, db, ctx := server(t)
+	a := newSession(t, ctx, db)
+	done := a.background(ctx, "SELECT SLEEP(20)")
+	var qid int64
+	until(t, ctx, src, "the sleep", func(o *guard.Observation) bool {
+		for _, s := range o.Sessions {
+			if s.ID == a.id && s.Active {
+				qid = s.Statement
+				return true
+			}
+		}
+		return false
+	})
+	if err := src.Cancel(ctx, guard.Target{Session: a.id, Statement: qid + 1000}); !errors.Is(err, guard.ErrChanged) {
+		t.Errorf("cancel of another statement = %v, want ErrChanged", err)
 	}
 	select {
-	case <-long: // SLEEP returns early (1) or fails as interrupted: either is the kill
-	case <-time.After(5 * time.Second):
-		t.Fatal("the culprit's statement still runs after the kill")
+	case err := <-done:
+		t.Fatalf("the statement ended after a mismatched cancel: %v", err)
+	default:
 	}
-	exec(t, culprit, "ROLLBACK")
+	if err := src.Cancel(ctx, guard.Target{Session: a.id, Statement: qid}); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	<-done // SLEEP returns early when its query is killed
+	if err := src.Cancel(ctx, guard.Target{Session: 1 << 40, Statement: 1}); !errors.Is(err, guard.ErrVanished) {
+		t.Errorf("cancel of a vanished session = %v, want ErrVanished", err)
+	}
+	if err := src.Terminate(ctx, guard.Target{Session: 1 << 40, Statement: 1}); !errors.Is(err, guard.ErrVanished) {
+		t.Errorf("terminate of a vanished session = %v, want ErrVanished", err)
+	}
 }
 
-// TestFlushQueueIsSoft is my-ftwrl: a long UPDATE runs, FLUSH TABLES WITH
-// READ LOCK waits for it, a later INSERT waits behind the FLUSH. Both waits
-// are blamed on the UPDATE; the INSERT's is soft.
-func TestFlushQueueIsSoft(t *testing.T) {
-	s := server(t)
-	table(t, s, "gm_flush")
-	upd, flush, later := conn(t, s), conn(t, s), conn(t, s)
-	uid, fid, lid := id(t, upd), id(t, flush), id(t, later)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	u := background(ctx, upd, "UPDATE gm_flush SET v = v + SLEEP(0.05)")
-	until(t, s, "update running", func(o *guard.Observation) bool {
-		for _, x := range o.Sessions {
-			if x.ID == uid && x.Active {
-				return true
-			}
-		}
-		return false
-	})
-	time.Sleep(100 * time.Millisecond) // the FLUSH must start after the UPDATE
-	f := background(ctx, flush, "FLUSH TABLES WITH READ LOCK")
-	until(t, s, "flush waiting", func(o *guard.Observation) bool { _, ok := waiting(o, fid); return ok })
-	l := background(ctx, later, "INSERT INTO gm_flush VALUES (1000, 1)")
-	obs := until(t, s, "insert waiting", func(o *guard.Observation) bool { _, ok := waiting(o, lid); return ok })
-	fu, _ := waiting(obs, fid)
-	lu, _ := waiting(obs, lid)
-	if !slices.Equal(fu.BlockedBy, []int64{uid}) || fu.Soft {
-		t.Errorf("FLUSH waits for %v (soft %v), want the UPDATE %d", fu.BlockedBy, fu.Soft, uid)
-	}
-	if !slices.Equal(lu.BlockedBy, []int64{uid}) || !lu.Soft {
-		t.Errorf("INSERT waits for %v (soft %v), want the UPDATE %d, softly", lu.BlockedBy, lu.Soft, uid)
-	}
-	// Kill the UPDATE's statement through the source: the FLUSH completes.
-	var target guard.Target
-	for _, x := range obs.Sessions {
-		if x.ID == uid {
-			target = guard.Target{Session: uid, Statement: x.Statement}
-		}
-	}
-	if err := s.Cancel(t.Context(), target); err != nil {
+func TestPrivilegeError(t *testing.T) {
+	_, db, ctx := server(t)
+	db.ExecContext(ctx, "DROP USER IF EXISTS 'gm_nopriv'@'%'")
+	if _, err := db.ExecContext(ctx, "CREATE USER 'gm_nopriv'@'%' IDENTIFIED BY 'gm_pw'"); err != nil {
 		t.Fatal(err)
 	}
-	<-u
-	if err := <-f; err != nil {
-		t.Fatalf("FLUSH: %v", err)
-	}
-	exec(t, flush, "UNLOCK TABLES")
-	<-l
-}
-
-func TestCancelVerifiesTheStatement(t *testing.T) {
-	s := server(t)
-	c := conn(t, s)
-	cid := id(t, c)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	done := background(ctx, c, "SELECT SLEEP(3)")
-	obs := until(t, s, "sleep running", func(o *guard.Observation) bool {
-		for _, x := range o.Sessions {
-			if x.ID == cid && x.Active {
-				return true
-			}
-		}
-		return false
-	})
-	var stmt int64
-	for _, x := range obs.Sessions {
-		if x.ID == cid {
-			stmt = x.Statement
-		}
-	}
-	if err := s.Cancel(t.Context(), guard.Target{Session: cid, Statement: stmt - 1}); !errors.Is(err, guard.ErrChanged) {
-		t.Fatalf("kill of another statement: %v, want ErrChanged", err)
-	}
-	if err := s.Cancel(t.Context(), guard.Target{Session: 1 << 40, Statement: 5}); !errors.Is(err, guard.ErrVanished) {
-		t.Fatalf("kill on a vanished thread: %v, want ErrVanished", err)
-	}
-	if err := s.Cancel(t.Context(), guard.Target{Session: cid}); err == nil {
-		t.Fatal("a target without a QUERY_ID was killed blind")
-	}
-	start := time.Now()
-	if err := s.Cancel(t.Context(), guard.Target{Session: cid, Statement: stmt}); err != nil {
+	t.Cleanup(func() { db.ExecContext(context.Background(), "DROP USER IF EXISTS 'gm_nopriv'@'%'") })
+	cfg, _ := ParseDSN(dsn())
+	src, err := Open(ctx, fmt.Sprintf("mysql://gm_nopriv:gm_pw@%s(%s)/", cfg.Net, cfg.Addr))
+	if err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	if time.Since(start) > 2500*time.Millisecond {
-		t.Fatal("the statement ran to its end: the kill did not reach it")
+	defer src.Close()
+	_, err = src.Check(ctx)
+	var pe *guard.PrivilegeError
+	if !errors.As(err, &pe) || !slices.Equal(pe.Missing, []string{"PROCESS", "CONNECTION ADMIN"}) || pe.Hint == "" {
+		t.Fatalf("Check = %v, want a PrivilegeError for PROCESS and CONNECTION ADMIN", err)
 	}
 }

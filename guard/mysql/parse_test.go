@@ -2,55 +2,207 @@ package mysql
 
 import (
 	"database/sql"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/moirai-go/moirai/guard"
 )
 
-// FuzzBuild feeds hostile rows to the parsing of the views: NULLs,
-// negative or huge TIME_MS, unknown commands and states, lock waits
-// naming unknown transactions or a thread waiting for itself. It must
-// never panic, never report a use of a thread it does not list, and never
-// blame a thread for its own wait.
-func FuzzBuild(f *testing.F) {
-	f.Add(int64(11), "Query", 1500.0, "User sleep", "update t set v = 1", int64(12), "Waiting for backup lock", "flush tables with read lock", "1", "2", "`test`.`t`", true)
-	f.Add(int64(0), "", -5.0, "", "", int64(-1), "Waiting for table metadata lock", "alter table t add c int", "", "", "", false)
-	f.Fuzz(func(t *testing.T, id int64, cmd string, ms float64, state, info string, id2 int64, state2, info2, trx1, trx2, table string, valid bool) {
-		at := time.Unix(1e9, 0)
-		threads := []threadRow{
-			{id: sql.NullInt64{Int64: id, Valid: valid}, command: sql.NullString{String: cmd, Valid: true}, timeMS: sql.NullFloat64{Float64: ms, Valid: true},
-				state: sql.NullString{String: state, Valid: true}, info: sql.NullString{String: info, Valid: true}, queryID: sql.NullInt64{Int64: id2, Valid: true}},
-			{id: sql.NullInt64{Int64: id2, Valid: true}, command: sql.NullString{String: "Query", Valid: true}, timeMS: sql.NullFloat64{Float64: ms / 2, Valid: valid},
-				state: sql.NullString{String: state2, Valid: true}, info: sql.NullString{String: info2, Valid: valid}},
+func ns(s string) sql.NullString   { return sql.NullString{String: s, Valid: true} }
+func ni(n int64) sql.NullInt64     { return sql.NullInt64{Int64: n, Valid: true} }
+func nf(f float64) sql.NullFloat64 { return sql.NullFloat64{Float64: f, Valid: true} }
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func proc(id int64, cmd string, ms float64, state, info string, qid int64) ProcRow {
+	r := ProcRow{ID: ni(id), User: ns("app"), Host: ns("127.0.0.1:5000"), DB: ns("test"), Command: ns(cmd), TimeMS: nf(ms), State: ns(state), QueryID: ni(qid)}
+	if info != "" {
+		r.Info = ns(info)
+	}
+	return r
+}
+
+func TestParseSessionSkips(t *testing.T) {
+	bad := []ProcRow{
+		{},
+		proc(1, "Dance", 1, "", "", 1),
+		proc(1, "Query", -5, "", "SELECT 1", 1),
+		proc(0, "Query", 5, "", "SELECT 1", 1),
+		func() ProcRow { r := proc(1, "Query", 5, "", "SELECT 1", 1); r.QueryID = sql.NullInt64{}; return r }(),
+		func() ProcRow { r := proc(1, "Query", 5, "", "SELECT 1", 1); r.TimeMS = sql.NullFloat64{}; return r }(),
+	}
+	for i, r := range bad {
+		if _, ok := ParseSession(r, t0); ok {
+			t.Errorf("row %d parsed, want skipped", i)
 		}
-		trxs := []trxRow{
-			{id: sql.NullString{String: trx1, Valid: true}, thread: sql.NullInt64{Int64: id, Valid: true}, started: sql.NullTime{Time: at.Add(-time.Second), Valid: valid}},
-			{id: sql.NullString{String: trx2, Valid: valid}, thread: sql.NullInt64{Int64: id2, Valid: true}},
+	}
+	s, ok := ParseSession(proc(7, "Query", 1500, "Waiting for table metadata lock", "SELECT * FROM t WHERE a = 5", 42), t0)
+	if !ok {
+		t.Fatal("good row skipped")
+	}
+	want := guard.Session{ID: 7, Statement: 42, User: "app", Database: "test", ClientAddr: "127.0.0.1:5000", Kind: "client", State: "Query", Active: true,
+		Query: "SELECT * FROM t WHERE a = 5", Fingerprint: guard.Fingerprint("SELECT * FROM t WHERE a = 5"),
+		QueryStart: t0.Add(-1500 * time.Millisecond), StateChange: t0.Add(-1500 * time.Millisecond), Age: 1500 * time.Millisecond,
+		WaitEvent: "Waiting for table metadata lock"}
+	if d := cmp.Diff(want, s); d != "" {
+		t.Errorf("session (-want +got):\n%s", d)
+	}
+	sys := proc(2, "Daemon", 0, "InnoDB purge worker", "", 0)
+	sys.User = ns("system user")
+	if s, _ := ParseSession(sys, t0); s.Kind != "system user" || s.Active {
+		t.Errorf("system thread: kind %q active %v", s.Kind, s.Active)
+	}
+}
+
+func TestParseWait(t *testing.T) {
+	row := WaitRow{Requesting: ns("10"), Blocking: ns("9"), LockID: ns("10:5:3:2"), Mode: ns("X"), Type: ns("RECORD"), Table: ns("`test`.`gm_t`")}
+	w, ok := ParseWait(row)
+	if !ok || w.Resource != "row:test.gm_t" {
+		t.Fatalf("ParseWait = %+v, %v", w, ok)
+	}
+	for _, id := range []string{"10:x:3:2", "10:5:3", "", "10::3:2"} {
+		r := row
+		r.LockID = ns(id)
+		if _, ok := ParseWait(r); ok {
+			t.Errorf("lock id %q parsed, want skipped", id)
 		}
-		waits := []waitRow{
-			{requesting: sql.NullString{String: trx1, Valid: true}, blocking: sql.NullString{String: trx2, Valid: true}, table: sql.NullString{String: table, Valid: valid}},
-			{requesting: sql.NullString{String: trx2, Valid: true}, blocking: sql.NullString{String: trx1, Valid: true}},
+	}
+	r := row
+	r.Type, r.LockID = ns("TABLE"), ns("10:77")
+	if w, ok := ParseWait(r); !ok || w.Resource != "relation:test.gm_t" {
+		t.Errorf("table lock = %+v, %v", w, ok)
+	}
+}
+
+func TestParseTrx(t *testing.T) {
+	ok := TrxRow{ID: ns("77"), Thread: ni(5), Started: sql.NullTime{Time: t0, Valid: true}, State: ns("LOCK WAIT")}
+	if _, good := ParseTrx(ok); !good {
+		t.Error("good trx skipped")
+	}
+	bad := ok
+	bad.State = ns("DANCING")
+	if _, good := ParseTrx(bad); good {
+		t.Error("unknown trx state parsed")
+	}
+	bad = ok
+	bad.Thread = sql.NullInt64{}
+	if _, good := ParseTrx(bad); good {
+		t.Error("NULL thread parsed")
+	}
+}
+
+func TestParseGrantAndVersion(t *testing.T) {
+	g := ParseGrant("GRANT PROCESS, CONNECTION ADMIN ON *.* TO `g`@`%`")
+	if d := cmp.Diff(map[string]bool{"PROCESS": true, "CONNECTION ADMIN": true}, g); d != "" {
+		t.Error(d)
+	}
+	if len(ParseGrant("GRANT ALL PRIVILEGES ON `test`.* TO `g`@`%`")) != 0 {
+		t.Error("database grant counted as global")
+	}
+	for v, ok := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": true, "11.4.2-MariaDB": true, "10.5.1-MariaDB": false, "8.0.36": false, "garbage-mariadb": false} {
+		if err := ParseVersion(v); (err == nil) != ok {
+			t.Errorf("ParseVersion(%q) = %v", v, err)
 		}
-		mdls := []mdlRow{{thread: sql.NullInt64{Int64: id, Valid: true}, schema: sql.NullString{String: "test", Valid: true}, table: sql.NullString{String: table, Valid: true}}}
-		obs := build(at, 99, threads, trxs, waits, mdls)
-		ids := map[int64]bool{}
-		for _, s := range obs.Sessions {
-			if ids[s.ID] {
-				t.Fatalf("thread %d twice", s.ID)
-			}
-			ids[s.ID] = true
-			if s.Age < 0 {
-				t.Fatalf("negative age %v", s.Age)
-			}
+	}
+}
+
+// The FTWRL case, scripted: a long UPDATE (1), FTWRL queued behind it (2),
+// a later INSERT queued behind the FTWRL (3).
+func TestBuildFTWRL(t *testing.T) {
+	obs := &guard.Observation{Skipped: map[string]int{}}
+	for _, r := range []ProcRow{
+		proc(1, "Query", 9000, "Updating", "UPDATE gm_t SET v = v + 1", 11),
+		proc(2, "Query", 4000, "Waiting for global read lock", "FLUSH TABLES WITH READ LOCK", 12),
+		proc(3, "Query", 1000, "Waiting for global read lock", "INSERT INTO gm_t VALUES (1)", 13),
+		proc(4, "Query", 500, "Sending data", "SELECT 1", 14), // younger than the FTWRL: not a holder
+	} {
+		s, _ := ParseSession(r, t0)
+		obs.Sessions = append(obs.Sessions, s)
+	}
+	Build(obs, nil, nil, nil)
+	want := []guard.Use{
+		{Session: 2, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}},
+		{Session: 3, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}, Soft: true},
+		{Session: 1, Resource: "global-read-lock", Mode: "statement in flight", Held: true},
+	}
+	if d := cmp.Diff(want, obs.Uses); d != "" {
+		t.Errorf("uses (-want +got):\n%s", d)
+	}
+}
+
+func TestBuildRowLockChain(t *testing.T) {
+	obs := &guard.Observation{Skipped: map[string]int{}}
+	for _, r := range []ProcRow{proc(1, "Sleep", 9000, "", "", 11), proc(2, "Query", 3000, "Updating", "UPDATE gm_t SET v=1", 12), proc(3, "Query", 1000, "Updating", "UPDATE gm_t SET v=2", 13)} {
+		s, _ := ParseSession(r, t0)
+		obs.Sessions = append(obs.Sessions, s)
+	}
+	trx := []Trx{{ID: "a", Thread: 1, Started: t0, State: "RUNNING"}, {ID: "b", Thread: 2, Started: t0, State: "LOCK WAIT"}, {ID: "c", Thread: 3, Started: t0, State: "LOCK WAIT"}}
+	waits := []Wait{{Requesting: "b", Blocking: "a", Resource: "row:test.gm_t", Mode: "X"}, {Requesting: "c", Blocking: "b", Resource: "row:test.gm_t", Mode: "X"}, {Requesting: "c", Blocking: "zz"}}
+	Build(obs, trx, waits, nil)
+	if obs.Skipped["innodb_lock_waits"] != 1 {
+		t.Errorf("skipped %v, want the unknown trx counted", obs.Skipped)
+	}
+	if !obs.Sessions[0].IdleInTransaction {
+		t.Error("holder not idle in transaction")
+	}
+	for _, u := range obs.Uses {
+		if u.Waiting && !cmp.Equal(u.BlockedBy, []int64{1}) {
+			t.Errorf("session %d blocked by %v, want root [1]", u.Session, u.BlockedBy)
 		}
-		for _, u := range obs.Uses {
-			if !ids[u.Session] {
-				t.Fatalf("use of unlisted thread %d", u.Session)
-			}
-			for _, b := range u.BlockedBy {
-				if b == u.Session {
-					t.Fatalf("thread %d blamed for its own wait", b)
-				}
-			}
+	}
+}
+
+func FuzzParseSession(f *testing.F) {
+	f.Add(int64(1), "Query", 12.5, "Waiting for table metadata lock", "SELECT 1", int64(3), true)
+	f.Add(int64(-1), "Sleep", -1.0, "", "", int64(0), false)
+	f.Add(int64(2), "Query", math.NaN(), "", "x", int64(1), true)
+	f.Fuzz(func(t *testing.T, id int64, cmd string, ms float64, state, info string, qid int64, valid bool) {
+		r := ProcRow{ID: sql.NullInt64{Int64: id, Valid: valid}, Command: ns(cmd), TimeMS: nf(ms), State: ns(state), Info: ns(info), QueryID: ni(qid)}
+		s, ok := ParseSession(r, t0)
+		if ok && (s.ID <= 0 || s.Age < 0 || !valid) {
+			t.Fatalf("accepted bad row: %+v", s)
 		}
 	})
+}
+
+func FuzzParseWait(f *testing.F) {
+	f.Add("1", "2", "1:2:3:4", "RECORD", "`a`.`b`")
+	f.Add("1", "2", "1:2", "TABLE", "a.b")
+	f.Add("", "", "::", "X", "")
+	f.Fuzz(func(t *testing.T, req, blk, id, typ, table string) {
+		w, ok := ParseWait(WaitRow{Requesting: ns(req), Blocking: ns(blk), LockID: ns(id), Type: ns(typ), Table: ns(table)})
+		if ok && w.Resource == "" {
+			t.Fatal("accepted wait without a resource")
+		}
+	})
+}
+
+// A metadata lock queue with a lock view: a reader holds the table's MDL
+// (1), an ALTER waits (2), a later SELECT waits behind it (3).
+func TestBuildMDLWithView(t *testing.T) {
+	obs := &guard.Observation{Skipped: map[string]int{}}
+	for _, r := range []ProcRow{
+		proc(1, "Sleep", 9000, "", "", 11),
+		proc(2, "Query", 3000, "Waiting for table metadata lock", "ALTER TABLE gm_m ADD COLUMN w INT", 12),
+		proc(3, "Query", 1000, "Waiting for table metadata lock", "SELECT * FROM gm_m", 13),
+	} {
+		s, _ := ParseSession(r, t0)
+		obs.Sessions = append(obs.Sessions, s)
+	}
+	mdl := []MDL{{Session: 1, Mode: "MDL_SHARED_READ", Table: "test.gm_m"}, {Session: 2, Mode: "MDL_SHARED_UPGRADABLE", Table: "test.gm_m"}}
+	Build(obs, nil, nil, mdl)
+	want := []guard.Use{
+		{Session: 1, Resource: "mdl:test.gm_m", Mode: "MDL_SHARED_READ", Held: true},
+		{Session: 2, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}},
+		{Session: 3, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}, Soft: true},
+	}
+	if d := cmp.Diff(want, obs.Uses); d != "" {
+		t.Errorf("uses (-want +got):\n%s", d)
+	}
+	if _, ok := ParseMDL(sql.NullInt64{}, ns("X"), ns("a"), ns("b")); ok {
+		t.Error("NULL thread parsed")
+	}
 }

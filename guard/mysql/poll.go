@@ -1,0 +1,300 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/moirai-go/moirai/guard"
+	"github.com/moirai-go/moirai/resource"
+)
+
+func init() {
+	open := func(ctx context.Context, dsn string) (guard.Source, error) { return Open(ctx, dsn) }
+	guard.Register("mysql", open)
+	guard.Register("mariadb", open)
+}
+
+const procQuery = `SELECT ID, USER, HOST, DB, COMMAND, TIME_MS, STATE, INFO, STAGE, MAX_STAGE, PROGRESS, QUERY_ID, NOW(6), CONNECTION_ID() FROM information_schema.PROCESSLIST`
+
+// Poll reads the server's views once.
+func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
+	start := time.Now()
+	obs := &guard.Observation{Skipped: map[string]int{}}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: %w", err)
+	}
+	defer conn.Close()
+	// Session profiling makes the server report what the poll's own
+	// statements cost it (SHOW PROFILES, summed into ServerTime).
+	profiled := false
+	if _, err := conn.ExecContext(ctx, "SET profiling = 1, profiling_history_size = 0"); err == nil {
+		_, err = conn.ExecContext(ctx, "SET profiling_history_size = 15")
+		profiled = err == nil
+	}
+	rows, err := conn.QueryContext(ctx, procQuery)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: processlist: %w", err)
+	}
+	var own int64
+	for rows.Next() {
+		var r ProcRow
+		var now time.Time
+		if err := rows.Scan(&r.ID, &r.User, &r.Host, &r.DB, &r.Command, &r.TimeMS, &r.State, &r.Info, &r.Stage, &r.MaxStage, &r.Progress, &r.QueryID, &now, &own); err != nil {
+			obs.Skipped["processlist"]++
+			continue
+		}
+		obs.At = now
+		sess, ok := ParseSession(r, now)
+		if !ok {
+			obs.Skipped["processlist"]++
+			continue
+		}
+		obs.Sessions = append(obs.Sessions, sess)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if obs.At.IsZero() {
+		obs.At = time.Now()
+	}
+	for i := range obs.Sessions {
+		se := &obs.Sessions[i]
+		se.Own = se.ID == own || se.User == s.user && se.Query == procQuery
+		se.Superuser = s.isSuper(ctx, se.User, se.ClientAddr)
+	}
+
+	var trxs []Trx
+	rows, err = conn.QueryContext(ctx, `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: innodb_trx: %w", err)
+	}
+	for rows.Next() {
+		var r TrxRow
+		if err := rows.Scan(&r.ID, &r.Thread, &r.Started, &r.State, &r.RowsLocked, &r.WaitStarted); err != nil {
+			obs.Skipped["innodb_trx"]++
+			continue
+		}
+		if t, ok := ParseTrx(r); ok {
+			trxs = append(trxs, t)
+		} else {
+			obs.Skipped["innodb_trx"]++
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+
+	var waits []Wait
+	rows, err = conn.QueryContext(ctx, `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
+		FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id`)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: innodb_lock_waits: %w", err)
+	}
+	for rows.Next() {
+		var r WaitRow
+		if err := rows.Scan(&r.Requesting, &r.Blocking, &r.LockID, &r.Mode, &r.Type, &r.Table); err != nil {
+			obs.Skipped["innodb_lock_waits"]++
+			continue
+		}
+		if w, ok := ParseWait(r); ok {
+			waits = append(waits, w)
+		} else {
+			obs.Skipped["innodb_lock_waits"]++
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	var mdl []MDL
+	if q := mdlQuery(s.mdl); q != "" {
+		rows, err = conn.QueryContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("guard/mysql: metadata locks (%s): %w", s.mdl, err)
+		}
+		for rows.Next() {
+			var th sql.NullInt64
+			var mode, schema, table sql.NullString
+			if err := rows.Scan(&th, &mode, &schema, &table); err != nil {
+				obs.Skipped["metadata_locks"]++
+				continue
+			}
+			if m, ok := ParseMDL(th, mode, schema, table); ok {
+				mdl = append(mdl, m)
+			} else if schema.Valid && table.Valid && table.String != "" {
+				obs.Skipped["metadata_locks"]++
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	Build(obs, trxs, waits, mdl)
+
+	st, err := status(ctx, conn, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_pages_total','Innodb_buffer_pool_pages_free','Innodb_buffer_pool_pages_data','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_buffer_pool_pages_flushed','Innodb_buffer_pool_pages_LRU_flushed','Threads_connected','Com_commit','Com_rollback')`)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := status(ctx, conn, `SHOW GLOBAL VARIABLES WHERE Variable_name = 'max_connections'`)
+	if err != nil {
+		return nil, err
+	}
+	AddStatus(obs, st, vars)
+	if profiled {
+		obs.ServerTime = serverTime(ctx, conn)
+	}
+	obs.Took = time.Since(start)
+	return obs, nil
+}
+
+// AddStatus adds the buffer pool, the connection slots and the commit
+// counters from SHOW GLOBAL STATUS / VARIABLES values. Evictions are
+// estimated as the pool's misses beyond its free pages: once the pool is
+// full, every page read from disk (Innodb_buffer_pool_reads) evicts one,
+// so evictions ≈ reads − (pages_total − pages_free) when positive.
+func AddStatus(obs *guard.Observation, st, vars map[string]int64) {
+	total, free, data := st["Innodb_buffer_pool_pages_total"], st["Innodb_buffer_pool_pages_free"], st["Innodb_buffer_pool_pages_data"]
+	if total > 0 {
+		ev := st["Innodb_buffer_pool_reads"] - (total - free)
+		if ev < 0 {
+			ev = 0
+		}
+		obs.Resources = append(obs.Resources, guard.Resource{Name: "buffer-pool", Kind: resource.KindMemory, Capacity: total, InUse: data, Evictions: ev, Misses: st["Innodb_buffer_pool_reads"]})
+	}
+	if mc := vars["max_connections"]; mc > 0 {
+		obs.Resources = append(obs.Resources, guard.Resource{Name: "connection-slots", Kind: resource.KindQueue, Capacity: mc, InUse: st["Threads_connected"]})
+	}
+	obs.Committed, obs.RolledBack = st["Com_commit"], st["Com_rollback"]
+}
+
+func status(ctx context.Context, conn *sql.Conn, q string) (map[string]int64, error) {
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("guard/mysql: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out, rows.Err()
+}
+
+// current reads the session's running QUERY_ID; ErrVanished if none.
+func current(ctx context.Context, conn *sql.Conn, id int64) (qid int64, trx sql.NullTime, err error) {
+	err = conn.QueryRowContext(ctx, `SELECT p.QUERY_ID, t.trx_started FROM information_schema.PROCESSLIST p
+		LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID WHERE p.ID = ?`, id).Scan(&qid, &trx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, trx, guard.ErrVanished
+	}
+	return qid, trx, err
+}
+
+// Cancel kills the statement t.Statement with KILL QUERY ID, which cannot
+// hit any other statement.
+func (s *Source) Cancel(ctx context.Context, t guard.Target) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("guard/mysql: %w", err)
+	}
+	defer conn.Close()
+	qid, _, err := current(ctx, conn, t.Session)
+	if err != nil {
+		return err
+	}
+	if qid != t.Statement || t.Statement <= 0 {
+		return guard.ErrChanged
+	}
+	_, err = conn.ExecContext(ctx, "KILL QUERY ID "+strconv.FormatInt(t.Statement, 10))
+	if err != nil {
+		if isUnknown(err) {
+			return guard.ErrChanged
+		}
+		return fmt.Errorf("guard/mysql: kill query id: %w", err)
+	}
+	return nil
+}
+
+// Terminate kills t's connection after verifying it still runs the same
+// statement (or, idle in transaction, the same transaction start).
+func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("guard/mysql: %w", err)
+	}
+	defer conn.Close()
+	qid, trx, err := current(ctx, conn, t.Session)
+	if err != nil {
+		return err
+	}
+	if !t.XactStart.IsZero() {
+		if !trx.Valid || !trx.Time.Equal(t.XactStart) {
+			return guard.ErrChanged
+		}
+	} else if qid != t.Statement {
+		return guard.ErrChanged
+	}
+	_, err = conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(t.Session, 10))
+	if err != nil {
+		if isUnknown(err) {
+			return guard.ErrVanished
+		}
+		return fmt.Errorf("guard/mysql: kill connection: %w", err)
+	}
+	return nil
+}
+
+// isUnknown reports MariaDB's "Unknown thread id" (1094) and "Unknown
+// query id" (1957) errors: the KILL matched nothing.
+func isUnknown(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1094 || me.Number == 1957)
+}
+
+// serverTime sums the durations SHOW PROFILES reports for the poll's
+// statements (the profile history was emptied when the poll began).
+func serverTime(ctx context.Context, conn *sql.Conn) time.Duration {
+	rows, err := conn.QueryContext(ctx, "SHOW PROFILES")
+	if err != nil {
+		return 0
+	}
+	defer rows.Close()
+	var sum float64
+	for rows.Next() {
+		var id int64
+		var d float64
+		var q sql.NullString
+		if rows.Scan(&id, &d, &q) != nil {
+			return 0
+		}
+		if q.String != "SET profiling_history_size = 15" {
+			sum += d
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
+}
+
+// mdlQuery is the granted-table-MDL query of the metadata lock view Check
+// found ("" when none).
+func mdlQuery(view string) string {
+	switch view {
+	case "metadata_lock_info":
+		return `SELECT THREAD_ID, LOCK_MODE, TABLE_SCHEMA, TABLE_NAME FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE LIKE 'Table%'`
+	case "performance_schema":
+		return `SELECT t.PROCESSLIST_ID, m.LOCK_TYPE, m.OBJECT_SCHEMA, m.OBJECT_NAME FROM performance_schema.metadata_locks m
+			JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID WHERE m.OBJECT_TYPE = 'TABLE' AND m.LOCK_STATUS = 'GRANTED'`
+	}
+	return ""
+}
