@@ -77,3 +77,9 @@ func ExampleNewCollector() {
 	reg.MustRegister(metrics.NewCollector(ctl))
 	// Serve reg with promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).
 }
+
+func newController(t *testing.T) *moirai.Controller {
+	ctl := moirai.New()
+	t.Cleanup(func() { ctl.Close() })
+	return ctl
+}
