@@ -83,3 +83,21 @@ func newController(t *testing.T) *moirai.Controller {
 	t.Cleanup(func() { ctl.Close() })
 	return ctl
 }
+
+// BenchmarkScrape is the cost of one scrape (the collector costs nothing
+// between scrapes): go test -bench Scrape ./metrics
+func BenchmarkScrape(b *testing.B) {
+	ctl := moirai.New()
+	defer ctl.Close()
+	for i := range 20 {
+		ctl.Semaphore("pool:"+string(rune('a'+i)), 4)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(ctl))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -63,7 +63,11 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 					return err
 				}
 				defer stop()
-				fmt.Fprintf(cfg.Out, "live page: %s (follows the run in progress)\n", url)
+				w := cfg.Out
+				if cfg.Format == demo.JSON { // keep stdout one JSON object per line
+					w = cmd.ErrOrStderr()
+				}
+				fmt.Fprintf(w, "live page: %s (follows the run in progress)\n", url)
 			}
 			_, err := demo.Run(cmd.Context(), cfg)
 			if errors.Is(err, demo.ErrInvalidConfig) {
