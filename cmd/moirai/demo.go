@@ -2,6 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/debugpage"
 
 	"github.com/spf13/cobra"
 
@@ -9,6 +17,7 @@ import (
 )
 
 func newDemoCommand(g *globalFlags) *cobra.Command {
+	var page bool
 	cfg := demo.Config{
 		Duration: demo.DefaultDuration,
 		Seed:     demo.DefaultSeed,
@@ -48,6 +57,18 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
+			if page {
+				stop, url, err := serveLivePage(&cfg)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				w := cfg.Out
+				if cfg.Format == demo.JSON { // keep stdout one JSON object per line
+					w = cmd.ErrOrStderr()
+				}
+				fmt.Fprintf(w, "live page: %s (follows the run in progress)\n", url)
+			}
 			_, err := demo.Run(cmd.Context(), cfg)
 			if errors.Is(err, demo.ErrInvalidConfig) {
 				return usageError{err}
@@ -62,5 +83,29 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "time between live refreshes")
 	f.DurationVar(&cfg.SLO, "slo", demo.DefaultSLO, "the inserts' latency objective (p99) in the run with moirai")
 	f.StringVar(&cfg.Only, "only", "", "run only one of the two runs: none or moirai")
+	f.BoolVar(&page, "page", true, "serve moirai's live page /debug/moirai on 127.0.0.1 while the demo runs")
 	return cmd
+}
+
+// serveLivePage serves /debug/moirai for the run in progress on a loopback
+// port and hooks cfg so that each run's controller replaces the last.
+func serveLivePage(cfg *demo.Config) (stop func(), url string, err error) {
+	var cur atomic.Pointer[moirai.Controller]
+	cfg.OnController = func(_ string, ctl *moirai.Controller) { cur.Store(ctl) }
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("demo: live page: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/moirai", func(w http.ResponseWriter, r *http.Request) {
+		ctl := cur.Load()
+		if ctl == nil {
+			http.Error(w, "the demo has not started a run yet; reload in a second", http.StatusServiceUnavailable)
+			return
+		}
+		debugpage.Handler(ctl, debugpage.Config{Refresh: time.Second}).ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, "http://" + ln.Addr().String() + "/debug/moirai", nil
 }

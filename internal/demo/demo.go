@@ -134,6 +134,9 @@ type Config struct {
 	SLO time.Duration
 	// Only runs one of the two runs: RunNone or RunMoirai; "" runs both.
 	Only string
+	// OnController, when set, is called with each run's controller as soon
+	// as it exists (the live page follows the run in progress).
+	OnController func(mode string, ctl *moirai.Controller)
 }
 
 // The runs of a demo.
@@ -353,6 +356,9 @@ func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of
 		}))
 	}
 	ctl := moirai.New(opts...)
+	if cfg.OnController != nil {
+		cfg.OnController(mode, ctl)
+	}
 	svc := newService(ctl)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

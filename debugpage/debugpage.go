@@ -1,0 +1,218 @@
+// Package debugpage serves moirai's live page, /debug/moirai: the live
+// tasks with their holds and waits, the resources with their contention, and
+// the recent decisions with their full explanations. The page is one
+// self-contained HTML document (inline CSS, no scripts or external assets)
+// that refreshes itself; ?format=json serves the same data as JSON.
+//
+// Everything shown is escaped by html/template. Task keys are user data and
+// are hidden unless Config.ShowKeys is set.
+package debugpage
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/policy"
+)
+
+// Config configures the page.
+type Config struct {
+	Disabled bool          // serve 404: the page is off
+	ShowKeys bool          // show task keys (user data); hidden by default
+	Refresh  time.Duration // the page's self-refresh period (default 2s)
+	// Sections adds providers' data (fences, the guard): each is shown as a
+	// titled key/value table and as a JSON member.
+	Sections []Section
+}
+
+// Section is a provider's block on the page.
+type Section interface {
+	Title() string
+	Rows() [][2]string
+}
+
+// View is the page's data, also its JSON form.
+type View struct {
+	Time      time.Time              `json:"time"`
+	Firing    []string               `json:"firing"`
+	Tasks     []TaskView             `json:"tasks"`
+	Resources []ResourceView         `json:"resources"`
+	Decisions []DecisionView         `json:"decisions"`
+	Sections  map[string][][2]string `json:"sections,omitempty"`
+	Refresh   int                    `json:"-"`
+}
+
+// TaskView is one live task.
+type TaskView struct {
+	ID        uint64      `json:"id"`
+	Key       string      `json:"key,omitempty"`
+	Class     string      `json:"class"`
+	Age       string      `json:"age"`
+	Cancelled bool        `json:"cancelled"`
+	Usage     []UsageView `json:"usage"`
+}
+
+// UsageView is a task's hold or wait on one resource.
+type UsageView struct {
+	Resource string `json:"resource"`
+	Held     int64  `json:"held"`
+	Waiting  int32  `json:"waiting"`
+	Hold     string `json:"hold"`
+	Wait     string `json:"wait"`
+}
+
+// ResourceView is one resource's contention.
+type ResourceView struct {
+	Name       string `json:"name"`
+	Capacity   int64  `json:"capacity"`
+	Holders    int    `json:"holders"`
+	Waiters    int    `json:"waiters"`
+	Held       int64  `json:"held"`
+	WindowWait string `json:"window_wait"`
+}
+
+// DecisionView is one decision with its explanation.
+type DecisionView struct {
+	Seq     uint64            `json:"seq"`
+	Time    time.Time         `json:"time"`
+	Policy  string            `json:"policy"`
+	Action  string            `json:"action"`
+	Task    uint64            `json:"task"`
+	Key     string            `json:"key,omitempty"`
+	Outcome string            `json:"outcome"`
+	Reason  string            `json:"reason"`
+	Note    string            `json:"note,omitempty"`
+	Details map[string]string `json:"details,omitempty"`
+}
+
+// Handler serves the page for c.
+func Handler(c *moirai.Controller, cfg Config) http.Handler {
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 2 * time.Second
+	}
+	return &handler{c: c, cfg: cfg}
+}
+
+type handler struct {
+	c   *moirai.Controller
+	cfg Config
+}
+
+// Collect builds the view the page shows.
+func Collect(c *moirai.Controller, cfg Config) View {
+	s := c.Snapshot()
+	v := View{Time: s.Time, Firing: c.Firing(), Refresh: int(max(cfg.Refresh/time.Second, 1))}
+	for i := range s.Tasks {
+		t := &s.Tasks[i]
+		tv := TaskView{ID: t.ID, Class: t.Class, Age: t.Age.Round(time.Millisecond).String(), Cancelled: t.Cancelled}
+		if cfg.ShowKeys {
+			tv.Key = t.Key
+		}
+		for _, u := range s.UsageOf(i) {
+			if u.Held == 0 && u.Waiting == 0 {
+				continue
+			}
+			tv.Usage = append(tv.Usage, UsageView{Resource: s.Resources[u.Res].Name, Held: u.Held, Waiting: u.Waiting,
+				Hold: u.Hold.Round(time.Microsecond).String(), Wait: u.Wait.Round(time.Microsecond).String()})
+		}
+		v.Tasks = append(v.Tasks, tv)
+	}
+	for _, r := range s.Resources {
+		v.Resources = append(v.Resources, ResourceView{Name: r.Name, Capacity: r.Capacity, Holders: r.Holders,
+			Waiters: r.Waiters, Held: r.Held, WindowWait: r.WindowWait.Round(time.Microsecond).String()})
+	}
+	ds := c.Decisions()
+	for i := len(ds) - 1; i >= 0; i-- { // newest first
+		v.Decisions = append(v.Decisions, decisionView(ds[i], cfg.ShowKeys))
+	}
+	for _, sec := range cfg.Sections {
+		if v.Sections == nil {
+			v.Sections = map[string][][2]string{}
+		}
+		v.Sections[sec.Title()] = sec.Rows()
+	}
+	return v
+}
+
+func decisionView(r policy.Record, keys bool) DecisionView {
+	d := DecisionView{Seq: r.Seq, Time: r.Time, Policy: r.Policy, Action: r.Action.String(), Task: r.Task,
+		Outcome: r.Outcome.String(), Reason: r.Reason, Note: r.Note}
+	if keys {
+		d.Key = r.TaskKey
+	}
+	for _, a := range r.Details {
+		if d.Details == nil {
+			d.Details = map[string]string{}
+		}
+		d.Details[a.Key] = a.Value.Resolve().String()
+	}
+	return d
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Disabled {
+		http.NotFound(w, r)
+		return
+	}
+	defer func() { // the page never takes the service down
+		if p := recover(); p != nil {
+			slog.Error("moirai: debug page panicked", "panic", fmt.Sprint(p))
+			http.Error(w, "internal error", http.StatusInternalServerError)
+		}
+	}()
+	v := Collect(h.c, h.cfg)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.URL.Query().Get("format") == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	if err := page.Execute(w, v); err != nil {
+		slog.Warn("moirai: debug page", "err", err)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{"keys": sortedKeys}).Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}">
+<title>moirai</title>
+<style>body{font:14px system-ui,sans-serif;margin:1em;color:#222}table{border-collapse:collapse;margin-bottom:1em}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}th{background:#eee}
+.firing{color:#b00;font-weight:bold}.d{font-size:12px;color:#555}</style></head><body>
+<h1>moirai</h1><p>at {{.Time.Format "15:04:05.000"}}{{if .Firing}} — <span class="firing">overload: {{range .Firing}}{{.}} {{end}}</span>{{else}} — no overload detected{{end}}</p>
+<h2>Decisions ({{len .Decisions}})</h2>
+<table id="decisions"><tr><th>#</th><th>time</th><th>policy</th><th>action</th><th>task</th><th>outcome</th><th>why</th></tr>
+{{range .Decisions}}<tr class="decision"><td>{{.Seq}}</td><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Policy}}</td><td>{{.Action}}</td><td>{{.Task}}{{if .Key}} {{.Key}}{{end}}</td><td>{{.Outcome}}{{if .Note}} ({{.Note}}){{end}}</td>
+<td>{{.Reason}}{{$d := .Details}}{{if $d}}<div class="d">{{range keys $d}}{{.}}={{index $d .}}<br>{{end}}</div>{{end}}</td></tr>
+{{end}}</table>
+<h2>Resources</h2>
+<table><tr><th>name</th><th>capacity</th><th>holders</th><th>waiters</th><th>held</th><th>wait in window</th></tr>
+{{range .Resources}}<tr><td>{{.Name}}</td><td>{{.Capacity}}</td><td>{{.Holders}}</td><td>{{.Waiters}}</td><td>{{.Held}}</td><td>{{.WindowWait}}</td></tr>
+{{end}}</table>
+<h2>Tasks ({{len .Tasks}})</h2>
+<table><tr><th>id</th><th>class</th><th>age</th><th>holds and waits</th></tr>
+{{range .Tasks}}<tr><td>{{.ID}}{{if .Key}} {{.Key}}{{end}}{{if .Cancelled}} (cancelled){{end}}</td><td>{{.Class}}</td><td>{{.Age}}</td>
+<td>{{range .Usage}}{{.Resource}}: held {{.Held}} for {{.Hold}}{{if .Waiting}}, waiting for {{.Wait}}{{end}}<br>{{end}}</td></tr>
+{{end}}</table>
+{{range $t, $rows := .Sections}}<h2>{{$t}}</h2><table>{{range $rows}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}</table>
+{{end}}<p class="d">JSON: <a href="?format=json">?format=json</a></p></body></html>
+`))

@@ -1,0 +1,94 @@
+package debugpage_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/debugpage"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const hostile = `<script>alert("x")</script>&'`
+
+type sec struct{}
+
+func (sec) Title() string     { return "fences " + hostile }
+func (sec) Rows() [][2]string { return [][2]string{{"/orders", hostile}} }
+
+func setup(t *testing.T) (*moirai.Controller, func()) {
+	ctl := moirai.New()
+	mu := ctl.Mutex("table:" + hostile)
+	ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Key: hostile, Class: hostile, Cancellable: true})
+	if err := mu.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Cancel(tk.ID(), "reason "+hostile); err != nil {
+		t.Fatal(err)
+	}
+	return ctl, func() { mu.Unlock(); tk.End(nil); ctl.Close() }
+}
+
+func get(t *testing.T, h http.Handler, url string) (int, string) {
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, httptest.NewRequest("GET", url, nil))
+	b, _ := io.ReadAll(rr.Result().Body)
+	return rr.Code, string(b)
+}
+
+func TestPageEscapesAndHidesKeys(t *testing.T) {
+	ctl, done := setup(t)
+	defer done()
+	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{sec{}}}), "/debug/moirai")
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	if strings.Contains(body, "<script>") {
+		t.Fatalf("unescaped user data in page:\n%s", body)
+	}
+	if !strings.Contains(body, "&lt;script&gt;") {
+		t.Fatalf("escaped user data missing:\n%s", body)
+	}
+	if !strings.Contains(body, `class="decision"`) || !strings.Contains(body, "manual") {
+		t.Fatalf("no decision shown:\n%s", body)
+	}
+	if !strings.Contains(body, `http-equiv="refresh"`) {
+		t.Error("page does not refresh itself")
+	}
+}
+
+func TestJSONTwin(t *testing.T) {
+	ctl, done := setup(t)
+	defer done()
+	_, body := get(t, debugpage.Handler(ctl, debugpage.Config{}), "/debug/moirai?format=json")
+	var v debugpage.View
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Decisions) != 1 || v.Decisions[0].Policy != "manual" || v.Decisions[0].Key != "" || v.Decisions[0].Reason != "reason "+hostile {
+		t.Fatalf("decisions: %+v", v.Decisions)
+	}
+	if len(v.Tasks) != 1 || v.Tasks[0].Key != "" || len(v.Tasks[0].Usage) != 1 || v.Tasks[0].Usage[0].Held != 1 {
+		t.Fatalf("tasks: %+v", v.Tasks)
+	}
+	_, body = get(t, debugpage.Handler(ctl, debugpage.Config{ShowKeys: true}), "/?format=json")
+	v = debugpage.View{}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Tasks[0].Key != hostile {
+		t.Fatalf("ShowKeys: %v %+v", err, v.Tasks)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	ctl := moirai.New()
+	defer ctl.Close()
+	if code, _ := get(t, debugpage.Handler(ctl, debugpage.Config{Disabled: true}), "/debug/moirai"); code != 404 {
+		t.Fatalf("status %d, want 404", code)
+	}
+}
