@@ -261,7 +261,20 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 		return nil, err
 	}
 
-	res := &bench.Results{}
+	loop := "closed loop"
+	if opt.Rate > 0 {
+		loop = fmt.Sprintf("open loop at %g transactions/s (pgbench -R)", opt.Rate)
+	}
+	res := &bench.Results{Suite: SuitePostgres, Started: time.Now().UTC(), Duration: opt.Duration.String(),
+		Machine: bench.CurrentMachine(),
+		Params: map[string]string{
+			"load":               fmt.Sprintf("pgbench, %d clients, %s; an UPDATE and a SELECT of one of %d hot rows", opt.Clients, loop, hotRows),
+			"table":              fmt.Sprintf("%d rows", opt.Rows),
+			"warm-up":            opt.Warmup.String() + "; the culprit starts after it",
+			"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
+			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
+			"victims' objective": opt.SLO.String(),
+		}}
 	total, done := len(cases)*(len(ctls)+1), 0
 	for _, c := range cases {
 		opt.Progress(done, total, c.Name+"/normal")

@@ -51,7 +51,7 @@ func MarkdownAll(w io.Writer, rs []*bench.Results) error {
 	for i, r := range rs {
 		heading := "## Machine and parameters"
 		if i > 0 {
-			heading += " of suite " + mdCode(r.Suite)
+			heading += " of suite " + mdCode(suiteOf(r))
 		}
 		markdownResults(p, r, heading)
 	}
@@ -62,7 +62,7 @@ func MarkdownAll(w io.Writer, rs []*bench.Results) error {
 func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 	p("%s\n\n", heading)
 	p("| | |\n|---|---|\n")
-	p("| suite | %s |\n", mdCode(r.Suite))
+	p("| suite | %s |\n", mdCode(suiteOf(r)))
 	p("| started | %s |\n", mdText(startedText(r)))
 	p("| seed | %d |\n", r.Seed)
 	p("| duration of a run | %s |\n", mdText(r.Duration))
@@ -197,4 +197,19 @@ func hasPenalties(rows []bench.Row) bool {
 		}
 	}
 	return false
+}
+
+// suiteOf is the suite of r: r.Suite, or, for results written without it,
+// the suite all its rows name.
+func suiteOf(r *bench.Results) string {
+	if r.Suite != "" || len(r.Rows) == 0 {
+		return r.Suite
+	}
+	s := r.Rows[0].Suite
+	for _, row := range r.Rows[1:] {
+		if row.Suite != s {
+			return ""
+		}
+	}
+	return s
 }
