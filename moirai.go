@@ -3,6 +3,7 @@ package moirai
 import (
 	"context"
 	"fmt"
+	"github.com/moirai-go/moirai/fence"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -263,6 +264,24 @@ func (c *Controller) Queue(name string, slots, backlog int64) *Queue {
 		panic(fmt.Sprintf("moirai: queue %q of %d slots and backlog %d", name, slots, backlog))
 	}
 	return resource.NewQueue(c.mustRegister(name, resource.KindQueue, slots), slots, backlog)
+}
+
+// Fence returns a path fence of size workers with the reservations
+// given, accounted to a queue resource called name, so that the
+// controller's mechanisms see who waits for the fence's workers and who
+// holds them (see package fence). Unlike the primitives above it returns
+// an error, not a panic, for reservations the fence refuses or a name
+// already registered: reservations often come from configuration.
+func (c *Controller) Fence(name string, size int, paths []fence.Reservation, opts ...fence.Option) (*fence.Fence, error) {
+	// Check the reservations before the name is taken.
+	if _, err := fence.New(size, paths, opts...); err != nil {
+		return nil, err
+	}
+	r, err := c.res.Register(name, resource.KindQueue, int64(size))
+	if err != nil {
+		return nil, err
+	}
+	return fence.New(size, paths, append(opts, fence.WithResource(r))...)
 }
 
 // Memory returns accounting for a pool or cache of capacity units on a

@@ -130,7 +130,10 @@ func WithHookTimeout(d time.Duration) Option {
 }
 
 // WithUnendedGrace sets how long a task's context may be done without End
-// before the task is reported as never ended. Default 10 s.
+// before the task is reported as never ended and evicted from the
+// registry (counted in Stats().Unended; a later End is accepted
+// silently), so that a service that forgets End keeps a bounded registry.
+// Default 10 s.
 func WithUnendedGrace(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

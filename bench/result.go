@@ -90,6 +90,19 @@ type Row struct {
 
 	// Error is set when the row failed (its controller panicked, the
 	// service could not start); the numbers are then zero.
+	// The pathfence suite's measures, zero and omitted in the other
+	// suites (with P99Ms and Throughput above): the path of U the row
+	// is about (affected, unaffected, local), the mean latency of its
+	// successful requests, the requests sent after the warm-up and those
+	// dropped (timed out or rejected).
+	Path    string  `json:"path,omitempty"`
+	MeanMs  float64 `json:"mean_ms,omitempty"`
+	Sent    int     `json:"sent,omitempty"`
+	Dropped int     `json:"dropped,omitempty"`
+	// Permits is the path's reservation at the end of the run, under
+	// the fenced controllers (what pathfence-sct's tuner settled on).
+	Permits int `json:"permits,omitempty"`
+
 	Error string `json:"error,omitempty"`
 	// Degraded is the sanity check of the case, set on the row of the
 	// uncontrolled run ("none"): whether the culprit degrades the service
@@ -116,6 +129,10 @@ type Run struct {
 
 	// Series is the light requests' throughput and p99 per bucket of
 	// SeriesStep, from the start of the run.
+	// Path is the path of U the run's series is about, in the pathfence
+	// suite.
+	Path string `json:"path,omitempty"`
+
 	SeriesStep time.Duration `json:"series_step_ns"`
 	Series     []Point       `json:"series"`
 	// Events are the controller's actions and other marks on the time

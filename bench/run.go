@@ -42,6 +42,16 @@ type Options struct {
 	NoCulprit bool
 	// Progress, if set, is told what runs, as a fraction of all runs.
 	Progress func(done, total int, what string)
+	// Load multiplies each case's light request rate (0 means 1): the
+	// soak runs the cases at twice their rate.
+	Load float64
+
+	// watch, if set, is told of each run's controller when the run
+	// starts, and the function it returns when the run is over: with the
+	// error of the controller's Close (tasks never ended) and the worker
+	// slots still held after every handler returned. The soak samples the
+	// live controllers' registries through it.
+	watch func(*moirai.Controller) func(closeErr error, leakedSlots int64)
 }
 
 // Outcome header values.
@@ -126,6 +136,14 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 		o.Progress(total, total, "done")
 	}
 	return res, nil
+}
+
+// load is the multiplier of the cases' rates.
+func (o Options) load() float64 {
+	if o.Load > 0 {
+		return o.Load
+	}
+	return 1
 }
 
 // stepper returns the function that reports each of total runs as it
@@ -300,7 +318,13 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		opts = ctl.Options(slo)
 	}
 	mc := moirai.New(append(opts, observe)...)
-	defer mc.Close()
+	var leakedSlots int64
+	if o.watch != nil {
+		over := o.watch(mc)
+		defer func() { over(mc.Close(), leakedSlots) }()
+	} else {
+		defer mc.Close()
+	}
 	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration, Reexecute: ctl.Reexecute})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
@@ -330,6 +354,9 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		if hs.Shutdown(sctx) != nil {
 			hs.Close()
 		}
+		if srv.workers != nil {
+			leakedSlots = srv.workers.Running()
+		}
 	}()
 
 	start := time.Now()
@@ -338,7 +365,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	srv.epoch = start
 	load := &loadgen{
 		url:      "http://" + ln.Addr().String(),
-		rate:     svc.Rate,
+		rate:     svc.Rate * o.load(),
 		duration: o.Duration,
 		drain:    drainOf(o.Duration),
 		seed:     o.Seed,

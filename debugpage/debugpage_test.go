@@ -11,6 +11,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/debugpage"
+	"github.com/moirai-go/moirai/fence"
 	"go.uber.org/goleak"
 )
 
@@ -90,5 +91,20 @@ func TestDisabled(t *testing.T) {
 	defer ctl.Close()
 	if code, _ := get(t, debugpage.Handler(ctl, debugpage.Config{Disabled: true}), "/debug/moirai"); code != 404 {
 		t.Fatalf("status %d, want 404", code)
+	}
+}
+
+func TestFenceSection(t *testing.T) {
+	f, err := fence.New(8, []fence.Reservation{{Name: "<d1>", Permits: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
+		debugpage.FenceSection("fence grpc", f, fence.NewTuner(f))}}), "/debug/moirai")
+	if code != 200 || !strings.Contains(body, "fence grpc") || !strings.Contains(body, "permits 3") ||
+		!strings.Contains(body, "not evaluated yet") || strings.Contains(body, "<d1>") || !strings.Contains(body, "&lt;d1&gt;") {
+		t.Errorf("page %d without the escaped fence section:\n%s", code, body)
 	}
 }

@@ -23,6 +23,19 @@
 // by default; a target that stops answering does not keep its level), and
 // shed locally, with ResourceExhausted, calls that level would reject.
 //
+// # Path fences
+//
+// With [WithFence], every handler runs on a permit of a [github.com/moirai-go/moirai/fence.Fence], on
+// the reservation of the call's path, so that calls stuck on one slow
+// downstream cannot take every worker. The path is learnt: the server
+// interceptors record the method in the handler's context, the client
+// interceptors report each downstream call made with it and how long it
+// took (the path's name is the connection's target unless
+// [WithPathName] says otherwise), and a method belongs to the downstream
+// it spends the most time calling ([github.com/moirai-go/moirai/fence.Classifier]). A method seen
+// calling nothing, or not seen yet, is local. [WithPathOf] sets a call's
+// path directly.
+//
 // The level travels in ordinary metadata ("moirai-level"), not in ORCA's
 // endpoint-load-metrics-bin: ORCA's per-call report is a trailer carrying
 // an xDS protobuf, which would add the xDS proto module to the library's

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/resource"
 )
 
@@ -45,6 +46,8 @@ type config struct {
 	trusted     func(ctx context.Context) bool
 	class       func(method string) string
 	cancellable bool
+	fence       *fence.Classifier
+	pathOf      func(ctx context.Context, method string) string
 }
 
 // WithAdmission runs d's admission on every call and sends d's level in the
@@ -69,6 +72,24 @@ func WithAdmitter(a admit.Admitter) Option { return func(c *config) { c.admitter
 // what a client's cached level tells it to. A call whose line is full
 // (q's backlog) fails with codes.ResourceExhausted.
 func WithQueue(q *moirai.Queue) Option { return func(c *config) { c.queue = q } }
+
+// WithFence runs every handler on a permit of c's fence, on the
+// reservation of the call's path: the path c has learnt for the method
+// from the downstream calls its handlers make (through the client
+// interceptors of this package, which report each call made with the
+// handler's context), or the local reservation for a method seen calling
+// nothing. A call whose path's line is full fails with
+// codes.ResourceExhausted. The time a call waits for its permit counts as
+// queueing time for admission. With WithQueue too, a call takes its
+// fence permit first, then its queue slot.
+func WithFence(c *fence.Classifier) Option { return func(cf *config) { cf.fence = c } }
+
+// WithPathOf sets a call's path itself, by name, instead of the
+// classifier's learning (WithFence); "" means the classifier decides. A
+// name the fence does not know gets its fallback reservation.
+func WithPathOf(fn func(ctx context.Context, method string) string) Option {
+	return func(c *config) { c.pathOf = fn }
+}
 
 // WithPriority sets how an entry service assigns a call's priority, from
 // the method (an [admit.Actions] table) and the context (the user, via an
@@ -140,6 +161,7 @@ type call struct {
 	ctl     *moirai.Controller
 	t       *moirai.Task
 	permit  resource.Permit
+	fenced  fence.Permit
 	started time.Duration
 }
 
@@ -163,6 +185,20 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	}
 	ctx, t := ctl.Begin(ctx, moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable})
 	cl := call{ctl: ctl, t: t}
+	if c.fence != nil {
+		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, method))
+		if err != nil {
+			if errors.Is(err, fence.ErrRejected) {
+				err = status.Error(codes.ResourceExhausted, "overloaded: path's line full")
+			} else {
+				err = status.FromContextError(err).Err()
+			}
+			t.End(err)
+			return nil, call{}, err
+		}
+		cl.fenced = permit
+		ctx = fence.WithCaller(ctx, c.fence, method)
+	}
 	if c.queue != nil {
 		permit, err := c.queue.Enter(ctx)
 		if err != nil {
@@ -171,6 +207,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 			} else {
 				err = status.FromContextError(err).Err()
 			}
+			cl.release()
 			t.End(err)
 			return nil, call{}, err
 		}
@@ -216,6 +253,20 @@ func (cl *call) release() {
 		_ = cl.permit.Release()
 		cl.permit = resource.Permit{}
 	}
+	if cl.fenced.Path() != nil {
+		_ = cl.fenced.Release()
+		cl.fenced = fence.Permit{}
+	}
+}
+
+// path is the fence reservation of a call of method.
+func (c *config) path(ctx context.Context, method string) *fence.Path {
+	if c.pathOf != nil {
+		if name := c.pathOf(ctx, method); name != "" {
+			return c.fence.Fence().Path(name)
+		}
+	}
+	return c.fence.PathOf(method)
 }
 
 // outcome maps a handler's result and the task's cancellation to the
@@ -285,10 +336,22 @@ func WithLevelTTL(d time.Duration) ClientOption {
 // WithoutLocalShedding sends priorities but never sheds locally.
 func WithoutLocalShedding() ClientOption { return func(c *client) { c.noShed = true } }
 
+// WithPathName sets the name of the fence path a downstream call belongs
+// to (default: the connection's target), which the server interceptors'
+// fence (WithFence) learns its callers' paths from.
+func WithPathName(fn func(target, method string) string) ClientOption {
+	return func(c *client) {
+		if fn != nil {
+			c.pathName = fn
+		}
+	}
+}
+
 type client struct {
-	ttl    time.Duration
-	noShed bool
-	levels sync.Map // target → cachedLevel
+	ttl      time.Duration
+	noShed   bool
+	levels   sync.Map // target → cachedLevel
+	pathName func(target, method string) string
 }
 
 type cachedLevel struct {
@@ -297,7 +360,7 @@ type cachedLevel struct {
 }
 
 func newClient(opts []ClientOption) *client {
-	c := &client{ttl: time.Second}
+	c := &client{ttl: time.Second, pathName: func(target, _ string) string { return target }}
 	for _, o := range opts {
 		if o != nil {
 			o(c)
@@ -346,7 +409,15 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 			return err
 		}
 		var md metadata.MD
+		var start time.Time
+		tracked := fence.Tracked(ctx)
+		if tracked {
+			start = time.Now()
+		}
 		err = invoker(ctx, method, req, reply, cc, append(callOpts, grpc.Header(&md))...)
+		if tracked {
+			fence.ObserveCall(ctx, c.pathName(target, method), time.Since(start))
+		}
 		c.learn(target, md)
 		return err
 	}
@@ -361,6 +432,13 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		ctx, err := c.prepare(ctx, target)
 		if err != nil {
 			return nil, err
+		}
+		if fence.Tracked(ctx) {
+			// A stream's length says little about the downstream's
+			// speed: it counts as a call of no length, which makes the
+			// caller's path the stream's downstream only if it calls
+			// nothing else.
+			fence.ObserveCall(ctx, c.pathName(target, method), 0)
 		}
 		cs, err := streamer(ctx, desc, cc, method, callOpts...)
 		if err != nil {

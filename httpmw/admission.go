@@ -9,6 +9,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/fence"
 )
 
 // Headers of DAGOR's cooperation.
@@ -146,7 +147,7 @@ func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &transport{base: base, ttl: DefaultLevelTTL}
+	t := &transport{base: base, ttl: DefaultLevelTTL, pathName: func(r *http.Request) string { return r.URL.Host }}
 	for _, o := range opts {
 		if o != nil {
 			o(t)
@@ -155,11 +156,24 @@ func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 	return t
 }
 
+// WithPathName sets the name of the fence path a downstream request
+// belongs to (default: its host), which a server's fence ([WithFence])
+// learns its requests' paths from. The time a request counts is until
+// its response's header arrives.
+func WithPathName(fn func(*http.Request) string) TransportOption {
+	return func(t *transport) {
+		if fn != nil {
+			t.pathName = fn
+		}
+	}
+}
+
 type transport struct {
-	base   http.RoundTripper
-	ttl    time.Duration
-	noShed bool
-	levels sync.Map // host → cachedLevel
+	base     http.RoundTripper
+	ttl      time.Duration
+	noShed   bool
+	levels   sync.Map // host → cachedLevel
+	pathName func(*http.Request) string
 }
 
 type cachedLevel struct {
@@ -187,7 +201,15 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
 		r.Header.Set(HeaderPriority, admit.FormatPriority(p))
 	}
+	var start time.Time
+	tracked := fence.Tracked(r.Context())
+	if tracked {
+		start = time.Now()
+	}
 	resp, err := t.base.RoundTrip(r)
+	if tracked {
+		fence.ObserveCall(r.Context(), t.pathName(r), time.Since(start))
+	}
 	if err != nil {
 		return resp, err
 	}

@@ -31,11 +31,16 @@
 // reach the connection. Opt in only for handlers that are safe to run
 // twice, the way a cancelled database transaction is (it rolled back).
 //
-// # Non-goals here
+// # Admission and path fences
 //
-// Admission control, priorities from trusted peers and path fences plug
-// into the same middleware later (DAGOR and PathFence); the client side
-// (a RoundTripper) comes with them.
+// [WithAdmission] runs DAGOR's admission by priority, and [Transport], the
+// client side, sends priorities downstream and sheds by the levels
+// downstreams return (see admission.go's options). [WithFence] runs every
+// request on a permit of a fence.Fence, on the reservation of its path:
+// the downstream (by host, unless [WithPathName] says otherwise) its
+// class spends the most time calling through [Transport] with the
+// request's context, as the fence's Classifier learns it; a class seen
+// calling nothing is local. [WithPathOf] sets a request's path directly.
 //
 // # Usage
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/fence"
 )
 
 // Option configures [Handler].
@@ -27,6 +28,8 @@ type config struct {
 	arrival     func(*http.Request) (time.Time, bool)
 	priority    func(*http.Request) moirai.Priority
 	trusted     func(*http.Request) bool
+	fence       *fence.Classifier
+	pathOf      func(*http.Request) string
 }
 
 // maxClass bounds the length of a class derived from a request.
@@ -95,6 +98,19 @@ func WithMaxBody(n int64) Option {
 	}
 }
 
+// WithFence runs every request on a permit of c's fence, on the
+// reservation of its path: the path c has learnt for the request's class
+// (see [WithClass]) from the downstream calls its handler makes through
+// [Transport] with the request's context, or the local reservation for a
+// class seen calling nothing. A request whose path's line is full gets
+// 503 Service Unavailable with Retry-After.
+func WithFence(c *fence.Classifier) Option { return func(cf *config) { cf.fence = c } }
+
+// WithPathOf sets a request's path itself, by name, instead of the
+// classifier's learning (WithFence); "" means the classifier decides. A
+// name the fence does not know gets its fallback reservation.
+func WithPathOf(fn func(*http.Request) string) Option { return func(c *config) { c.pathOf = fn } }
+
 // Handler returns next wrapped so that each request is a moirai task of
 // ctl. It panics if ctl or next is nil, as http.Handle does for a nil
 // handler.
@@ -126,6 +142,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
 		return
 	}
+	if h.cfg.fence != nil {
+		class := h.cfg.class(r)
+		permit, err := h.cfg.fence.Fence().Acquire(r.Context(), h.path(r, class))
+		if err != nil {
+			if errors.Is(err, fence.ErrRejected) {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "overloaded: path's line full", http.StatusServiceUnavailable)
+			}
+			// Otherwise the client has gone: nobody to answer.
+			return
+		}
+		defer permit.Release()
+		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.fence, class))
+	}
 	if h.cfg.reexecute && h.cfg.cancellable {
 		if body, ok := h.bufferBody(r); ok {
 			h.serveRetry(w, r, body, p)
@@ -141,6 +171,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		rejectCancelled(w)
 	}
+}
+
+// path is the fence reservation of a request of class.
+func (h *handler) path(r *http.Request, class string) *fence.Path {
+	if h.cfg.pathOf != nil {
+		if name := h.cfg.pathOf(r); name != "" {
+			return h.cfg.fence.Fence().Path(name)
+		}
+	}
+	return h.cfg.fence.PathOf(class)
 }
 
 // errPanicked ends the task of a handler that panicked; net/http then

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/grpcmw"
+	"github.com/moirai-go/moirai/internal/grpcserve"
 )
 
 // Roles of the suite's server processes.
@@ -95,21 +95,7 @@ func Serve(ctx context.Context, cfg ServerConfig, ready func(addr string)) error
 		defer closeA()
 	}
 	srv.RegisterService(desc, nil)
-	lis, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
-	ready(lis.Addr().String())
-	select {
-	case <-ctx.Done():
-		srv.Stop()
-		<-errc
-		return nil
-	case err := <-errc:
-		return err
-	}
+	return grpcserve.Serve(ctx, srv, cfg.Listen, ready)
 }
 
 // serverM is the service of fixed capacity: Workers slots, each call

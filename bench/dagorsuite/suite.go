@@ -191,7 +191,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 		Machine: bench.CurrentMachine(),
 		Params: map[string]string{
 			"M":            fmt.Sprintf("%d workers × %v per call: capacity C = %.0f calls/s; A and M in their own processes, gRPC on loopback", o.Workers, o.Service, c),
-			"feed":         fmt.Sprintf("f / f_sat, with f_sat = C / (calls per task); Poisson arrivals; optimum success rate min(1, f_sat / f)"),
+			"feed":         "f / f_sat, with f_sat = C / (calls per task); Poisson arrivals; optimum success rate min(1, f_sat / f)",
 			"deadline":     o.Deadline.String() + " per task, from its arrival at A",
 			"users":        fmt.Sprintf("%d, uniformly; business priority one for all tasks", o.Users),
 			"admission":    fmt.Sprintf("window %v or %d requests, queueing-time threshold %v (also CoDel's target)", o.Window, o.WindowCount, o.Threshold),

@@ -50,7 +50,12 @@ func HTML(w io.Writer, r *bench.Results) error {
 			}
 			title += ": light requests over time"
 			fig := pageFigure{ID: id, Case: c.Case, Suite: c.Suite, Sanity: sc}
-			if svg := figure(c, pal, title); svg != "" {
+			draw := figure
+			if c.Suite == pathfenceSuite {
+				draw = pathfenceFigure
+				title = c.Case + " (suite pathfence): p99 latency per path over time"
+			}
+			if svg := draw(c, pal, title); svg != "" {
 				// figure escapes every text it writes.
 				fig.SVG = template.HTML(svg)
 				for _, at := range injections(c.Runs) {

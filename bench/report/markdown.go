@@ -72,6 +72,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 
 	others, _ := splitCPU(r.Rows)
 	others, _ = splitDagor(others)
+	others, _ = splitPathfence(others)
 	if len(others) > 0 || len(r.Rows) == 0 {
 		p("Each row is one (case, controller) pair, normalized by the same case run without its culprit and without control, in the same invocation. ")
 		p("*throughput_norm* and *p99_norm* are the light requests' throughput and p99 latency relative to that normal run; ")
@@ -99,6 +100,10 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 		}
 		if name == dagorSuite {
 			markdownDagor(p, r, rows)
+			continue
+		}
+		if name == pathfenceSuite {
+			markdownPathfence(p, r, rows)
 			continue
 		}
 		p("%s", mdRowHeader)

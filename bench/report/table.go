@@ -27,8 +27,9 @@ var tableHeader = []string{
 func Table(w io.Writer, rows []bench.Row) error {
 	rows, cpu := splitCPU(rows)
 	rows, dagor := splitDagor(rows)
+	rows, pf := splitPathfence(rows)
 	var parts []func() error
-	if len(rows) > 0 || (len(cpu) == 0 && len(dagor) == 0) {
+	if len(rows) > 0 || (len(cpu) == 0 && len(dagor) == 0 && len(pf) == 0) {
 		parts = append(parts, func() error { return table(w, rows) })
 	}
 	if len(cpu) > 0 {
@@ -36,6 +37,9 @@ func Table(w io.Writer, rows []bench.Row) error {
 	}
 	if len(dagor) > 0 {
 		parts = append(parts, func() error { return dagorTable(w, dagor) })
+	}
+	if len(pf) > 0 {
+		parts = append(parts, func() error { return pathfenceTable(w, pf) })
 	}
 	for i, part := range parts {
 		if i > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/moirai-go/moirai/bench/dagorsuite"
 	"github.com/moirai-go/moirai/bench/dbsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
+	"github.com/moirai-go/moirai/bench/pathfencesuite"
 	"github.com/moirai-go/moirai/bench/report"
 )
 
@@ -60,7 +61,7 @@ run without the culprit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand(), newBenchServeDagorCommand())
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand(), newBenchServeDagorCommand(), newBenchServePathfenceCommand(), newBenchSoakCommand(g))
 	return cmd
 }
 
@@ -110,6 +111,13 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 			for _, c := range dbsuite.PostgresControllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite postgres)"})
 			}
+			for _, c := range pathfencesuite.Cases() {
+				l.Cases = append(l.Cases, caseInfo{Suite: pathfencesuite.Suite, Name: c.Name, Models: "PathFence",
+					Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
+			}
+			for _, c := range pathfencesuite.Controllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite pathfence)"})
+			}
 			out := cmd.OutOrStdout()
 			if g.Output == outputJSON {
 				return json.NewEncoder(out).Encode(l)
@@ -147,7 +155,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
-	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu and dagor: unmeasured start of each run (dagor: 3s unless set)")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor and pathfence: unmeasured start of each run (dagor: 5s, pathfence: 6s unless set)")
 	fl.IntVar(&f.rounds, "rounds", 1, "suite cpu: runs of every (case, controller) pair, interleaved")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
@@ -171,6 +179,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runDagorBench(cmd, g, f)
 	case dbsuite.SuitePostgres:
 		return runPostgresBench(cmd, g, f)
+	case pathfencesuite.Suite:
+		return runPathfenceBench(cmd, g, f)
 	}
 	cases, err := bench.SelectCases(f.suite, f.cases)
 	if err != nil {
@@ -283,6 +293,7 @@ func newBenchReportCommand(g *globalFlags) *cobra.Command {
 	var (
 		in       []string
 		md, html string
+		figures  string
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -305,7 +316,15 @@ HTML report is written from the first.`,
 				}
 				all = append(all, res)
 			}
+			if figures != "" {
+				if err := writeFigures(figures, all); err != nil {
+					return err
+				}
+			}
 			if md == "" && html == "" {
+				if figures != "" {
+					return nil
+				}
 				return report.MarkdownAll(cmd.OutOrStdout(), all)
 			}
 			for _, t := range []struct {
@@ -336,5 +355,22 @@ HTML report is written from the first.`,
 	cmd.Flags().StringSliceVar(&in, "in", nil, "results.json to read; repeat (or separate with commas) for several")
 	cmd.Flags().StringVar(&md, "md", "", "Markdown file to write (e.g. docs/RESULTS.md); standard output if neither --md nor --html")
 	cmd.Flags().StringVar(&html, "html", "", "HTML report to write")
+	cmd.Flags().StringVar(&figures, "figures", "", "directory to write the figures the Markdown links to (e.g. docs/bench: the pathfence suite's pathfence-CASE.svg)")
 	return cmd
+}
+
+// writeFigures writes the SVG figures of every results' suites that the
+// Markdown links to, into dir.
+func writeFigures(dir string, all []*bench.Results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--figures %s: %w", dir, err)
+	}
+	for _, r := range all {
+		for name, svg := range report.PathfenceFigures(r) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(svg+"\n"), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -25,19 +25,28 @@ import (
 const serveDagorCommand = "serve-dagor"
 
 func newBenchServeDagorCommand() *cobra.Command {
+	return newServeCommand(serveDagorCommand, "dagor", func(ctx context.Context, c dagorsuite.ServerConfig, ready func(string)) error {
+		return dagorsuite.Serve(ctx, c, ready)
+	})
+}
+
+// newServeCommand returns a hidden subcommand that runs one server
+// process of a multi-process suite: it decodes the server's
+// configuration from --config, serves until its parent closes its
+// standard input (or dies) or signals it, and prints "listening ADDR"
+// once it serves, which startProcess waits for.
+func newServeCommand[C any](name, suite string, serve func(ctx context.Context, c C, ready func(addr string)) error) *cobra.Command {
 	var config string
 	cmd := &cobra.Command{
-		Use:    serveDagorCommand,
-		Short:  "Run one server of a dagor-suite run (used by bench run --suite dagor)",
+		Use:    name,
+		Short:  fmt.Sprintf("Run one server of a %s-suite run (used by bench run --suite %s)", suite, suite),
 		Hidden: true,
 		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var c dagorsuite.ServerConfig
+			var c C
 			if err := json.Unmarshal([]byte(config), &c); err != nil {
 				return usageErrorf("--config: %v", err)
 			}
-			// The server lives until its parent closes its standard input
-			// (or dies) or signals it.
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			go func() {
@@ -45,7 +54,7 @@ func newBenchServeDagorCommand() *cobra.Command {
 				cancel()
 			}()
 			out := cmd.OutOrStdout()
-			return dagorsuite.Serve(ctx, c, func(addr string) { fmt.Fprintf(out, "listening %s\n", addr) })
+			return serve(ctx, c, func(addr string) { fmt.Fprintf(out, "listening %s\n", addr) })
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "the server's configuration, as JSON")
@@ -140,7 +149,14 @@ func startServer(ctx context.Context, exe string, c dagorsuite.ServerConfig) (st
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "bench", serveDagorCommand, "--config", string(b))
+	return startProcess(ctx, c.Role, exe, "bench", serveDagorCommand, "--config", string(b))
+}
+
+// startProcess runs a server process that prints "listening ADDR" on its
+// standard output once it serves and lives until its standard input is
+// closed, and waits for its address. role names it in errors.
+func startProcess(ctx context.Context, role, exe string, args ...string) (string, func() error, error) {
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stderr = os.Stderr
@@ -168,7 +184,7 @@ func startServer(ctx context.Context, exe string, c dagorsuite.ServerConfig) (st
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		_ = stop()
-		return "", nil, fmt.Errorf("server %s did not start (read %q: %v)", c.Role, line, err)
+		return "", nil, fmt.Errorf("server %s did not start (read %q: %v)", role, line, err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	return addr, stop, nil

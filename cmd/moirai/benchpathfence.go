@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moirai-go/moirai/bench/pathfencesuite"
+	"github.com/moirai-go/moirai/bench/report"
+)
+
+// servePathfenceCommand is the hidden subcommand that runs one server
+// process of the pathfence suite.
+const servePathfenceCommand = "serve-pathfence"
+
+func newBenchServePathfenceCommand() *cobra.Command {
+	return newServeCommand(servePathfenceCommand, "pathfence", func(ctx context.Context, c pathfencesuite.ServerConfig, ready func(string)) error {
+		return pathfencesuite.Serve(ctx, c, ready)
+	})
+}
+
+// pathfenceRow is a row of the pathfence suite as `bench run --suite
+// pathfence -o json` prints it: the suite's own fields, zeros included.
+type pathfenceRow struct {
+	Suite      string  `json:"suite"`
+	Case       string  `json:"case"`
+	Controller string  `json:"controller"`
+	Path       string  `json:"path"`
+	MeanMs     float64 `json:"mean_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	Dropped    int     `json:"dropped"`
+	Sent       int     `json:"sent"`
+	Throughput float64 `json:"throughput"`
+	Permits    int     `json:"permits,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// runPathfenceBench runs the pathfence suite: D1, D2 and U of each run
+// are this binary, re-executed with the hidden serve-pathfence command,
+// except U under the static controller, which is the benchmark module's
+// (bench/peers), built on first use, since the library never imports the
+// peers.
+func runPathfenceBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+	cases, err := pathfencesuite.SelectCases(f.cases)
+	if err != nil {
+		return usageError{err}
+	}
+	ctls, err := pathfencesuite.SelectControllers(f.controllers)
+	if err != nil {
+		return usageError{err}
+	}
+	duration, warmup := pathfencesuite.DefaultDuration, pathfencesuite.DefaultWarmup
+	if cmd.Flags().Changed("duration") {
+		duration = f.duration
+	}
+	if f.warmupChanged {
+		warmup = f.warmup
+	}
+	if duration < 1e9 || warmup < 0 {
+		return usageErrorf("--duration %v with --warmup %v: want a duration of at least 1s", duration, warmup)
+	}
+	if f.out != "" {
+		if err := checkWritable(f.out); err != nil {
+			return err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program to run the servers: %w", err)
+	}
+	errOut := cmd.ErrOrStderr()
+	peers := &peersBinary{}
+	defer peers.remove()
+	res, err := pathfencesuite.Execute(cmd.Context(), pathfencesuite.Options{
+		Cases: cases, Controllers: ctls, Warmup: warmup, Duration: duration, Seed: f.seed,
+		Start: func(ctx context.Context, c pathfencesuite.ServerConfig) (string, func() error, error) {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return "", nil, err
+			}
+			if c.Role == pathfencesuite.RoleU && c.Controller == "static" {
+				bin, err := peers.path(ctx, errOut)
+				if err != nil {
+					return "", nil, err
+				}
+				return startProcess(ctx, "U (static)", bin, "--config", string(b))
+			}
+			return startProcess(ctx, c.Role, exe, "bench", servePathfenceCommand, "--config", string(b))
+		},
+		Progress: progressBar(errOut),
+	})
+	if err != nil && res == nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if g.Output == outputJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range res.Rows {
+			if err := enc.Encode(pathfenceRow{r.Suite, r.Case, r.Controller, r.Path, r.MeanMs, r.P99Ms, r.Dropped, r.Sent, r.Throughput, r.Permits, r.Error}); err != nil {
+				return err
+			}
+		}
+	} else if terr := report.Table(out, res.Rows); terr != nil {
+		return terr
+	}
+	if f.out != "" {
+		if werr := writeResults(f.out, res); werr != nil {
+			return werr
+		}
+		fmt.Fprintf(errOut, "wrote %s and %s\n", filepath.Join(f.out, "results.json"), filepath.Join(f.out, "report.html"))
+	}
+	return err
+}
+
+// peersBinary builds, once, the benchmark module's upstream for the
+// static controller (bench/peers/cmd/pathfence-static).
+type peersBinary struct {
+	once sync.Once
+	bin  string
+	dir  string
+	err  error
+}
+
+func (p *peersBinary) path(ctx context.Context, log io.Writer) (string, error) {
+	p.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			p.err = fmt.Errorf("the static controller runs the benchmark module's upstream: %w", err)
+			return
+		}
+		p.dir, err = os.MkdirTemp("", "moirai-peers-")
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.bin = filepath.Join(p.dir, "pathfence-static")
+		fmt.Fprintln(log, "building bench/peers/cmd/pathfence-static for the static controller…")
+		build := exec.CommandContext(ctx, "go", "build", "-o", p.bin, "./cmd/pathfence-static")
+		build.Dir = filepath.Join(root, "bench", "peers")
+		if out, err := build.CombinedOutput(); err != nil {
+			p.err = fmt.Errorf("building the static controller's upstream in %s: %v\n%s", build.Dir, err, out)
+		}
+	})
+	return p.bin, p.err
+}
+
+func (p *peersBinary) remove() {
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
+}
+
+// moduleRoot finds the moirai source tree from the working directory:
+// the directory whose go.mod declares the module and which holds
+// bench/peers.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if isMoiraiRoot(dir) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run it from within the moirai source tree (no go.mod of github.com/moirai-go/moirai with bench/peers above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+func isMoiraiRoot(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "module github.com/moirai-go/moirai" {
+			_, err := os.Stat(filepath.Join(dir, "bench", "peers", "go.mod"))
+			return err == nil
+		}
+	}
+	return false
+}

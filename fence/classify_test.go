@@ -1,0 +1,53 @@
+package fence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/moirai-go/moirai/fence"
+)
+
+func TestClassifierLearnsTheSlowestDownstream(t *testing.T) {
+	f := mustNew(t, 16, []fence.Reservation{{"d1", 4}, {"d2", 4}})
+	c := fence.NewClassifier(f)
+	if got := c.PathOf("/svc/Get"); got != f.Local() {
+		t.Fatalf("unseen kind: %q, want local", got.Name())
+	}
+	ctx := fence.WithCaller(context.Background(), c, "/svc/Get")
+	fence.ObserveCall(ctx, "d2", 2*time.Millisecond)
+	if got := c.PathOf("/svc/Get").Name(); got != "d2" {
+		t.Fatalf("after one d2 call: %q, want d2", got)
+	}
+	// The same handler also calls d1, which takes longer: d1's path.
+	fence.ObserveCall(ctx, "d1", 20*time.Millisecond)
+	fence.ObserveCall(ctx, "d2", 2*time.Millisecond)
+	if got := c.PathOf("/svc/Get").Name(); got != "d1" {
+		t.Fatalf("after d1 took more time: %q, want d1", got)
+	}
+	// A context without a caller and a zero path change nothing.
+	fence.ObserveCall(context.Background(), "d2", time.Hour)
+	fence.ObserveCall(ctx, "", time.Hour)
+	fence.ObserveCall(ctx, "d2", -time.Hour)
+	if d := cmp.Diff(map[string]string{"/svc/Get": "d1"}, c.Routes()); d != "" {
+		t.Errorf("Routes (-want +got):\n%s", d)
+	}
+	// The kind's calls move to d2 for good: decay lets it follow.
+	for range 200 {
+		fence.ObserveCall(ctx, "d2", time.Second)
+	}
+	if got := c.PathOf("/svc/Get").Name(); got != "d2" {
+		t.Errorf("after a long run of d2 calls: %q, want d2", got)
+	}
+	// A downstream the fence does not know: the fallback, counted.
+	other := fence.WithCaller(context.Background(), c, "/svc/Other")
+	fence.ObserveCall(other, "d9", time.Millisecond)
+	if got := c.PathOf("/svc/Other"); got != f.Local() || f.Stats().Unknown == 0 {
+		t.Errorf("unknown downstream: %q (unknown %d), want the local fallback, counted", got.Name(), f.Stats().Unknown)
+	}
+	if c.Fence() != f {
+		t.Error("Fence() is not the classifier's fence")
+	}
+}

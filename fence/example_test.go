@@ -1,0 +1,90 @@
+package fence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/moirai-go/moirai/fence"
+)
+
+func ExampleFence() {
+	f, err := fence.New(8, []fence.Reservation{{Name: "inventory", Permits: 2}, {Name: "payments", Permits: 2}},
+		fence.WithBacklog(1))
+	if err != nil {
+		panic(err)
+	}
+	inventory := f.Path("inventory") // resolve once
+	ctx := context.Background()
+	a, _ := f.Acquire(ctx, inventory)
+	b, _ := f.Acquire(ctx, inventory)
+	// inventory's two permits are held: a third request would wait in its
+	// line; payments and local requests are not affected.
+	p, _ := f.Acquire(ctx, f.Path("payments"))
+	l, _ := f.Acquire(ctx, nil)
+	fmt.Println("local permits:", f.Local().Permits(), "inventory in use:", inventory.InUse())
+	for _, pm := range []fence.Permit{a, b, p, l} {
+		pm.Release()
+	}
+	// Oversubscribed reservations are refused.
+	_, err = fence.New(4, []fence.Reservation{{Name: "a", Permits: 3}, {Name: "b", Permits: 2}})
+	fmt.Println(err)
+	// Output:
+	// local permits: 4 inventory in use: 2
+	// fence: reservations of 5 permits in all exceed the pool of 4 workers
+}
+
+func ExampleFence_Acquire() {
+	f, _ := fence.New(2, []fence.Reservation{{Name: "slow", Permits: 1}}, fence.WithBacklog(1))
+	slow := f.Path("slow")
+	held, _ := f.Acquire(context.Background(), slow)
+	defer held.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	_, err := f.Acquire(ctx, slow) // waits in slow's line until ctx ends
+	fmt.Println(errors.Is(err, context.DeadlineExceeded), slow.Waiting())
+	// Output: true 0
+}
+
+func ExampleSCT_Estimate() {
+	// A downstream that serves 100 requests/s per concurrent request up
+	// to 8: ten samples at each concurrency from 1 to 12.
+	var samples []fence.Sample
+	for c := 1; c <= 12; c++ {
+		for range 10 {
+			samples = append(samples, fence.Sample{Concurrency: float64(c), Throughput: 100 * float64(min(c, 8)), Saturated: true})
+		}
+	}
+	e := fence.SCT{}.Estimate(samples, 12, 30)
+	fmt.Printf("Q_lower %d at %.0f/s: %d permits\n", e.QLower, e.Peak, e.Permits)
+	// Output: Q_lower 8 at 800/s: 9 permits
+}
+
+func ExampleClassifier() {
+	f, _ := fence.New(16, []fence.Reservation{{Name: "d1", Permits: 4}, {Name: "d2", Permits: 4}})
+	c := fence.NewClassifier(f)
+	// What the server middleware does for a request of /api.Orders/Get...
+	ctx := fence.WithCaller(context.Background(), c, "/api.Orders/Get")
+	// ...and the client middleware for each call its handler makes.
+	fence.ObserveCall(ctx, "d2", 3*time.Millisecond)
+	fence.ObserveCall(ctx, "d1", 40*time.Millisecond)
+	fmt.Println(c.PathOf("/api.Orders/Get").Name(), c.PathOf("/api.Health/Check").Name())
+	// Output: d1 local
+}
+
+func ExampleTuner() {
+	f, _ := fence.New(32, []fence.Reservation{{Name: "d1", Permits: 12}})
+	t := fence.NewTuner(f, fence.OnChange(func(path string, from, to int, e fence.Estimate) {
+		fmt.Printf("%s: %d → %d permits (%s)\n", path, from, to, e.Reason)
+	}))
+	// Samples as Run takes them every 50 ms: here scripted, a downstream
+	// whose throughput stops growing at concurrency 8.
+	for c := 6; c <= 12; c++ {
+		for range 10 {
+			t.Observe("d1", fence.Sample{Concurrency: float64(c), Throughput: 100 * float64(min(c, 8)), Saturated: true})
+		}
+	}
+	t.Evaluate()
+	// Output: d1: 12 → 9 permits (throughput levels off from concurrency 8 (800/s): Q_lower + 1)
+}
