@@ -18,7 +18,7 @@ import (
 // lockScenario runs, in a synctest bubble, a culprit that holds a table
 // lock for 5 s reporting progress while requests arrive every 5 ms and
 // queue for the lock; it returns how each ended.
-func lockScenario(t *testing.T, ctl *moirai.Controller) (culpritErr error, victimErrs []error) {
+func lockScenario(t *testing.T, ctl *moirai.Controller) (victimErrs []error, culpritErr error) {
 	t.Helper()
 	table := ctl.Mutex("table:orders")
 	var wg sync.WaitGroup
@@ -59,14 +59,14 @@ func lockScenario(t *testing.T, ctl *moirai.Controller) (culpritErr error, victi
 		_ = i
 	}
 	wg.Wait()
-	return culpritErr, victimErrs
+	return victimErrs, culpritErr
 }
 
 func TestDefaultsCancelTheCulprit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
 		defer ctl.Close()
-		culprit, victims := lockScenario(t, ctl)
+		victims, culprit := lockScenario(t, ctl)
 		if !errors.Is(culprit, moirai.ErrCancelled) {
 			t.Fatalf("culprit ended with %v; want it cancelled", culprit)
 		}
@@ -93,7 +93,7 @@ func TestTraceOnlyActsOnNothing(t *testing.T) {
 		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithTraceOnly(),
 			moirai.WithPolicy(policyFunc{"never", func(*snapshot.Snapshot) []policy.Decision { panic("ran") }}))
 		defer ctl.Close()
-		culprit, victims := lockScenario(t, ctl)
+		victims, culprit := lockScenario(t, ctl)
 		if culprit != nil || len(victims) != 0 || len(ctl.Decisions()) != 0 {
 			t.Errorf("trace-only controller acted: culprit %v, %d victims, %d decisions", culprit, len(victims), len(ctl.Decisions()))
 		}

@@ -74,8 +74,8 @@
 // policies, detectors and observers are user code: they never run under a
 // runtime lock, their panics are recovered and reported, and a hook that
 // blocks is reported without holding up the loop. A task whose request ended
-// without End is reported ([WithUnendedGrace]); Close reports tasks still
-// live. Bad input never crashes the service: invalid specs are defaulted and
+// without End is reported and evicted ([WithUnendedGrace]), so the registry
+// stays bounded; Close reports tasks still live. Bad input never crashes the service: invalid specs are defaulted and
 // reported, releases without acquires are refused and counted, events after
 // End are dropped and counted.
 //

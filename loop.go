@@ -222,16 +222,6 @@ func (c *Controller) safeDetect(d policy.Detector) (fired bool, reason string) {
 	return d.Detect(&c.snap)
 }
 
-// decideLocked runs the policies; a panicking policy is reported and
-// decides nothing.
-func (c *Controller) decideLocked() []policy.Decision {
-	var out []policy.Decision
-	for _, p := range c.cfg.policies {
-		out = append(out, c.safeDecide(p)...)
-	}
-	return out
-}
-
 func (c *Controller) safeDecide(p policy.Policy) (ds []policy.Decision) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -13,7 +13,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 )
 
@@ -304,8 +306,9 @@ func TestDetectorSwitchesToFineTickAndPreciseClock(t *testing.T) {
 }
 
 // TestUnendedTasksAreReported: a task whose request is over but which was
-// never ended is reported once, after the grace period; Close reports the
-// tasks still live.
+// never ended is reported once, after the grace period, and evicted: the
+// registry stays bounded, and the application's late End is no mistake.
+// Close reports the tasks still live.
 func TestUnendedTasksAreReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reported errs
@@ -313,21 +316,49 @@ func TestUnendedTasksAreReported(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
 		_, leaked := ctl.Begin(parent, moirai.Spec{Class: "forgot-to-end"})
 		_, fine := ctl.Begin(parent, moirai.Spec{Class: "ended"})
+		_, live := ctl.Begin(context.Background(), moirai.Spec{Class: "still-running"})
 		cancel()
 		fine.End(nil)
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
-		if got := ctl.Stats().Unended; got != 1 {
-			t.Errorf("Stats().Unended = %d, want 1", got)
+		st := ctl.Stats()
+		if st.Unended != 1 || st.Live != 1 {
+			t.Errorf("Stats() = %+v, want 1 unended, evicted, and 1 live", st)
+		}
+		leaked.End(nil) // late: accepted silently
+		if st := ctl.Stats(); st.EndedTwice != 0 {
+			t.Errorf("the evicted task's late End counted as ended twice: %+v", st)
 		}
 		if err := ctl.Close(); err == nil || !strings.Contains(err.Error(), "1 task(s) never ended") {
-			t.Errorf("Close() = %v", err)
+			t.Errorf("Close() = %v, want the one live task reported", err)
 		}
 		all := reported.all()
 		if len(all) != 2 || !strings.Contains(all[0].Error(), "forgot-to-end") {
 			t.Errorf("reported = %v", all)
 		}
-		leaked.End(nil)
+		live.End(nil)
+	})
+}
+
+// TestForgottenEndsStayBounded: a service that never calls End keeps a
+// bounded registry: every task whose request is over is evicted after the
+// grace period, whatever their number.
+func TestForgottenEndsStayBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithErrorHandler(func(error) {}), moirai.WithUnendedGrace(time.Second))
+		defer ctl.Close()
+		for round := range 5 {
+			for range 2000 {
+				ctx, cancel := context.WithCancel(context.Background())
+				ctl.Begin(ctx, moirai.Spec{Class: "leaky"})
+				cancel()
+			}
+			time.Sleep(3 * time.Second)
+			synctest.Wait()
+			if st := ctl.Stats(); st.Live != 0 || st.Unended != int64(2000*(round+1)) {
+				t.Fatalf("round %d: %+v, want none live and every forgotten task evicted", round, st)
+			}
+		}
 	})
 }
 
@@ -397,5 +428,32 @@ func TestConstructorsRefuseBadNames(t *testing.T) {
 			t.Error("Begin with a nil context did not panic")
 		}
 	}()
-	ctl.Begin(nil, moirai.Spec{}) //nolint:staticcheck // the nil context is the point
+	//lint:ignore SA1012 the nil context is the point
+	ctl.Begin(nil, moirai.Spec{})
+}
+
+func TestControllerFence(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	if _, err := ctl.Fence("pool", 4, []fence.Reservation{{Name: "d1", Permits: 5}}); err == nil {
+		t.Fatal("a reservation above the pool accepted")
+	}
+	f, err := ctl.Fence("pool", 4, []fence.Reservation{{Name: "d1", Permits: 2}})
+	if err != nil {
+		t.Fatalf("the refused fence took the name: %v", err)
+	}
+	if _, err := ctl.Fence("pool", 4, nil); err == nil {
+		t.Error("a second fence of the same name accepted")
+	}
+	ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "c"})
+	p, err := f.Acquire(ctx, f.Path("d1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ctl.Resource("pool")
+	if !tk.Holding() || r.Kind() != resource.KindQueue {
+		t.Errorf("the task does not hold the fence's queue resource")
+	}
+	p.Release()
+	tk.End(nil)
 }

@@ -269,3 +269,23 @@ func TestDAGORHoldsWhileDraining(t *testing.T) {
 		t.Fatal("no cut when the delay rose again above the threshold")
 	}
 }
+
+// FuzzParsePriority: the moirai-priority header and gRPC metadata value
+// from a peer. Whatever it accepts is in range and survives a round trip.
+func FuzzParsePriority(f *testing.F) {
+	for _, s := range []string{"0/0", "63/127", "64/0", "0/128", "", "/", "1/", "-1/2", "+1/2", "01/2", " 1/2", "1/2\n", "\x00/\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, ok := admit.ParsePriority(s)
+		if !ok {
+			return
+		}
+		if int(p.Business) >= admit.BusinessLevels || int(p.User) >= admit.UserLevels {
+			t.Fatalf("ParsePriority(%q) = %v out of range", s, p)
+		}
+		if p2, ok := admit.ParsePriority(admit.FormatPriority(p)); !ok || p2 != p {
+			t.Fatalf("round trip of %v failed", p)
+		}
+	})
+}

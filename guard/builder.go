@@ -41,9 +41,7 @@ type tracked struct {
 // useAcc integrates one task's use of one resource over the polls.
 type useAcc struct {
 	hold, wait      time.Duration
-	held, waiting   bool
 	heldAt, waitAt  uint64 // poll number last seen holding / waiting
-	waitSince       time.Time
 	windowWaitDelta time.Duration
 }
 

@@ -330,8 +330,9 @@ func (r *Registry) Stats() Stats {
 
 // CheckUnended looks for a task that was never ended: its context has been
 // done for longer than grace (the request it served is over) but End has not
-// been called. It reports such a task once, the first time it is found, and
-// returns true then. The controller calls it on every live task it visits.
+// been called. It reports such a task once, the first time it is found,
+// evicts it from the registry (ending it with [ErrUnended]), and returns
+// true then. The controller calls it on every live task it visits.
 func (r *Registry) CheckUnended(t *Task, now int64, grace time.Duration) bool {
 	if t.state.Load()&(stateEnded|stateUnended) != 0 || t.ctx.Err() == nil {
 		return false
@@ -345,17 +346,27 @@ func (r *Registry) CheckUnended(t *Task, now int64, grace time.Duration) bool {
 	if time.Duration(now-seen) < grace {
 		return false
 	}
+	var prev uint32
 	for {
 		s := t.state.Load()
 		if s&(stateEnded|stateUnended) != 0 {
 			return false
 		}
-		if t.state.CompareAndSwap(s, s|stateUnended) {
+		if t.state.CompareAndSwap(s, s|stateUnended|stateEnded) {
+			prev = s
 			break
 		}
 	}
 	r.unended.Add(1)
 	r.report(&UnendedError{ID: t.id, Class: t.spec.Class, Key: t.spec.Key, Age: time.Duration(now - t.begin)})
+	// Evict it, as End would have, so that a service that forgets End
+	// keeps a bounded registry: its accounting folds into the totals, its
+	// later events are dropped as late, and its own End, if it ever
+	// comes, is accepted silently.
+	r.end(t, now, ErrUnended, prev)
+	if p := t.lazy.Load(); p != nil {
+		p.cancel(nil)
+	}
 	return true
 }
 

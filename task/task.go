@@ -15,6 +15,11 @@ import (
 // moirai picked its task; ctx.Err() is then context.Canceled.
 var ErrCancelled = errors.New("moirai: task cancelled by the overload controller")
 
+// ErrUnended is the outcome recorded for a task the registry evicted
+// because its context had ended long before without End
+// ([Registry.CheckUnended]).
+var ErrUnended = errors.New("task: evicted: its context ended long ago without End")
+
 const (
 	stateEnded     = 1 << 0
 	stateCancelled = 1 << 1
@@ -357,7 +362,9 @@ func (t *Task) End(err error) {
 	for {
 		s := t.state.Load()
 		if s&stateEnded != 0 {
-			t.reg.endedTwice.Add(1)
+			if s&stateUnended == 0 { // an evicted task's late End is no mistake
+				t.reg.endedTwice.Add(1)
+			}
 			return
 		}
 		if t.state.CompareAndSwap(s, s|stateEnded) {

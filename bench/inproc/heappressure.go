@@ -169,7 +169,10 @@ func buildHeapPressure(env *bench.Env) (*bench.Service, error) {
 			return nil
 		},
 		Close: func() {
-			running.Lock() // the aggregation is over: its heap is garbage
+			// Waiting for the lock is waiting for the aggregation to be
+			// over: its heap is garbage then.
+			running.Lock()
+			//lint:ignore SA2001 the lock is taken only to wait for the holder
 			running.Unlock()
 			runtime.GC()
 			debug.FreeOSMemory()

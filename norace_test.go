@@ -1,0 +1,5 @@
+//go:build !race
+
+package moirai_test
+
+const raceEnabled = false
