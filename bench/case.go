@@ -59,6 +59,12 @@ type Case struct {
 	SLO time.Duration
 	// Build builds the service on env.Ctl. It is called once per run.
 	Build func(env *Env) (*Service, error)
+	// ProcessWide is set when the case's contended resource is the whole
+	// process's (its CPU, the Go heap) rather than a value the case owns:
+	// anything else running in the process uses it without the case's
+	// controller seeing, so the case must run alone (moirai bench soak
+	// never runs it beside another case).
+	ProcessWide bool
 }
 
 // Env is what a case's Build gets.

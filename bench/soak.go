@@ -88,7 +88,8 @@ func (r *SoakResult) OK() bool {
 	return true
 }
 
-// Soak runs the cases round after round, Parallel at a time, each with its
+// Soak runs the cases round after round, Parallel at a time (a ProcessWide
+// case alone), each with its
 // culprit at Load times its rate, until Duration has passed, sampling the
 // goroutines, the live heap, the open descriptors and the live tasks every
 // Sample, and again between rounds after a garbage collection. It then
@@ -172,9 +173,7 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 	next := 0
 	for round := 0; time.Since(start) < o.Duration && ctx.Err() == nil; round++ {
 		var wg sync.WaitGroup
-		for range min(o.Parallel, len(o.Cases)) {
-			c := o.Cases[next%len(o.Cases)]
-			next++
+		for _, c := range soakRound(o.Cases, &next, o.Parallel) {
 			at := time.Since(start)
 			opts := Options{Duration: o.Run, Seed: o.Seed + uint64(round), Load: o.Load}
 			var closeErr error
@@ -370,4 +369,24 @@ func openFDs() int {
 		return -1
 	}
 	return len(ents)
+}
+
+// soakRound returns the next round's cases, taken in turn from cases
+// starting at *next, which it advances: up to parallel of them, except
+// that a process-wide case (Case.ProcessWide) runs alone, since the
+// others would contend for its resource without its controller seeing.
+func soakRound(cases []Case, next *int, parallel int) []Case {
+	var round []Case
+	for len(round) < min(parallel, len(cases)) {
+		c := cases[*next%len(cases)]
+		if c.ProcessWide && len(round) > 0 {
+			break
+		}
+		round = append(round, c)
+		*next++
+		if c.ProcessWide {
+			break
+		}
+	}
+	return round
 }

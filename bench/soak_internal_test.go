@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func checkByName(cs []SoakCheck, name string) SoakCheck {
@@ -77,5 +79,28 @@ func TestSoakChecks(t *testing.T) {
 	}
 	if c := checkByName(soakChecks(o, &SoakResult{}), "goroutines"); c.OK || !strings.Contains(c.Text, "too few") {
 		t.Errorf("no samples: %+v", c)
+	}
+}
+
+func TestSoakRoundRunsProcessWideCasesAlone(t *testing.T) {
+	cases := []Case{{Name: "a"}, {Name: "b"}, {Name: "cpu", ProcessWide: true}, {Name: "c"}, {Name: "heap", ProcessWide: true}, {Name: "d"}}
+	next := 0
+	var got [][]string
+	for range 6 {
+		var names []string
+		for _, c := range soakRound(cases, &next, 3) {
+			names = append(names, c.Name)
+		}
+		got = append(got, names)
+	}
+	want := [][]string{{"a", "b"}, {"cpu"}, {"c"}, {"heap"}, {"d", "a", "b"}, {"cpu"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rounds (-want +got):\n%s", diff)
+	}
+	next = 0
+	for range 4 {
+		if r := soakRound(cases[:2], &next, 3); len(r) != 2 {
+			t.Fatalf("round of two cases with parallel 3 = %d cases", len(r))
+		}
 	}
 }

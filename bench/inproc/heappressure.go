@@ -49,8 +49,9 @@ func init() {
 		// The culprit slows the victims rather than blocking them: an
 		// objective of 20 ms (3–6× their normal p99 on the reference
 		// machine) is one the slowdown breaks.
-		SLO:   20 * time.Millisecond,
-		Build: buildHeapPressure,
+		SLO:         20 * time.Millisecond,
+		ProcessWide: true,
+		Build:       buildHeapPressure,
 	})
 }
 

@@ -28,7 +28,8 @@ func newBenchSoakCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Run the in-process cases for a long time and check that nothing grows",
-		Long: `soak runs the in-process suite's cases again and again, several at once,
+		Long: `soak runs the in-process suite's cases again and again, several at once
+(a case whose resource is the whole process's, its CPU or heap, alone),
 each with its culprit and at twice its normal load (--load), under one
 controller, for --duration. Every second it samples the goroutines, the
 live heap, the open descriptors and the live tasks; at the end it checks
@@ -116,7 +117,7 @@ that no case's median p99 drifted up over the runs. It exits non-zero when a che
 	fl.StringVar(&controller, "controller", "moirai", "the controller to run them under")
 	fl.DurationVar(&duration, "duration", 10*time.Minute, "length of the soak")
 	fl.DurationVar(&run, "run", 6*time.Second, "length of each case's run")
-	fl.IntVar(&parallel, "parallel", 3, "cases run at once")
+	fl.IntVar(&parallel, "parallel", 3, "cases run at once (process-wide cases run alone)")
 	fl.Float64Var(&load, "load", 2, "multiplier of the cases' light request rates")
 	fl.DurationVar(&sample, "sample", time.Second, "sampling period of the process's health")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the load's arrival schedules")
