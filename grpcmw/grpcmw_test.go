@@ -291,3 +291,33 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestClientCannotLowerAnothersLevel: a hostile caller that sends the most
+// restrictive admission level (and the top priority) in its request's
+// metadata changes neither the server's level nor what other callers are
+// admitted at.
+func TestClientCannotLowerAnothersLevel(t *testing.T) {
+	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10))
+	before := d.Level()
+	ctl, c, hs := setup(t, []grpcmw.Option{grpcmw.WithAdmission(d)}, nil)
+	hostile := metadata.AppendToOutgoingContext(t.Context(),
+		grpcmw.KeyLevel, admit.FormatLevel(admit.Level{}), grpcmw.KeyPriority, "0/0")
+	for range 20 {
+		var header metadata.MD
+		if _, err := c.Check(hostile, &healthpb.HealthCheckRequest{}, grpc.Header(&header)); err != nil {
+			t.Fatal(err)
+		}
+		if got := header.Get(grpcmw.KeyLevel); len(got) != 1 || got[0] != admit.FormatLevel(before) {
+			t.Fatalf("server answered level %q, want its own %q", got, admit.FormatLevel(before))
+		}
+	}
+	if d.Level() != before || d.Overloaded() {
+		t.Fatalf("level %v (overloaded %v) after hostile calls, want %v", d.Level(), d.Overloaded(), before)
+	}
+	// Another caller, at the lowest priority, is still admitted.
+	ctx, tk := ctl.Begin(t.Context(), moirai.Spec{Priority: grpcmw.Lowest})
+	defer tk.End(nil)
+	if _, err := c.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hs.calls != 21 {
+		t.Fatalf("lowest-priority call after the hostile ones: %v (calls %d)", err, hs.calls)
+	}
+}

@@ -3,6 +3,7 @@ package mysql
 import (
 	"database/sql"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +206,110 @@ func TestBuildMDLWithView(t *testing.T) {
 	if _, ok := ParseMDL(sql.NullInt64{}, ns("X"), ns("a"), ns("b")); ok {
 		t.Error("NULL thread parsed")
 	}
+}
+
+// FuzzBuild feeds Build rows of all four views built from fuzzed values,
+// parsed as the poller parses them: whatever the rows, Build terminates
+// (wait-for cycles included), every use names a resource of the
+// observation, and no session is its own blocker.
+func FuzzBuild(f *testing.F) {
+	f.Add(int64(1), int64(2), "Query", "Waiting for table metadata lock", "ALTER TABLE t ADD c INT", "LOCK WAIT", "1:2:3:4", "RECORD", "`test`.`t`", "SHARED_READ", "test", "t", true)
+	f.Add(int64(2), int64(2), "Sleep", "", "", "RUNNING", "1:2", "TABLE", "t", "", "", "", false)
+	f.Add(int64(3), int64(-1), "Query", "Waiting for global read lock", "FLUSH TABLES WITH READ LOCK", "ROLLING BACK", "x", "", "", "MDL_SHARED", "a", "b", true)
+	f.Fuzz(func(t *testing.T, a, b int64, cmd, state, info, trxState, lockID, lockType, table, mode, schema, tbl string, swap bool) {
+		obs := &guard.Observation{Skipped: map[string]int{}}
+		for _, r := range []ProcRow{proc(a, cmd, 1000, state, info, 7), proc(b, "Query", 500, state, info, 8), proc(a+1, "Query", 200, "Waiting for table metadata lock", "SELECT 1 FROM "+tbl, 9)} {
+			if s, ok := ParseSession(r, t0); ok {
+				obs.Sessions = append(obs.Sessions, s)
+			}
+		}
+		var trxs []Trx
+		for i, r := range []TrxRow{
+			{ID: ns("10"), Thread: ni(a), Started: sql.NullTime{Time: t0.Add(-time.Second), Valid: true}, State: ns(trxState), WaitStarted: sql.NullTime{Time: t0, Valid: swap}},
+			{ID: ns("11"), Thread: ni(b), Started: sql.NullTime{Time: t0, Valid: true}, State: ns("LOCK WAIT")},
+		} {
+			if tr, ok := ParseTrx(r); ok {
+				trxs = append(trxs, tr)
+			} else if i == 0 && trxState == "RUNNING" && a > 0 {
+				t.Fatalf("valid trx row skipped: %+v", r)
+			}
+		}
+		req, blk := "11", "10"
+		if swap {
+			req, blk = blk, req
+		}
+		var waits []Wait
+		for _, r := range []WaitRow{
+			{Requesting: ns(req), Blocking: ns(blk), LockID: ns(lockID), Mode: ns(mode), Type: ns(lockType), Table: ns(table)},
+			{Requesting: ns(blk), Blocking: ns(req), LockID: ns(lockID), Mode: ns(mode), Type: ns(lockType), Table: ns(table)}, // a deadlock
+		} {
+			if w, ok := ParseWait(r); ok {
+				waits = append(waits, w)
+			}
+		}
+		var mdl []MDL
+		for _, th := range []int64{a, b, a + 1} {
+			if m, ok := ParseMDL(ni(th), ns(mode), ns(schema), ns(tbl)); ok {
+				mdl = append(mdl, m)
+			}
+		}
+		Build(obs, trxs, waits, mdl)
+		names := map[string]bool{}
+		for _, r := range obs.Resources {
+			names[r.Name] = true
+		}
+		for _, u := range obs.Uses {
+			if !names[u.Resource] {
+				t.Fatalf("use %+v names no resource of %v", u, obs.Resources)
+			}
+			for _, by := range u.BlockedBy {
+				if by == u.Session {
+					t.Fatalf("session %d blocked by itself: %+v", u.Session, u)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParseDSN(f *testing.F) {
+	for _, s := range []string{"mysql://root@tcp(127.0.0.1:3306)/", "mariadb://u:p@tcp(h:1)/db?timeout=1s", "root@/", "mysql://", "u:p@tcp(/x", "?=&", "mysql://u@tcp(h)/db?loc=Nowhere"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cfg, err := ParseDSN(s)
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("ParseDSN(%q) = %v, %v: want a config or an error", s, cfg, err)
+		}
+		if err == nil && (!cfg.ParseTime || cfg.Loc != time.UTC) {
+			t.Fatalf("ParseDSN(%q): times not parsed in UTC", s)
+		}
+	})
+}
+
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"10.11.19-MariaDB-0+deb12u1", "8.0.36", "10.5.1-MariaDB", "MariaDB", "11.4.2-MariaDB-log", "-1.-1-mariadb", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := ParseVersion(s); err == nil && !strings.Contains(strings.ToLower(s), "mariadb") {
+			t.Fatalf("ParseVersion(%q) accepted a server that is not MariaDB", s)
+		}
+	})
+}
+
+func FuzzParseGrant(f *testing.F) {
+	for _, s := range []string{"GRANT PROCESS, CONNECTION ADMIN ON *.* TO `g`@`%`", "GRANT ALL PRIVILEGES ON `db`.* TO x", "grant select on *.* to y", "GRANT ON *.*", "GRANT ,,, ON *.*", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		privs := ParseGrant(s)
+		for p := range privs {
+			if p == "" || p != strings.ToUpper(p) || p != strings.TrimSpace(p) {
+				t.Fatalf("ParseGrant(%q) gave privilege %q", s, p)
+			}
+		}
+		if len(privs) > 0 && !strings.Contains(strings.ToUpper(s), "*.*") {
+			t.Fatalf("ParseGrant(%q) = %v from a grant that is not global", s, privs)
+		}
+	})
 }
