@@ -101,8 +101,12 @@ type Guard struct {
 	last      *snapshot.Snapshot
 	lastObs   *Observation
 
-	lastAction time.Time
-	actions    []time.Time // in the last minute
+	// The rate limits run on the guard's own monotonic clock (time since
+	// start), never on the server's wall clock, which may step.
+	start      time.Time
+	acted      bool
+	lastAction time.Duration
+	actions    []time.Duration // in the last minute
 	m          *metrics
 }
 
@@ -112,7 +116,7 @@ func New(src Source, opt Options) (*Guard, error) {
 		return nil, errors.New("guard: no source")
 	}
 	opt.defaults()
-	g := &Guard{src: src, opt: opt, b: NewBuilder()}
+	g := &Guard{src: src, opt: opt, b: NewBuilder(), start: time.Now()}
 	g.b.Cancellable = g.cancellable
 	durations := estimate.NewDurations(0)
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
@@ -231,13 +235,14 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 		}
 		d.Action = "terminate"
 	}
-	if !g.lastAction.IsZero() && now.Sub(g.lastAction) < g.opt.MinInterval && now.Sub(g.lastAction) >= 0 {
+	mono := time.Since(g.start)
+	if g.acted && mono-g.lastAction < g.opt.MinInterval {
 		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("minimum interval between actions (%v) not elapsed", g.opt.MinInterval)
 		return g.record(d)
 	}
 	recent := g.actions[:0]
 	for _, t := range g.actions {
-		if age := now.Sub(t); age >= 0 && age < time.Minute {
+		if mono-t < time.Minute {
 			recent = append(recent, t)
 		}
 	}
@@ -253,8 +258,8 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 		return g.record(d)
 	}
 	err := g.call(ctx, d.Action, target)
-	g.lastAction = now
-	g.actions = append(g.actions, now)
+	g.acted, g.lastAction = true, mono
+	g.actions = append(g.actions, mono)
 	switch {
 	case err == nil:
 		d.Outcome = OutcomeActed

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,11 @@ type fake struct {
 	terminates []Target
 	cancelErr  error
 	panics     bool
+	// down, when set, makes poll n fail as an unreachable server does.
+	down func(n int) bool
+	// block, when set, makes Cancel wait for ctx (a guard killed while its
+	// action is in flight) and fail with ctx's error.
+	block bool
 }
 
 func (f *fake) Name() string { return "fake" }
@@ -44,10 +50,17 @@ func (f *fake) Poll(ctx context.Context) (*Observation, error) {
 		panic("view changed shape")
 	}
 	f.n++
+	if f.down != nil && f.down(f.n) {
+		return nil, errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	}
 	at := epoch.Add(time.Duration(f.n) * 250 * time.Millisecond)
 	return f.obs(f.n, at), nil
 }
-func (f *fake) Cancel(_ context.Context, t Target) error {
+func (f *fake) Cancel(ctx context.Context, t Target) error {
+	if f.block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancels = append(f.cancels, t)
@@ -60,6 +73,31 @@ func (f *fake) Terminate(_ context.Context, t Target) error {
 	return f.cancelErr
 }
 func (f *fake) Close() error { return nil }
+
+// cancelled returns the cancels so far (Run may be polling).
+func (f *fake) cancelled() []Target {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.cancels)
+}
+
+// lockedBuffer is a log sink Run's goroutine writes while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 var epoch = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -219,22 +257,63 @@ func TestVanishedIsNotRetriedElsewhere(t *testing.T) {
 	}
 }
 
-func TestRateLimits(t *testing.T) {
-	// Every 8 polls (2 s) show a new culprit: a new transaction of
-	// session 10, each XactStart a millisecond later.
-	f := &fake{}
-	f.obs = func(n int, at time.Time) *Observation {
-		return lockTable(func(s *Session) { s.XactStart = s.XactStart.Add(time.Duration(n/8) * time.Millisecond) })(n, at)
-	}
-	g, _ := New(f, Options{MinInterval: time.Second, MaxPerMinute: 3, Logger: quiet})
-	steps(t, g, 4*60) // one minute of polls
-	if len(f.cancels) != 3 {
-		t.Fatalf("%d cancels in a minute, want 3 (the maximum)", len(f.cancels))
-	}
-	for i := 1; i < len(f.cancels); i++ {
-		if d := f.cancels[i].XactStart.Sub(f.cancels[i-1].XactStart); d < time.Millisecond {
-			t.Fatalf("two cancels of the same transaction")
+// stepsEvery steps g n times, interval apart on the (bubble's) clock.
+func stepsEvery(t *testing.T, g *Guard, n int, interval time.Duration) {
+	t.Helper()
+	for range n {
+		if _, err := g.Step(t.Context()); err != nil {
+			t.Fatal(err)
 		}
+		time.Sleep(interval)
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Every 8 polls (2 s) show a new culprit: a new transaction of
+		// session 10, each XactStart a millisecond later.
+		f := &fake{}
+		f.obs = func(n int, at time.Time) *Observation {
+			return lockTable(func(s *Session) { s.XactStart = s.XactStart.Add(time.Duration(n/8) * time.Millisecond) })(n, at)
+		}
+		g, _ := New(f, Options{MinInterval: time.Second, MaxPerMinute: 3, Logger: quiet})
+		stepsEvery(t, g, 4*60, 250*time.Millisecond) // one minute of polls
+		if len(f.cancels) != 3 {
+			t.Fatalf("%d cancels in a minute, want 3 (the maximum)", len(f.cancels))
+		}
+		for i := 1; i < len(f.cancels); i++ {
+			if d := f.cancels[i].XactStart.Sub(f.cancels[i-1].XactStart); d < time.Millisecond {
+				t.Fatalf("two cancels of the same transaction")
+			}
+		}
+		// The next minute allows three more.
+		stepsEvery(t, g, 4*60, 250*time.Millisecond)
+		if len(f.cancels) != 6 {
+			t.Fatalf("%d cancels in two minutes, want 6", len(f.cancels))
+		}
+	})
+}
+
+// TestRateLimitsIgnoreServerClockSteps: the server's clock stepping an
+// hour back and forth (every poll's At) neither lifts nor tightens the
+// limits, which run on the guard's monotonic clock.
+func TestRateLimitsIgnoreServerClockSteps(t *testing.T) {
+	for _, step := range []time.Duration{-time.Hour, time.Hour} {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fake{}
+			f.obs = func(n int, at time.Time) *Observation {
+				o := lockTable(func(s *Session) { s.XactStart = s.XactStart.Add(time.Duration(n/8) * time.Millisecond) })(n, at)
+				if n%2 == 0 {
+					o.At = o.At.Add(step)
+				}
+				return o
+			}
+			g, _ := New(f, Options{MinInterval: 5 * time.Second, MaxPerMinute: 3, Logger: quiet})
+			stepsEvery(t, g, 4*60, 250*time.Millisecond)
+			if len(f.cancels) != 3 {
+				t.Fatalf("server clock stepping %v: %d cancels in a minute, want 3", step, len(f.cancels))
+			}
+		})
 	}
 }
 
@@ -299,4 +378,99 @@ func TestExplain(t *testing.T) {
 	if _, err := json.Marshal(x); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// renamed returns obs with session from renamed to to, everywhere.
+func renamed(obs *Observation, from, to int64) *Observation {
+	for i := range obs.Sessions {
+		if obs.Sessions[i].ID == from {
+			obs.Sessions[i].ID = to
+		}
+	}
+	for i := range obs.Uses {
+		u := &obs.Uses[i]
+		if u.Session == from {
+			u.Session = to
+		}
+		for j, b := range u.BlockedBy {
+			if b == from {
+				u.BlockedBy[j] = to
+			}
+		}
+	}
+	return obs
+}
+
+// TestServerRestart: the server goes away after one poll (its culprit
+// seen once, not yet confirmed), polls fail for two seconds, and it comes back
+// with its session ids reused: 10, the old culprit's id, is now an
+// innocent short session, and the table's holder is a new session 50.
+// The guard logs the failed polls, acts on nothing it saw before the
+// restart, never signals the new 10, and cancels the new culprit once.
+func TestServerRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		restarted := epoch.Add(5 * time.Second)
+		f := &fake{down: func(n int) bool { return n >= 2 && n < 10 }}
+		f.obs = func(n int, at time.Time) *Observation {
+			if n < 10 {
+				return lockTable(nil)(n, at)
+			}
+			o := renamed(lockTable(func(s *Session) { s.XactStart, s.QueryStart = restarted, restarted })(n, at), 10, 50)
+			for i := range o.Uses {
+				o.Uses[i].Since = restarted
+			}
+			o.Sessions = append(o.Sessions, Session{ID: 10, User: "app", Kind: "client", State: "active", Active: true,
+				Query: "SELECT 1", XactStart: at, QueryStart: at})
+			return o
+		}
+		var logged lockedBuffer
+		g, _ := New(f, Options{Interval: 250 * time.Millisecond, SLO: time.Second, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- g.Run(ctx) }()
+		time.Sleep(2*time.Second + 100*time.Millisecond) // polls 1..9: one good, eight failed
+		synctest.Wait()
+		if c := f.cancelled(); len(c) != 0 {
+			t.Fatalf("acted %+v across the outage", c)
+		}
+		if n := strings.Count(logged.String(), "poll failed"); n != 8 {
+			t.Fatalf("%d failed polls logged, want 8:\n%s", n, logged.String())
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		stop()
+		<-done
+		if c := f.cancelled(); len(c) != 1 || c[0].Session != 50 || !c[0].XactStart.Equal(restarted) {
+			t.Fatalf("cancels %+v, want one of the new culprit 50", c)
+		}
+	})
+}
+
+// TestKilledMidAction: a guard killed while its cancel is in flight
+// records the action as failed and returns; a new guard on the same
+// server confirms afresh and cancels the same statement, once.
+func TestKilledMidAction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{obs: lockTable(nil), block: true}
+		g1, _ := New(f, Options{Interval: 250 * time.Millisecond, Logger: quiet})
+		ctx, kill := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- g1.Run(ctx) }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait() // g1 is blocked in Cancel
+		kill()
+		<-done
+		ds := g1.Decisions()
+		if len(ds) != 1 || ds[0].Outcome != OutcomeFailed || ds[0].Target.Session != 10 {
+			t.Fatalf("killed guard's decisions %+v, want one failed cancel of 10", ds)
+		}
+		f.mu.Lock()
+		f.block = false
+		f.mu.Unlock()
+		g2, _ := New(f, Options{Interval: 250 * time.Millisecond, MinInterval: time.Hour, Logger: quiet})
+		stepsEvery(t, g2, 12, 250*time.Millisecond)
+		if c := f.cancelled(); len(c) != 1 || c[0] != ds[0].Target {
+			t.Fatalf("restarted guard's cancels %+v, want the killed guard's target %+v once", c, ds[0].Target)
+		}
+	})
 }
