@@ -131,6 +131,26 @@ func BenchmarkTask(b *testing.B) {
 	})
 }
 
+// BenchmarkTaskParallel begins and ends short tasks from every P, each
+// taking a shared mutex once: 1e9 / ns/op is the registry's rate in tasks
+// per second (the fault "a million short tasks per second").
+func BenchmarkTaskParallel(b *testing.B) {
+	ctl := moirai.New()
+	defer ctl.Close()
+	mu := ctl.Mutex("shared")
+	spec := moirai.Spec{Class: "short", Cancellable: true}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ctx, t := ctl.Begin(context.Background(), spec)
+			if err := mu.Lock(ctx); err == nil {
+				mu.Unlock()
+			}
+			t.End(nil)
+		}
+	})
+}
+
 // BenchmarkTaskContextUsed is BenchmarkTask for a task whose context is
 // waited on (Done is called), which creates the task's cancellable context.
 func BenchmarkTaskContextUsed(b *testing.B) {
