@@ -422,6 +422,12 @@ func (m *measure) row(cs, ctl string, normal, unc *measure) bench.Row {
 	if n := len(m.lat) + m.failed; n > 0 {
 		r.DropRate = float64(m.failed) / float64(n)
 	}
+	if ctl == "none" && m.err == "" {
+		// The case's sanity check, as the inproc suite's: does the
+		// culprit degrade the service?
+		d := r.ThroughputNorm <= 0.8 || r.P99Norm >= 2
+		r.Degraded = &d
+	}
 	return r
 }
 

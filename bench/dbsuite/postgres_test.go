@@ -83,8 +83,14 @@ func TestRowNormalization(t *testing.T) {
 	if got := ctl.sloAttainment(2 * time.Millisecond); got != 0.8 {
 		t.Errorf("slo attainment %v, want 8 of 10", got)
 	}
-	if got := unc.row("c", "none", normal, unc).P99Norm; got != 10 {
-		t.Errorf("uncontrolled p99_norm %v, want 10", got)
+	if got := unc.row("c", "none", normal, unc); got.P99Norm != 10 || got.Degraded == nil || !*got.Degraded {
+		t.Errorf("uncontrolled p99_norm %v, degraded %v; want 10, degraded", got.P99Norm, got.Degraded)
+	}
+	if r.Degraded != nil {
+		t.Errorf("a controlled row carries the sanity check")
+	}
+	if got := normal.row("c", "none", normal, unc); got.Degraded == nil || *got.Degraded {
+		t.Errorf("uncontrolled run like the normal one: degraded %v, want not degraded", got.Degraded)
 	}
 }
 
