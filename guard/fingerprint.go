@@ -103,14 +103,32 @@ func Fingerprint(q string) string {
 			for j < len(q) && isIdent(q[j]) {
 				j++
 			}
-			emit(strings.ToLower(q[i:j]))
+			emit(asciiLower(q[i:j]))
 			i = j
 		default:
-			emit(string(c))
+			emit(q[i : i+1]) // the byte itself: string(c) would re-encode a non-ASCII byte
 			i++
 		}
 	}
 	return collapseLists(b.String())
+}
+
+// asciiLower lower-cases the ASCII letters of s and leaves every other
+// byte as it is (servers fold unquoted identifiers so; strings.ToLower
+// would also turn invalid UTF-8 into longer replacement characters).
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // skipQuoted returns the index just past the quoted text starting at q[i],

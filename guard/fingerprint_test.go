@@ -32,3 +32,19 @@ func FuzzFingerprint(f *testing.F) {
 		}
 	})
 }
+
+// TestFingerprintKeepsNonASCIIBytes: bytes outside ASCII, valid UTF-8 or
+// not, pass through unchanged (a fuzzer found "\xc4\xc4" turned into two
+// replacement characters); only ASCII letters are folded.
+func TestFingerprintKeepsNonASCIIBytes(t *testing.T) {
+	for in, want := range map[string]string{
+		"\xc4\xc4":                  "\xc4\xc4",
+		"SELECT Größe FROM t":       "select größe from t",
+		"select 'é' || É from t":    "select ? || É from t",
+		"select \xff, 1 from T\x80": "select \xff, ? from t\x80",
+	} {
+		if got := Fingerprint(in); got != want {
+			t.Errorf("Fingerprint(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
