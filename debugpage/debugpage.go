@@ -119,13 +119,13 @@ func Collect(c *moirai.Controller, cfg Config) View {
 				continue
 			}
 			tv.Usage = append(tv.Usage, UsageView{Resource: s.Resources[u.Res].Name, Held: u.Held, Waiting: u.Waiting,
-				Hold: u.Hold.Round(time.Microsecond).String(), Wait: u.Wait.Round(time.Microsecond).String()})
+				Hold: short(u.Hold), Wait: short(u.Wait)})
 		}
 		v.Tasks = append(v.Tasks, tv)
 	}
 	for _, r := range s.Resources {
 		v.Resources = append(v.Resources, ResourceView{Name: r.Name, Capacity: r.Capacity, Holders: r.Holders,
-			Waiters: r.Waiters, Held: r.Held, WindowWait: r.WindowWait.Round(time.Microsecond).String()})
+			Waiters: r.Waiters, Held: r.Held, WindowWait: short(r.WindowWait)})
 	}
 	ds := c.Decisions()
 	for i := len(ds) - 1; i >= 0; i-- { // newest first
@@ -216,3 +216,12 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}t
 {{range $t, $rows := .Sections}}<h2>{{$t}}</h2><table>{{range $rows}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}</table>
 {{end}}<p class="d">JSON: <a href="?format=json">?format=json</a></p></body></html>
 `))
+
+// short formats d to the microsecond below a second and to the
+// millisecond above, where microseconds are noise.
+func short(d time.Duration) string {
+	if d >= time.Second || d <= -time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
