@@ -91,8 +91,9 @@ func (r *SoakResult) OK() bool {
 // Soak runs the cases round after round, Parallel at a time (a ProcessWide
 // case alone), each with its culprit at Load times its rate, until
 // Duration has passed, sampling the goroutines, the live heap, the open
-// descriptors and the live tasks every Sample, and again between rounds after a garbage collection. It then
-// checks that they stayed flat after the warm-up (between rounds: the
+// descriptors and the live tasks every Sample, and again between rounds
+// after a garbage collection. It then checks that they stayed flat after
+// the warm-up (between rounds: the
 // mean of the last third of the samples within 5 % of the first third's,
 // or within a small absolute slack: 20 goroutines, 4 MiB, 8 descriptors,
 // 64 tasks), that no run cancelled a victim, leaked a worker slot or left
