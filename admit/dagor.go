@@ -146,6 +146,9 @@ type DAGOR struct {
 	lastDelay  int64      // under mu: the last window's mean queueing delay, ns (0: calm)
 	overloaded atomic.Bool
 	windows    atomic.Int64
+	// rejected counts refused arrivals by business priority (a refusal
+	// only: the admitted path pays nothing more).
+	rejected [BusinessLevels]atomic.Int64
 }
 
 // NewDAGOR returns a DAGOR admitter that admits everything until its first
@@ -192,7 +195,20 @@ func (d *DAGOR) AdmitPriority(now time.Duration, p task.Priority) bool {
 	if w, bit := &d.touched[i>>6], uint64(1)<<(i&63); w.Load()&bit == 0 {
 		w.Or(bit)
 	}
-	return i <= d.level.Load()
+	if i <= d.level.Load() {
+		return true
+	}
+	d.rejected[i/UserLevels].Add(1)
+	return false
+}
+
+// RejectedInto stores in dst the arrivals refused since d was made, by
+// business priority (index b holds priority b's; arrivals without a
+// priority count as the lowest, BusinessLevels − 1).
+func (d *DAGOR) RejectedInto(dst *[BusinessLevels]int64) {
+	for b := range dst {
+		dst[b] = d.rejected[b].Load()
+	}
 }
 
 // Started records the queueing delay of a request a worker took; DAGOR

@@ -289,3 +289,53 @@ func FuzzParsePriority(f *testing.F) {
 		}
 	})
 }
+
+// TestDAGORCountsRejectionsByBusinessPriority: every refused arrival is
+// counted under its business priority, and nothing else is.
+func TestDAGORCountsRejectionsByBusinessPriority(t *testing.T) {
+	d := admit.NewDAGOR()
+	now := time.Duration(0)
+	var prios []task.Priority
+	for b := uint8(0); b < 4; b++ {
+		for u := uint8(0); u < 128; u += 8 {
+			prios = append(prios, task.Priority{Business: b, User: u})
+		}
+	}
+	for w := 0; w < 40; w++ {
+		drive(d, &now, prios, 50*time.Millisecond, 2000)
+	}
+	l := d.Level()
+	var want [admit.BusinessLevels]int64
+	for i := 0; i < 3000; i++ {
+		p := prios[i%len(prios)]
+		if !d.AdmitPriority(now, p) {
+			want[p.Business]++
+		}
+	}
+	if d.Level() != l {
+		t.Fatal("the level moved during the count")
+	}
+	var before, after [admit.BusinessLevels]int64
+	d.RejectedInto(&after)
+	// The counts since d was made include the driving windows': compare
+	// the increments of a second identical burst instead.
+	before = after
+	for i := 0; i < 3000; i++ {
+		d.AdmitPriority(now, prios[i%len(prios)])
+	}
+	d.RejectedInto(&after)
+	for b := range after {
+		if got := after[b] - before[b]; got != want[b] {
+			t.Errorf("business %d: %d rejections counted, want %d", b, got, want[b])
+		}
+	}
+	if want[3] == 0 || want[3] < want[0] {
+		t.Fatalf("level %v: rejections %v, want the most of business 3", l, want[:4])
+	}
+	d.Admit(now) // no priority: the lowest
+	var last [admit.BusinessLevels]int64
+	d.RejectedInto(&last)
+	if last[admit.BusinessLevels-1] != after[admit.BusinessLevels-1]+1 {
+		t.Errorf("an arrival without priority not counted as the lowest: %d -> %d", after[admit.BusinessLevels-1], last[admit.BusinessLevels-1])
+	}
+}

@@ -1,16 +1,19 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/moirai-go/moirai/admit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Admission exports a DAGOR admitter's level and overload state, read at
-// scrape time. name labels it (one per admitter, e.g. "http").
+// Admission exports a DAGOR admitter's level, overload state and
+// rejections by business priority, read at scrape time. name labels it
+// (one per admitter, e.g. "http").
 type Admission struct {
-	name                  string
-	d                     *admit.DAGOR
-	business, user, state *prometheus.Desc
+	name                            string
+	d                               *admit.DAGOR
+	business, user, state, rejected *prometheus.Desc
 }
 
 // NewAdmission returns a collector of d's state labelled admitter=name.
@@ -20,6 +23,7 @@ func NewAdmission(name string, d *admit.DAGOR) *Admission {
 		business: prometheus.NewDesc("moirai_admission_business_level", "DAGOR admission level, business part (see admit.Level.Admits).", nil, l),
 		user:     prometheus.NewDesc("moirai_admission_user_level", "DAGOR admission level, user part (see admit.Level.Admits).", nil, l),
 		state:    prometheus.NewDesc("moirai_admission_overloaded", "1 when the admitter's last window was overloaded.", nil, l),
+		rejected: prometheus.NewDesc("moirai_admission_rejected_total", "Arrivals the admitter refused, by business priority (0 most important; 63 also counts arrivals without a priority). Priorities with no refusal are left out.", []string{"business"}, l),
 	}
 }
 
@@ -28,6 +32,7 @@ func (a *Admission) Describe(ch chan<- *prometheus.Desc) {
 	ch <- a.business
 	ch <- a.user
 	ch <- a.state
+	ch <- a.rejected
 }
 
 // Collect implements prometheus.Collector.
@@ -40,4 +45,11 @@ func (a *Admission) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(a.business, prometheus.GaugeValue, float64(lv.Business))
 	ch <- prometheus.MustNewConstMetric(a.user, prometheus.GaugeValue, float64(lv.User))
 	ch <- prometheus.MustNewConstMetric(a.state, prometheus.GaugeValue, over)
+	var rej [admit.BusinessLevels]int64
+	a.d.RejectedInto(&rej)
+	for b, n := range rej {
+		if n > 0 {
+			ch <- prometheus.MustNewConstMetric(a.rejected, prometheus.CounterValue, float64(n), strconv.Itoa(b))
+		}
+	}
 }
