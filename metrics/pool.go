@@ -47,7 +47,9 @@ func (m *Pool) Describe(ch chan<- *prometheus.Desc) {
 func (m *Pool) Collect(ch chan<- prometheus.Metric) {
 	st := m.p.Stats()
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	ctr := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v) }
+	ctr := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
 	gauge(m.budget, st.CPUs)
 	gauge(m.limit, float64(st.Limit))
 	gauge(m.active, float64(st.Active))
