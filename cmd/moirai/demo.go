@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 func newDemoCommand(g *globalFlags) *cobra.Command {
 	var page bool
+	var report string
 	cfg := demo.Config{
 		Duration: demo.DefaultDuration,
 		Seed:     demo.DefaultSeed,
@@ -69,9 +72,19 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 				}
 				fmt.Fprintf(w, "live page: %s (follows the run in progress)\n", url)
 			}
-			_, err := demo.Run(cmd.Context(), cfg)
+			sum, err := demo.Run(cmd.Context(), cfg)
 			if errors.Is(err, demo.ErrInvalidConfig) {
 				return usageError{err}
+			}
+			if err == nil && report != "" {
+				if rerr := writeDemoReport(report, cfg, sum); rerr != nil {
+					return rerr
+				}
+				w := cfg.Out
+				if cfg.Format == demo.JSON {
+					w = cmd.ErrOrStderr()
+				}
+				fmt.Fprintf(w, "report: %s\n", report)
 			}
 			return err
 		},
@@ -84,7 +97,24 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 	f.DurationVar(&cfg.SLO, "slo", demo.DefaultSLO, "the inserts' latency objective (p99) in the run with moirai")
 	f.StringVar(&cfg.Only, "only", "", "run only one of the two runs: none or moirai")
 	f.BoolVar(&page, "page", true, "serve moirai's live page /debug/moirai on 127.0.0.1 while the demo runs")
+	f.StringVar(&report, "report", filepath.Join(os.TempDir(), "moirai-demo.html"), "write the HTML report (both runs side by side, latency over time, decisions) to this file; \"\" for none")
 	return cmd
+}
+
+// writeDemoReport writes the demo's HTML report to path.
+func writeDemoReport(path string, cfg demo.Config, sum demo.Summary) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("demo: report: %w", err)
+	}
+	if err := demo.WriteReport(f, cfg, sum); err != nil {
+		f.Close()
+		return fmt.Errorf("demo: report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("demo: report %s: %w", path, err)
+	}
+	return nil
 }
 
 // serveLivePage serves /debug/moirai for the run in progress on a loopback

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -135,9 +137,13 @@ func TestExitCode(t *testing.T) {
 // The demo runs in-process for its shortest duration; the assertions are
 // structural, never about timing.
 func TestDemo(t *testing.T) {
-	out, _, err := run(t, "demo", "--duration", "2s", "--rate", "40", "--interval", "200ms", "--seed", "3")
+	report := filepath.Join(t.TempDir(), "demo.html")
+	out, _, err := run(t, "demo", "--duration", "2s", "--rate", "40", "--interval", "200ms", "--seed", "3", "--report", report)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(out, "report: "+report) {
+		t.Errorf("report %s: %v, %d bytes; output names it: %v", report, err, len(b), strings.Contains(out, "report: "+report))
 	}
 	for _, re := range []string{
 		`(?m)^table:orders\s+lock\s+1\s+[1-9]\d*\s`,            // one holder, some waiters

@@ -191,6 +191,9 @@ type Summary struct {
 
 	// Client-side latency of the successful inserts.
 	P50, P99, Max time.Duration
+	// Samples are every insert, by the time it was sent (the report's
+	// time series).
+	Samples []Sample
 
 	// BehindCulprit counts the inserts that waited for the table lock while
 	// the culprit held it (measured by the service).
@@ -384,6 +387,7 @@ func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of
 	pr.run, pr.nth, pr.of = mode, nth, of
 
 	start := time.Now()
+	ld.t0 = start
 	decMu.Lock()
 	started = start
 	decMu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html/template"
 	"log/slog"
 	"math"
 	"net/http/httptest"
@@ -118,6 +119,25 @@ func TestRunTable(t *testing.T) {
 	if base.CulpritBatches < 1 || base.CulpritDone != base.CulpritBatches || base.CulpritErr != "" || len(base.Decisions) != 0 {
 		t.Errorf("without control: culprit %d of %d batches, error %q, %d decisions; want it completed, no decision",
 			base.CulpritDone, base.CulpritBatches, base.CulpritErr, len(base.Decisions))
+	}
+	// The HTML report shows both runs, their series and the decision.
+	var page bytes.Buffer
+	if err := WriteReport(&page, shortConfig(nil, Table), sum); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	for _, want := range []string{runTitle(RunNone, DefaultSLO), runTitle(RunMoirai, DefaultSLO), "culprit starts", "objective 50ms", "atropos", "table:orders"} {
+		if !strings.Contains(html, template.HTMLEscapeString(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, "<polyline"); n != 2 {
+		t.Errorf("report has %d series, want 2", n)
+	}
+	for _, s := range []*Summary{base, &sum} {
+		if int64(len(s.Samples)) != s.Sent {
+			t.Errorf("%s: %d samples for %d inserts sent", s.Run, len(s.Samples), s.Sent)
+		}
 	}
 	// With moirai the culprit is cancelled, and only it: its request fails
 	// with 503 and the cause.

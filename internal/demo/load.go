@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,9 +43,22 @@ type load struct {
 	shed     atomic.Int64
 	inflight atomic.Int64
 
+	// t0 is the run's start, the time axis of samples; set before the
+	// first request is sent.
+	t0 time.Time
+
 	mu             sync.Mutex
 	lat            []time.Duration // of successful inserts
+	samples        []Sample        // every insert, in completion order
 	culpritOutcome error           // the culprit request's outcome
+}
+
+// Sample is one insert as the client saw it: when it was sent (since the
+// run's start), how long it took, and whether it succeeded.
+type Sample struct {
+	At      time.Duration
+	Latency time.Duration
+	OK      bool
 }
 
 func newLoad(base string, cfg Config) *load {
@@ -100,14 +114,16 @@ func (l *load) insert(ctx context.Context, key string) {
 	start := time.Now()
 	err := l.post(ctx, l.base+"/orders", key)
 	d := time.Since(start)
+	at := start.Sub(l.t0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.samples = append(l.samples, Sample{At: at, Latency: d, OK: err == nil})
 	if err != nil {
 		l.failed.Add(1)
 		return
 	}
 	l.ok.Add(1)
-	l.mu.Lock()
 	l.lat = append(l.lat, d)
-	l.mu.Unlock()
 }
 
 // culprit sends the culprit's request at p.start, unless runCtx is done
@@ -201,11 +217,13 @@ func (l *load) culpritErr() string {
 func (l *load) summary() Summary {
 	l.mu.Lock()
 	lat := slices.Clone(l.lat)
+	samples := slices.Clone(l.samples)
 	l.mu.Unlock()
 	slices.Sort(lat)
+	slices.SortFunc(samples, func(a, b Sample) int { return cmp.Compare(a.At, b.At) })
 	s := Summary{
 		Sent: l.sent.Load(), OK: l.ok.Load(), Failed: l.failed.Load(), Shed: l.shed.Load(),
-		P50: quantile(lat, 0.50), P99: quantile(lat, 0.99),
+		P50: quantile(lat, 0.50), P99: quantile(lat, 0.99), Samples: samples,
 	}
 	if len(lat) > 0 {
 		s.Max = lat[len(lat)-1]
