@@ -164,3 +164,32 @@ func TestSameSeedSameSchedule(t *testing.T) {
 		t.Errorf("light requests sent: %v, want equal", sent)
 	}
 }
+
+// TestExecuteWithMetrics: a run with metrics exported and scraped ends
+// like one without (its rows), and says so in its parameters.
+func TestExecuteWithMetrics(t *testing.T) {
+	cs, err := bench.SelectCases("test", "lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctls, err := bench.SelectControllers("atropos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bench.Execute(t.Context(), bench.Options{Suite: "test", Cases: cs, Controllers: ctls, Duration: bench.MinDuration, Seed: 1,
+		Metrics: true, MetricsEvery: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Params["metrics"] == "" {
+		t.Errorf("params %v: the metrics are not recorded", res.Params)
+	}
+	if len(res.Rows) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, r := range res.Rows {
+		if r.Error != "" {
+			t.Errorf("row %s/%s failed: %s", r.Case, r.Controller, r.Error)
+		}
+	}
+}

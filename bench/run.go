@@ -17,7 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/metrics"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -45,6 +48,13 @@ type Options struct {
 	// Load multiplies each case's light request rate (0 means 1): the
 	// soak runs the cases at twice their rate.
 	Load float64
+	// Metrics registers each run's controller with Prometheus collectors
+	// (metrics.NewCollector and metrics.Decisions as its decision
+	// observer, on a registry of the run's own) and scrapes it every
+	// MetricsEvery (default 100 ms, a hundred times a production scrape
+	// rate) while the run lasts: what exporting metrics costs.
+	Metrics      bool
+	MetricsEvery time.Duration
 
 	// watch, if set, is told of each run's controller when the run
 	// starts, and the function it returns when the run is over: with the
@@ -76,6 +86,13 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	res := &Results{
 		Suite: o.Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
 		Machine: CurrentMachine(),
+	}
+	if o.Metrics {
+		every := o.MetricsEvery
+		if every <= 0 {
+			every = 100 * time.Millisecond
+		}
+		res.Params = map[string]string{"metrics": "collector and decisions, scraped every " + every.String()}
 	}
 	if o.NoCulprit {
 		return executeNoCulprit(ctx, o, res)
@@ -298,7 +315,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	rec := newRecorder()
 	var epoch time.Time // set below, before any request; read by the observer
 	var epochSet atomic.Bool
-	observe := moirai.WithDecisionObserver(func(r policy.Record) {
+	observe := func(r policy.Record) {
 		if r.Outcome != policy.Acted || !epochSet.Load() {
 			return
 		}
@@ -311,13 +328,22 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 			kind = verb + "-culprit"
 		}
 		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Delay: r.Delay, Note: r.TaskClass + done + r.Policy + ": " + r.Reason})
-	})
+	}
 	slo := c.slo()
 	var opts []moirai.Option
 	if ctl.Options != nil {
 		opts = ctl.Options(slo)
 	}
-	mc := moirai.New(append(opts, observe)...)
+	var dec *metrics.Decisions
+	if o.Metrics {
+		dec = metrics.NewDecisions()
+		harness := observe
+		observe = func(r policy.Record) { harness(r); dec.Observe(r) }
+	}
+	mc := moirai.New(append(opts, moirai.WithDecisionObserver(observe))...)
+	if o.Metrics {
+		defer scrapeEvery(mc, dec, o.MetricsEvery)()
+	}
 	var leakedSlots int64
 	if o.watch != nil {
 		over := o.watch(mc)
@@ -616,4 +642,31 @@ func CurrentMachine() Machine {
 		}
 	}
 	return m
+}
+
+// scrapeEvery registers mc's collector and dec on a registry of their own
+// and gathers it every interval (100 ms if not positive) until the
+// returned function is called, as a Prometheus server would, only far
+// more often.
+func scrapeEvery(mc *moirai.Controller, dec *metrics.Decisions, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(mc), dec)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_, _ = reg.Gather()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }

@@ -31,6 +31,7 @@ type benchFlags struct {
 	seed        uint64
 	out         string
 	noCulprit   bool
+	metrics     bool
 	// The cpu suite's.
 	warmup time.Duration
 	rounds int
@@ -155,6 +156,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
+	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
 	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor and pathfence: unmeasured start of each run (dagor: 5s, pathfence: 6s unless set)")
 	fl.IntVar(&f.rounds, "rounds", 1, "suite cpu: runs of every (case, controller) pair, interleaved")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
@@ -201,7 +203,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	}
 	errOut := cmd.ErrOrStderr()
 	res, err := bench.Execute(cmd.Context(), bench.Options{
-		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Progress: progressBar(errOut),
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Metrics: f.metrics, Progress: progressBar(errOut),
 	})
 	if err != nil && res == nil {
 		return err
