@@ -130,3 +130,44 @@ func ExampleWithTask() {
 	log.Unlock()
 	// Output: 1
 }
+
+// Retry runs work as a task and, if the controller cancels it, runs it once
+// more when the resources it used are free again (here nothing cancels it,
+// so it runs once).
+func ExampleRetry() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	runs := 0
+	err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "nightly-report", Cancellable: true, Kind: moirai.Background},
+		func(ctx context.Context) error {
+			runs++
+			return nil
+		})
+	fmt.Println(err, runs, ctl.RetryStats().Cancelled)
+	// Output: <nil> 1 0
+}
+
+// RetryOption values bound re-execution: how long the resources must stay
+// free first, how long to wait at most, and the time the work must still
+// be able to finish in.
+func ExampleRetryOption() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "GET /export", Cancellable: true},
+		func(ctx context.Context) error { return nil },
+		moirai.RetryQuiet(50*time.Millisecond),
+		moirai.RetryMaxWait(2*time.Second),
+		moirai.RetryWithin(time.Second),
+		moirai.RetryNotify(func(since time.Duration) { fmt.Println("re-executing after", since) }))
+	fmt.Println(err)
+	// Output: <nil>
+}
+
+// RetryStats counts what Retry did with cancelled work.
+func ExampleRetryStats() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	st := ctl.RetryStats()
+	fmt.Printf("cancelled %d, re-executed %d, dropped %d, interrupted %d\n", st.Cancelled, st.Reexecuted, st.Dropped, st.Interrupted)
+	// Output: cancelled 0, re-executed 0, dropped 0, interrupted 0
+}

@@ -106,3 +106,27 @@ func TestPoolQueueResource(t *testing.T) {
 		}
 	})
 }
+
+// Submit runs work in the caller's goroutine once one of the pool's
+// workers is free; Stats says how the pool is sized.
+func ExamplePool() {
+	pool, err := cpu.NewPool(cpu.WithFixed(2))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+	err = pool.Submit(context.Background(), func(ctx context.Context) error {
+		return nil // CPU-bound work, checking ctx now and then
+	})
+	st := pool.Stats()
+	fmt.Println(err, st.Limit, st.Active)
+	// Output: <nil> 2 2
+}
+
+// A Budget says how many CPUs the process has and how that was derived.
+func ExampleBudget() {
+	b := cpu.ReadBudget(os.DirFS("testdata/v2"))
+	fmt.Println(b.CPUs, b.Host, b.Affinity, b.Limit, b.Cgroup)
+	// Output: 1.5 4 4 cgroup quota v2
+}

@@ -88,3 +88,47 @@ func ExampleTuner() {
 	t.Evaluate()
 	// Output: d1: 12 → 9 permits (throughput levels off from concurrency 8 (800/s): Q_lower + 1)
 }
+
+// A Permit says which path's reservation it came from: a local request may
+// borrow an idle path's permit when the local ones are taken.
+func ExamplePermit() {
+	f, _ := fence.New(2, []fence.Reservation{{Name: "search", Permits: 1}})
+	ctx := context.Background()
+	own, _ := f.Acquire(ctx, nil)      // the one local permit
+	borrowed, _ := f.Acquire(ctx, nil) // search's, lent while it is idle
+	fmt.Println(own.Borrowed(), borrowed.Borrowed(), borrowed.Path().Name())
+	fmt.Println(borrowed.Release(), borrowed.Release() != nil) // a second release is refused
+	own.Release()
+	// Output:
+	// false true local
+	// <nil> true
+}
+
+// A Path is resolved once by name and read for its state.
+func ExamplePath() {
+	f, _ := fence.New(4, []fence.Reservation{{Name: "payments", Permits: 2}})
+	p := f.Path("payments")
+	pm, _ := f.Acquire(context.Background(), p)
+	fmt.Println(p.Name(), p.Permits(), p.InUse(), p.Running(), p.IsLocal(), f.Path("nope").IsLocal()) // an unknown name gets the fallback (local by default), counted
+	pm.Release()
+	fmt.Println(p.InUse(), p.Completed())
+	// Output:
+	// payments 2 1 1 false true
+	// 0 1
+}
+
+// Reservations split a pool of workers between downstream paths; what is
+// left is the local path's. Resize moves them online (the Tuner does).
+func ExampleReservation() {
+	f, _ := fence.New(10, []fence.Reservation{{Name: "inventory", Permits: 3}, {Name: "payments", Permits: 3}})
+	fmt.Println(f.Local().Permits())
+	for _, r := range []fence.Reservation{{Name: "payments", Permits: 2}, {Name: "inventory", Permits: 5}} {
+		if err := f.Resize(r.Name, r.Permits); err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println(f.Path("inventory").Permits(), f.Path("payments").Permits(), f.Local().Permits())
+	// Output:
+	// 4
+	// 5 2 3
+}
