@@ -1,7 +1,10 @@
 package debugpage_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/debugpage"
@@ -14,4 +17,41 @@ func ExampleHandler() {
 	// Keys stay hidden (ShowKeys false); ?format=json serves the same data.
 	mux.Handle("/debug/moirai", debugpage.Handler(ctl, debugpage.Config{}))
 	// Serve mux on an internal or loopback address.
+}
+
+// kv is a provider's block of key/value rows.
+type kv struct{}
+
+func (kv) Title() string     { return "cache" }
+func (kv) Rows() [][2]string { return [][2]string{{"entries", "1024"}, {"hit rate", "0.93"}} }
+
+// A Section adds a provider's rows to the page and to its JSON twin;
+// FenceSection is the path fences' one.
+func ExampleSection() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	v := debugpage.Collect(ctl, debugpage.Config{Sections: []debugpage.Section{kv{}}})
+	fmt.Println(v.Sections["cache"])
+	// Output: [[entries 1024] [hit rate 0.93]]
+}
+
+// Config turns the page off, shows task keys (user data: off by default)
+// and sets how often the page refreshes itself.
+func ExampleConfig() {
+	h := debugpage.Handler(nil, debugpage.Config{Disabled: true})
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, httptest.NewRequest("GET", "/debug/moirai", nil))
+	fmt.Println(rr.Code)
+	// Output: 404
+}
+
+// View is what the page shows, and its JSON form (?format=json).
+func ExampleView() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	_, t := ctl.Begin(context.Background(), moirai.Spec{Class: "GET /orders", Key: "customer-7"})
+	defer t.End(nil)
+	v := debugpage.Collect(ctl, debugpage.Config{})
+	fmt.Println(len(v.Tasks), v.Tasks[0].Class, v.Tasks[0].Key == "")
+	// Output: 1 GET /orders true
 }

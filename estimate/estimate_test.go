@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -208,4 +209,17 @@ func FuzzContention(f *testing.F) {
 			t.Fatalf("future usage %v from %v, %v", f, cur, p)
 		}
 	})
+}
+
+// Durations learns each class's typical duration online; a task that
+// reports no progress is estimated from it.
+func ExampleDurations() {
+	d := NewDurations(0)
+	for range 20 {
+		d.Record("GET /report", 400*time.Millisecond)
+	}
+	mean, _ := d.Mean("GET /report")
+	total, ok := d.ExpectedTotal("GET /report", 100*time.Millisecond)
+	fmt.Println(mean.Round(10*time.Millisecond), ok, total >= 100*time.Millisecond) // the mean is a decaying average
+	// Output: 400ms true true
 }

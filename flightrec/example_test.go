@@ -1,6 +1,7 @@
 package flightrec_test
 
 import (
+	"fmt"
 	"log"
 	"os"
 	"time"
@@ -24,4 +25,26 @@ func ExampleStart() {
 	ctl := moirai.New(moirai.WithDecisionObserver(rec.Observe))
 	defer ctl.Close()
 	// Every cancellation now leaves dir/moirai-<time>-task<id>.trace.
+}
+
+// A Recorder dumps the recent execution trace when the controller acts;
+// Counts says what it wrote, skipped (rate limit, a dump in progress) and
+// failed to write.
+func ExampleRecorder() {
+	rec, err := flightrec.Start(flightrec.Config{Dir: os.TempDir()})
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer rec.Close()
+	written, skipped, failed := rec.Counts()
+	fmt.Println(written, skipped, failed)
+	// Output: 0 0 0
+}
+
+// Config bounds how much trace is kept and how often it is written.
+func ExampleConfig() {
+	cfg := flightrec.Config{Dir: "/var/tmp/moirai", Window: 3 * time.Second, Interval: 30 * time.Second}
+	fmt.Println(cfg.Window, cfg.Interval)
+	// Output: 3s 30s
 }

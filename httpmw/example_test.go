@@ -1,0 +1,53 @@
+package httpmw_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/httpmw"
+)
+
+// The middleware makes every request a task; options say how: its class
+// (what the runtime learns durations by), whether the controller may
+// cancel it, its priority, admission, and re-execution.
+func ExampleOption() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /orders", func(w http.ResponseWriter, r *http.Request) {
+		t := moirai.From(r.Context())
+		fmt.Fprintf(w, "class %q cancellable %v", t.Spec().Class, t.Spec().Cancellable)
+	})
+	h := httpmw.Handler(ctl, mux,
+		httpmw.WithClass(func(r *http.Request) string { return r.Method + " " + r.URL.Path }),
+		httpmw.WithCancellable(true),
+		httpmw.WithPriority(func(*http.Request) moirai.Priority { return moirai.Priority{Business: 1} }),
+		httpmw.WithAdmission(admit.NewDAGOR()),
+		httpmw.WithReexecution(moirai.RetryWithin(time.Second)))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/orders")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body), resp.Header.Get(httpmw.HeaderLevel) != "")
+	// Output: 200 class "GET /orders" cancellable true true
+}
+
+// The client side: a Transport sends the caller's priority, learns each
+// downstream's admission level from its responses and sheds, before
+// sending, the requests that level would refuse.
+func ExampleTransportOption() {
+	client := &http.Client{Transport: httpmw.Transport(http.DefaultTransport,
+		httpmw.WithLevelTTL(2*time.Second),
+		httpmw.WithPathName(func(r *http.Request) string { return r.URL.Host }))}
+	fmt.Println(client.Transport != nil)
+	// Output: true
+}

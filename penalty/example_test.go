@@ -1,0 +1,35 @@
+package penalty_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/penalty"
+)
+
+// Penalties beside the default cancellation: moirai.WithPenalties(true), or
+// penalty.New() in the list of mechanisms.
+func ExamplePolicy() {
+	p := penalty.New()
+	ctl := moirai.New(moirai.WithPolicy(p))
+	defer ctl.Close()
+	st := p.Stats()
+	fmt.Println(p.Name(), st.Penalties)
+	// Output: pbox 0
+}
+
+// Options bound the penalties' length.
+func ExampleOption() {
+	p := penalty.New(penalty.WithMinPenalty(time.Millisecond), penalty.WithMaxPenalty(200*time.Millisecond))
+	fmt.Println(p.Name())
+	// Output: pbox
+}
+
+// Stats reports the penalties decided, how their lengths adapted, and per
+// noisy class how many adaptations it took to reach a fixed length.
+func ExampleStats() {
+	st := penalty.New().Stats()
+	fmt.Println(st.Penalties, st.ScoreBased, st.GapBased, st.Capped, len(st.Steps))
+	// Output: 0 0 0 0 0
+}
