@@ -132,3 +132,69 @@ func ExampleReservation() {
 	// 4
 	// 5 2 3
 }
+
+// Options: a bounded line per reservation, where requests for unknown
+// paths go, and the moirai resource that charges waits to tasks.
+func ExampleOption() {
+	f, _ := fence.New(8, []fence.Reservation{{Name: "search", Permits: 2}, {Name: "other", Permits: 2}},
+		fence.WithBacklog(16), fence.WithFallback("other"))
+	fmt.Println(f.Path("unknown-path").Name())
+	// Output: other
+}
+
+// Tuner options: the sampling period, the per-level window, the limits and
+// the model.
+func ExampleTunerOption() {
+	f, _ := fence.New(32, []fence.Reservation{{Name: "d1", Permits: 8}})
+	t := fence.NewTuner(f,
+		fence.WithSampling(2*time.Millisecond, 50*time.Millisecond),
+		fence.WithWindow(16, 600, 10),
+		fence.WithLimits(4, 24),
+		fence.WithModel(fence.SCT{MinSamples: 8}))
+	_ = t // t.Run(ctx) samples and resizes until ctx ends
+	fmt.Println(f.Path("d1").Permits())
+	// Output: 8
+}
+
+// A Sample is one sampling interval of a path: its mean concurrency, its
+// throughput, and whether requests were waiting (the reservation was the
+// limit).
+func ExampleSample() {
+	s := fence.Sample{Concurrency: 7.5, Throughput: 740, Saturated: true}
+	fmt.Println(s.Concurrency, s.Throughput, s.Saturated)
+	// Output: 7.5 740 true
+}
+
+// An Estimate is the model's verdict for one path, with its reason.
+func ExampleEstimate() {
+	var samples []fence.Sample
+	for c := 1; c <= 4; c++ {
+		for range 10 {
+			samples = append(samples, fence.Sample{Concurrency: float64(c), Throughput: 100 * float64(c), Saturated: true})
+		}
+	}
+	e := fence.SCT{}.Estimate(samples, 4, 30)
+	fmt.Println(e.Permits > 4, e.Reason != "")
+	// Output: true true
+}
+
+// Stats and PathStats are the fence's counters, per path.
+func ExampleStats() {
+	f, _ := fence.New(4, []fence.Reservation{{Name: "search", Permits: 2}})
+	pm, _ := f.Acquire(context.Background(), f.Path("search"))
+	pm.Release()
+	for _, p := range f.Stats().Paths {
+		fmt.Println(p.Name, p.Permits, p.Completed)
+	}
+	// Output:
+	// local 2 0
+	// search 2 1
+}
+
+// PathStats is one path's line of Stats.
+func ExamplePathStats() {
+	f, _ := fence.New(4, []fence.Reservation{{Name: "search", Permits: 2}})
+	var ps fence.PathStats = f.Stats().Paths[1]
+	fmt.Println(ps.Name, ps.InUse, ps.Waiting, ps.Rejected)
+	// Output: search 0 0 0
+}
