@@ -2,7 +2,9 @@ package guard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -88,9 +90,179 @@ func ExampleGuard() {
 	// 0 actions
 }
 
+// quiet is the examples' logger.
+var quiet = slog.New(slog.DiscardHandler)
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
 	}
 	return v
+}
+
+// Explain shows who waits for whom in the last poll and what the guard
+// would do now: `moirai guard explain` prints it.
+func ExampleExplanation() {
+	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	g, _ := guard.New(src, guard.Options{DryRun: true, Logger: quiet})
+	for range 3 {
+		must(g.Step(context.Background()))
+	}
+	x := g.Explain()
+	for _, e := range x.Edges {
+		fmt.Println(e.Waiter, "waits for", e.Holder, "on", e.Resource)
+	}
+	fmt.Println("roots", x.Roots, "sessions", len(x.Sessions), "would cancel", x.Would)
+	// Output:
+	// 20 waits for 10 on relation:public.t
+	// roots [10] sessions 2 would cancel 10
+}
+
+// Options: the poll interval, the wait tolerated before looking for a
+// culprit, dry run, protection, and the rate limits.
+func ExampleOptions() {
+	src := &server{start: time.Now()}
+	g, err := guard.New(src, guard.Options{
+		Interval:     500 * time.Millisecond,
+		SLO:          2 * time.Second,
+		DryRun:       true,
+		Protect:      guard.Protection{Users: []string{"replicator"}},
+		MinInterval:  5 * time.Second,
+		MaxPerMinute: 3,
+		Logger:       quiet,
+	})
+	fmt.Println(err, g != nil)
+	// Output: <nil> true
+}
+
+// A Source is what a server looks like to the guard; Register makes a DSN
+// scheme open one (guard/postgres and guard/mysql register theirs), Open
+// picks it by the DSN.
+func ExampleOpener() {
+	guard.Register("example", func(ctx context.Context, dsn string) (guard.Source, error) {
+		return &server{start: time.Now()}, nil
+	})
+	src, err := guard.Open(context.Background(), "example://anything")
+	fmt.Println(err, src.Name())
+	_, err = guard.Open(context.Background(), "oracle://db")
+	fmt.Println(err != nil)
+	// Output:
+	// <nil> example
+	// true
+}
+
+// A Builder turns a source's Observation into the snapshot the policy
+// reads (the same policy code as the library's), and maps the policy's
+// tasks back to sessions and the statements to act on.
+func ExampleBuilder() {
+	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	b := guard.NewBuilder()
+	obs := must(src.Poll(context.Background()))
+	snap, ignored := b.Build(obs)
+	fmt.Println(len(snap.Tasks), len(snap.Resources), ignored)
+	for _, t := range snap.Tasks {
+		target, s, _ := b.Target(t.ID)
+		fmt.Println(target.Session, s.User, target.Query)
+	}
+	// Output:
+	// 2 1 0
+	// 10 app UPDATE t SET v = v + 1
+	// 20 app UPDATE t SET v = 1 WHERE id = 7
+}
+
+// An Observation is one poll: sessions, the resources they hold or wait
+// for, and the uses linking them.
+func ExampleObservation() {
+	obs := must((&server{start: time.Now()}).Poll(context.Background()))
+	for _, u := range obs.Uses {
+		fmt.Println(u.Session, u.Resource, u.Held, u.Waiting, u.BlockedBy)
+	}
+	// Output:
+	// 10 relation:public.t true false []
+	// 20 relation:public.t false true [10]
+}
+
+// A Session is a backend (PostgreSQL) or a connection thread (MariaDB).
+func ExampleSession() {
+	s := guard.Session{ID: 4242, User: "app", Kind: "client", State: "active", Active: true, Query: "SELECT pg_sleep(60)"}
+	p := guard.Protection{}
+	protected, _ := p.Protects(&s)
+	fmt.Println(s.ID, protected)
+	// Output: 4242 false
+}
+
+// A Use says a session holds, or waits for, a resource (BlockedBy the
+// sessions it waits for, Soft when it queues behind another waiter).
+func ExampleUse() {
+	u := guard.Use{Session: 31, Resource: "relation:public.t", Mode: "AccessShareLock", Waiting: true, BlockedBy: []int64{10}, Soft: true}
+	fmt.Println(u.Waiting, u.Soft, u.BlockedBy)
+	// Output: true true [10]
+}
+
+// A Resource is a lock (relation, row, transaction, metadata lock, global
+// read lock) or a counted resource (connection slots, the buffer pool).
+func ExampleResource() {
+	r := guard.Resource{Name: "relation:public.orders", Kind: resource.KindLock}
+	fmt.Println(r.Name, r.Kind)
+	// Output: relation:public.orders lock
+}
+
+// A Target names the statement to cancel precisely enough that the cancel
+// cannot hit another one: the pid with its query_start and xact_start on
+// PostgreSQL, the QUERY_ID on MariaDB.
+func ExampleTarget() {
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	t := guard.Target{Session: 10, QueryStart: at, XactStart: at.Add(-time.Second), Query: "UPDATE t SET v = v + 1"}
+	fmt.Println(t.Session, t.QueryStart.Format(time.TimeOnly))
+	// Output: 10 12:00:00
+}
+
+// Decisions are recorded with their outcome, target and reasons (also as
+// JSON lines with Options.Audit).
+func ExampleDecision() {
+	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	g, _ := guard.New(src, guard.Options{DryRun: true, Logger: quiet})
+	for range 8 {
+		must(g.Step(context.Background()))
+	}
+	for _, d := range g.Decisions() {
+		fmt.Println(d.Action, d.Outcome, d.Target.Session, d.User, d.Reason != "")
+	}
+	// Output: cancel dry-run 10 app true
+}
+
+// SessionInfo is a session as an explanation shows it.
+func ExampleSessionInfo() {
+	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	g, _ := guard.New(src, guard.Options{DryRun: true, Logger: quiet})
+	must(g.Step(context.Background()))
+	si := g.Explain().Sessions[10]
+	fmt.Println(si.User, si.State, si.Query)
+	// Output: app active UPDATE t SET v = v + 1
+}
+
+// Check reports the server's version, what the source will use, and
+// whether the guard's role lacks privileges (a PrivilegeError).
+func ExampleServerInfo() {
+	info := must((&server{}).Check(context.Background()))
+	fmt.Println(info.Version, info.Superuser)
+	// Output: 1 false
+}
+
+// A PrivilegeError names what the guard's role lacks and the GRANT that
+// fixes it; moirai guard stops on it unless --skip-privilege-check.
+func ExamplePrivilegeError() {
+	var err error = &guard.PrivilegeError{User: "guard", Missing: []string{"pg_signal_backend"}, Hint: "GRANT pg_signal_backend TO guard"}
+	var pe *guard.PrivilegeError
+	fmt.Println(errors.As(err, &pe), pe.Missing)
+	// Output: true [pg_signal_backend]
+}
+
+// A Source is one server: the scripted one above, or guard/postgres and
+// guard/mysql.
+func ExampleSource() {
+	var src guard.Source = &server{start: time.Now()}
+	obs, err := src.Poll(context.Background())
+	fmt.Println(src.Name(), err, len(obs.Sessions))
+	// Output: example <nil> 2
 }
