@@ -144,3 +144,25 @@ func ExampleAtroposOption() {
 	fmt.Println(a.Name())
 	// Output: atropos
 }
+
+// A Candidate is a task with its estimated gains on the contended
+// resources; a Level is one resource's contention.
+func ExampleCandidate() {
+	a := cancel.NewAtropos(cancel.MultiObjective, cancel.WithConfirmation(0))
+	s := lockTable()
+	a.Observe(s)
+	ev := a.Evaluate(s)
+	var c cancel.Candidate = ev.Candidates[0]
+	fmt.Printf("task %d (%s) progress %.2f from %s, dominated %v\n", c.Task, c.Class, c.Progress, c.Source, c.Dominated)
+	// Output: task 1 (scan) progress 0.10 from reported, dominated false
+}
+
+// Level is one resource's contention in an evaluation.
+func ExampleLevel() {
+	a := cancel.NewAtropos(cancel.MultiObjective, cancel.WithConfirmation(0))
+	s := lockTable()
+	a.Observe(s)
+	var l cancel.Level = a.Evaluate(s).Levels[0]
+	fmt.Printf("%s %s %.2f waiters %d contended %v\n", l.Resource, l.Kind, l.Level, l.Waiters, l.Contended)
+	// Output: table:orders lock 0.75 waiters 3 contended true
+}

@@ -55,3 +55,51 @@ func ExampleView() {
 	fmt.Println(len(v.Tasks), v.Tasks[0].Class, v.Tasks[0].Key == "")
 	// Output: 1 GET /orders true
 }
+
+// The views are the page's rows: tasks with their holds and waits,
+// resources, decisions with their reasons.
+func ExampleTaskView() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	mu := ctl.Mutex("table:orders")
+	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "UPDATE orders"})
+	defer t.End(nil)
+	_ = mu.Lock(ctx)
+	defer mu.Unlock()
+	v := debugpage.Collect(ctl, debugpage.Config{})
+	var tv debugpage.TaskView = v.Tasks[0]
+	var uv debugpage.UsageView = tv.Usage[0]
+	var rv debugpage.ResourceView = v.Resources[0]
+	fmt.Println(tv.Class, uv.Resource, uv.Held, rv.Name, rv.Held)
+	// Output: UPDATE orders table:orders 1 table:orders 1
+}
+
+// A DecisionView is one decision with its reason and details.
+func ExampleDecisionView() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	_, t := ctl.Begin(context.Background(), moirai.Spec{Class: "report", Cancellable: true})
+	_ = ctl.Cancel(t.ID(), "by hand")
+	t.End(nil)
+	var d debugpage.DecisionView = debugpage.Collect(ctl, debugpage.Config{}).Decisions[0]
+	fmt.Println(d.Policy, d.Action, d.Reason)
+	// Output: manual cancel by hand
+}
+
+// A ResourceView is one resource's line: holders, waiters, the wait in the
+// last window.
+func ExampleResourceView() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	ctl.Semaphore("connections", 10)
+	var r debugpage.ResourceView = debugpage.Collect(ctl, debugpage.Config{}).Resources[0]
+	fmt.Println(r.Name, r.Capacity, r.Waiters)
+	// Output: connections 10 0
+}
+
+// A UsageView is one task's hold of, or wait for, one resource.
+func ExampleUsageView() {
+	u := debugpage.UsageView{Resource: "table:orders", Held: 1, Hold: "1.2s"}
+	fmt.Println(u.Resource, u.Held, u.Hold)
+	// Output: table:orders 1 1.2s
+}

@@ -45,3 +45,20 @@ func ExampleSLOOption() {
 	fmt.Println(ctl.Firing())
 	// Output: []
 }
+
+// Collapse options: the span of "recent", the horizon of "the recent
+// best", and the least rate worth judging.
+func ExampleCollapseOption() {
+	c := detect.NewCollapse(0.5, detect.WithSpan(500*time.Millisecond), detect.WithHorizon(30*time.Second), detect.WithMinRate(20))
+	fmt.Println(c.Name())
+	// Output: collapse
+}
+
+// SLOStatus is what the SLO detector sees in one snapshot.
+func ExampleSLOStatus() {
+	slo := detect.NewSLO(0.99, 50*time.Millisecond)
+	var s snapshot.Snapshot
+	st := slo.Status(&s)
+	fmt.Println(st.Quantile, st.Target, st.Samples, st.Missed)
+	// Output: 0.99 50ms 0 false
+}

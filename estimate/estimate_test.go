@@ -223,3 +223,23 @@ func ExampleDurations() {
 	fmt.Println(mean.Round(10*time.Millisecond), ok, total >= 100*time.Millisecond) // the mean is a decaying average
 	// Output: 400ms true true
 }
+
+// Source says where a progress estimate came from: the task's report, its
+// class's history (its decaying mean), or, for neither, half-done.
+func ExampleSource() {
+	d := NewDurations(0)
+	for range 20 {
+		d.Record("export", time.Second)
+	}
+	reported := &snapshot.Task{Class: "export", Done: 3, Total: 4}
+	learned := &snapshot.Task{Class: "export", Age: 250 * time.Millisecond}
+	unknown := &snapshot.Task{Class: "new-kind", Age: time.Second}
+	for _, t := range []*snapshot.Task{reported, learned, unknown} {
+		p, src := Progress(t, d)
+		fmt.Printf("%.2f %s\n", p, src)
+	}
+	// Output:
+	// 0.75 reported
+	// 0.26 class-history
+	// 0.50 half-done
+}
