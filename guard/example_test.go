@@ -266,3 +266,12 @@ func ExampleSource() {
 	fmt.Println(src.Name(), err, len(obs.Sessions))
 	// Output: example <nil> 2
 }
+
+// An Edge is one "waits for" of the wait-for graph; Soft marks a session
+// queued behind another waiter (a lock queue behind a waiting DDL),
+// attributed to the root holder.
+func ExampleEdge() {
+	e := guard.Edge{Waiter: 31, Holder: 10, Resource: "relation:public.t", Mode: "AccessShareLock", Soft: true, Waited: 2 * time.Second}
+	fmt.Println(e.Waiter, "waits for", e.Holder, "soft:", e.Soft, e.Waited)
+	// Output: 31 waits for 10 soft: true 2s
+}
