@@ -20,6 +20,7 @@ type Collector struct {
 	live, hooksRunning, bad         *prometheus.Desc
 	queue, resident, untracked      *prometheus.Desc
 	misuse, capacity                *prometheus.Desc
+	retries                         *prometheus.Desc
 }
 
 // NewCollector returns a collector of c's metrics, extended by providers.
@@ -42,13 +43,14 @@ func NewCollector(c *moirai.Controller, providers ...Provider) *Collector {
 		untracked:    d("resource_untracked", "Units held by untracked callers.", "resource"),
 		misuse:       d("resource_misuse_total", "Misuses of the resource (double release and the like).", "resource"),
 		capacity:     d("resource_capacity", "The resource's capacity in units (counted resources only).", "resource"),
+		retries:      d("retries_total", "Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up).", "outcome"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.begun, m.ended, m.failed, m.cancelled, m.live,
-		m.hooksRunning, m.bad, m.queue, m.resident, m.untracked, m.misuse, m.capacity} {
+		m.hooksRunning, m.bad, m.queue, m.resident, m.untracked, m.misuse, m.capacity, m.retries} {
 		ch <- d
 	}
 	for _, p := range m.providers {
@@ -80,6 +82,13 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		{"invalid_spec", st.InvalidSpecs}, {"hook_panic", st.HookPanics}, {"hook_blocked", st.HookBlocked},
 		{"unended", st.Unended}} {
 		ctr(m.bad, float64(k.v), k.n)
+	}
+	rs := m.c.RetryStats()
+	for _, k := range []struct {
+		n string
+		v uint64
+	}{{"cancelled", rs.Cancelled}, {"reexecuted", rs.Reexecuted}, {"dropped", rs.Dropped}, {"interrupted", rs.Interrupted}} {
+		ctr(m.retries, float64(k.v), k.n)
 	}
 	for _, r := range m.c.Resources().All() {
 		if r == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/metrics"
@@ -99,5 +100,41 @@ func BenchmarkScrape(b *testing.B) {
 		if _, err := reg.Gather(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCollectorCountsRetries: a run the controller cancels and Retry runs
+// again shows as cancelled and re-executed.
+func TestCollectorCountsRetries(t *testing.T) {
+	ctl := moirai.New()
+	defer ctl.Close()
+	runs := 0
+	err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "job", Cancellable: true, Kind: moirai.Background},
+		func(ctx context.Context) error {
+			runs++
+			if runs == 1 {
+				if err := ctl.Cancel(moirai.From(ctx).ID(), "test"); err != nil {
+					return err
+				}
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			return nil
+		}, moirai.RetryQuiet(time.Millisecond))
+	if err != nil || runs != 2 {
+		t.Fatalf("Retry: %v after %d runs; want success on the second", err, runs)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(ctl))
+	want := `
+# HELP moirai_retries_total Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up).
+# TYPE moirai_retries_total counter
+moirai_retries_total{outcome="cancelled"} 1
+moirai_retries_total{outcome="dropped"} 0
+moirai_retries_total{outcome="interrupted"} 0
+moirai_retries_total{outcome="reexecuted"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "moirai_retries_total"); err != nil {
+		t.Fatal(err)
 	}
 }
