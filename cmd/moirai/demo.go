@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -20,7 +21,7 @@ import (
 
 func newDemoCommand(g *globalFlags) *cobra.Command {
 	var page bool
-	var report string
+	var report, chartPath string
 	cfg := demo.Config{
 		Duration: demo.DefaultDuration,
 		Seed:     demo.DefaultSeed,
@@ -76,6 +77,11 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 			if errors.Is(err, demo.ErrInvalidConfig) {
 				return usageError{err}
 			}
+			if err == nil && chartPath != "" {
+				if cerr := writeDemoFile(chartPath, func(w io.Writer) error { return demo.WriteChart(w, cfg, sum) }); cerr != nil {
+					return cerr
+				}
+			}
 			if err == nil && report != "" {
 				if rerr := writeDemoReport(report, cfg, sum); rerr != nil {
 					return rerr
@@ -97,22 +103,28 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 	f.DurationVar(&cfg.SLO, "slo", demo.DefaultSLO, "the inserts' latency objective (p99) in the run with moirai")
 	f.StringVar(&cfg.Only, "only", "", "run only one of the two runs: none or moirai")
 	f.BoolVar(&page, "page", true, "serve moirai's live page /debug/moirai on 127.0.0.1 while the demo runs")
+	f.StringVar(&chartPath, "chart", "", "also write the report's latency chart alone, as an SVG file (docs/demo.svg is made so)")
 	f.StringVar(&report, "report", filepath.Join(os.TempDir(), "moirai-demo.html"), "write the HTML report (both runs side by side, latency over time, decisions) to this file; \"\" for none")
 	return cmd
 }
 
 // writeDemoReport writes the demo's HTML report to path.
 func writeDemoReport(path string, cfg demo.Config, sum demo.Summary) error {
+	return writeDemoFile(path, func(w io.Writer) error { return demo.WriteReport(w, cfg, sum) })
+}
+
+// writeDemoFile creates path and writes it with write.
+func writeDemoFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("demo: report: %w", err)
+		return fmt.Errorf("demo: %w", err)
 	}
-	if err := demo.WriteReport(f, cfg, sum); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return fmt.Errorf("demo: report %s: %w", path, err)
+		return fmt.Errorf("demo: %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("demo: report %s: %w", path, err)
+		return fmt.Errorf("demo: %s: %w", path, err)
 	}
 	return nil
 }

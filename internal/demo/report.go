@@ -49,6 +49,29 @@ func WriteReport(w io.Writer, cfg Config, s Summary) error {
 	return reportTemplate.Execute(w, p)
 }
 
+// WriteChart writes the report's chart alone, as a standalone SVG file:
+// the inserts' p99 per 100 ms in each run against the objective, the
+// culprit's start and moirai's cancellations marked.
+func WriteChart(w io.Writer, cfg Config, s Summary) error {
+	runs := []*Summary{&s}
+	if s.Baseline != nil {
+		runs = []*Summary{s.Baseline, &s}
+	}
+	var series []reportSeries
+	var ds []Decision
+	for _, r := range runs {
+		series = append(series, reportSeries{run: r.Run, points: p99Series(r.Samples, reportBucket)})
+		if r.Run == RunMoirai {
+			ds = r.Decisions
+		}
+	}
+	svg := string(chart(series, cfg.slo(), planFor(cfg.Duration).start, ds, cfg.Duration))
+	// A standalone file needs a white background; the page gives it one.
+	svg = strings.Replace(svg, ">", `><rect width="100%" height="100%" fill="#fff"/>`, 1)
+	_, err := io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+svg+"\n")
+	return err
+}
+
 type reportPage struct {
 	SLO, Duration string
 	Rate          float64
