@@ -37,7 +37,7 @@ func ExampleCollector() {
 	defer ctl.Close()
 	reg.MustRegister(metrics.NewCollector(ctl))
 	fmt.Println(families(reg, "moirai_tasks_"))
-	// Output: [moirai_tasks_begun_total moirai_tasks_cancelled_total moirai_tasks_ended_total moirai_tasks_failed_total moirai_tasks_live]
+	// Output: [moirai_tasks_begun_total moirai_tasks_cancelled_total moirai_tasks_ended_total moirai_tasks_exec_seconds_total moirai_tasks_failed_total moirai_tasks_live]
 }
 
 // Decisions counts the controller's decisions as it hands them to its

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,7 +21,8 @@ type Collector struct {
 	live, hooksRunning, bad         *prometheus.Desc
 	queue, resident, untracked      *prometheus.Desc
 	misuse, capacity                *prometheus.Desc
-	retries                         *prometheus.Desc
+	retries, exec, wait, hold       *prometheus.Desc
+	waits, evictions                *prometheus.Desc
 }
 
 // NewCollector returns a collector of c's metrics, extended by providers.
@@ -43,6 +45,11 @@ func NewCollector(c *moirai.Controller, providers ...Provider) *Collector {
 		untracked:    d("resource_untracked", "Units held by untracked callers.", "resource"),
 		misuse:       d("resource_misuse_total", "Misuses of the resource (double release and the like).", "resource"),
 		capacity:     d("resource_capacity", "The resource's capacity in units (counted resources only).", "resource"),
+		exec:         d("tasks_exec_seconds_total", "Execution time of the tasks that ended."),
+		wait:         d("resource_wait_seconds_total", "Time ended tasks waited for the resource. rate(this)/rate(moirai_tasks_exec_seconds_total) is its contention level C_r for locks, queues and CPU.", "resource"),
+		hold:         d("resource_hold_seconds_total", "Time ended tasks held the resource.", "resource"),
+		waits:        d("resource_waits_total", "Waits for the resource (for memory: misses) by ended tasks.", "resource"),
+		evictions:    d("resource_evictions_total", "Units of the resource ended tasks evicted (memory).", "resource"),
 		retries:      d("retries_total", "Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up).", "outcome"),
 	}
 }
@@ -50,7 +57,8 @@ func NewCollector(c *moirai.Controller, providers ...Provider) *Collector {
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.begun, m.ended, m.failed, m.cancelled, m.live,
-		m.hooksRunning, m.bad, m.queue, m.resident, m.untracked, m.misuse, m.capacity, m.retries} {
+		m.hooksRunning, m.bad, m.queue, m.resident, m.untracked, m.misuse, m.capacity, m.retries,
+		m.exec, m.wait, m.hold, m.waits, m.evictions} {
 		ch <- d
 	}
 	for _, p := range m.providers {
@@ -73,6 +81,7 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctr(m.ended, float64(tot.Ended))
 	ctr(m.failed, float64(tot.Failed))
 	ctr(m.cancelled, float64(st.Cancelled))
+	ctr(m.exec, tot.Exec.Seconds())
 	gauge(m.live, float64(st.Live))
 	gauge(m.hooksRunning, float64(st.HooksRunning))
 	for _, k := range []struct {
@@ -99,6 +108,13 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.resident, float64(r.Resident()), n)
 		gauge(m.untracked, float64(r.Untracked()), n)
 		ctr(m.misuse, float64(r.Misuse()), n)
+		e := r.EndedTotals()
+		ctr(m.wait, e.Wait.Seconds(), n)
+		ctr(m.hold, e.Hold.Seconds(), n)
+		ctr(m.waits, float64(e.Waits), n)
+		if r.Kind() == resource.KindMemory {
+			ctr(m.evictions, float64(e.Evictions), n)
+		}
 		if c := r.Capacity(); c > 0 { // locks have no capacity in units
 			gauge(m.capacity, float64(c), n)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -137,4 +138,46 @@ moirai_retries_total{outcome="reexecuted"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "moirai_retries_total"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCollectorExportsContentionCounters: the ended tasks' waits and
+// execution time, whose rates give a resource's contention level.
+func TestCollectorExportsContentionCounters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly())
+		defer ctl.Close()
+		raw, err := ctl.Register("table", moirai.KindLock, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "c"})
+		raw.WaitBegin(ctx)
+		time.Sleep(100 * time.Millisecond)
+		raw.WaitEnd(ctx)
+		time.Sleep(100 * time.Millisecond)
+		tk.End(nil)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(metrics.NewCollector(ctl))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if c := m.GetCounter(); c != nil {
+					got[mf.GetName()] = c.GetValue()
+				}
+			}
+		}
+		// 200 ms run, 100 ms of it waiting: a contention of a half, give or
+		// take the controller clock's coarse tick.
+		exec, wait := got["moirai_tasks_exec_seconds_total"], got["moirai_resource_wait_seconds_total"]
+		if got["moirai_resource_waits_total"] != 1 || exec < 0.15 || exec > 0.25 || wait < 0.05 || wait > 0.15 {
+			t.Fatalf("counters %v: want one wait of about 0.1 s in 0.2 s of execution", got)
+		}
+		if _, ok := got["moirai_resource_evictions_total"]; ok {
+			t.Error("evictions exported for a lock")
+		}
+	})
 }
