@@ -43,15 +43,22 @@ func TestDAGORAdmitsAllWhenCalm(t *testing.T) {
 
 // TestDAGORShedsLowestFirst checks that overload sheds the least important
 // priorities first and that the most important stay admitted.
-func TestDAGORShedsLowestFirst(t *testing.T) {
-	d := admit.NewDAGOR()
-	now := time.Duration(0)
+// spread is four business priorities × sixteen user priorities, the
+// arrivals of the shedding tests.
+func spread() []task.Priority {
 	var prios []task.Priority
 	for b := uint8(0); b < 4; b++ {
 		for u := uint8(0); u < 128; u += 8 {
 			prios = append(prios, task.Priority{Business: b, User: u})
 		}
 	}
+	return prios
+}
+
+func TestDAGORShedsLowestFirst(t *testing.T) {
+	d := admit.NewDAGOR()
+	now := time.Duration(0)
+	prios := spread()
 	for w := 0; w < 40; w++ {
 		drive(d, &now, prios, 50*time.Millisecond, 2000)
 	}
@@ -295,12 +302,7 @@ func FuzzParsePriority(f *testing.F) {
 func TestDAGORCountsRejectionsByBusinessPriority(t *testing.T) {
 	d := admit.NewDAGOR()
 	now := time.Duration(0)
-	var prios []task.Priority
-	for b := uint8(0); b < 4; b++ {
-		for u := uint8(0); u < 128; u += 8 {
-			prios = append(prios, task.Priority{Business: b, User: u})
-		}
-	}
+	prios := spread()
 	for w := 0; w < 40; w++ {
 		drive(d, &now, prios, 50*time.Millisecond, 2000)
 	}
