@@ -17,15 +17,24 @@ import (
 type taskKey struct {
 	session   int64
 	xact      time.Time // zero outside a transaction
-	query     time.Time // when xact is zero
+	query     time.Time // when xact is zero and the source names no statement
 	statement int64     // when xact is zero (MariaDB QUERY_ID)
 }
 
+// keyOf is s's task. A statement the source names (MariaDB's QUERY_ID,
+// unique for the server's life) is known by its name alone: its start is
+// derived from the server's clock minus the statement's age, both read
+// while the view's row is filled, and moves by a fraction of a millisecond
+// from one poll to the next, which would make every poll see a new task
+// and no decision ever confirmed.
 func keyOf(s *Session) taskKey {
-	if !s.XactStart.IsZero() {
+	switch {
+	case !s.XactStart.IsZero():
 		return taskKey{session: s.ID, xact: s.XactStart}
+	case s.Statement != 0:
+		return taskKey{session: s.ID, statement: s.Statement}
 	}
-	return taskKey{session: s.ID, query: s.QueryStart, statement: s.Statement}
+	return taskKey{session: s.ID, query: s.QueryStart}
 }
 
 // tracked is what the builder remembers of a task between polls.

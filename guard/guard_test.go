@@ -184,6 +184,31 @@ func TestCancelsTheRootHolder(t *testing.T) {
 	}
 }
 
+// TestNamedStatementWithJitteringStart is MariaDB's my-ddl-queue: the
+// culprit runs outside a transaction, named by its QUERY_ID, and its start
+// (the server's clock minus TIME_MS) moves by a fraction of a millisecond
+// from poll to poll. It is one task across the polls, so the decision is
+// confirmed and the culprit cancelled.
+func TestNamedStatementWithJitteringStart(t *testing.T) {
+	obs := lockTable(func(c *Session) {
+		c.XactStart = time.Time{}
+		c.Statement = 4711
+	})
+	f := &fake{obs: func(n int, at time.Time) *Observation {
+		o := obs(n, at)
+		o.Sessions[0].QueryStart = o.Sessions[0].QueryStart.Add(time.Duration(n%3) * 300 * time.Microsecond)
+		return o
+	}}
+	g, err := New(f, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := steps(t, g, 6)
+	if len(f.cancels) != 1 || f.cancels[0].Session != 10 || f.cancels[0].Statement != 4711 {
+		t.Fatalf("cancels %+v, decisions %+v; want one, of statement 4711", f.cancels, ds)
+	}
+}
+
 func TestDryRunNeverActs(t *testing.T) {
 	f := &fake{obs: lockTable(nil)}
 	g, _ := New(f, Options{DryRun: true, Logger: quiet})

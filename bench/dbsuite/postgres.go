@@ -91,19 +91,23 @@ func PostgresControllers() []Controller {
 
 // Options configure a run of the suite.
 type Options struct {
-	DSN         string   // the server (a postgres:// URL or key=value DSN)
+	DSN         string   // the server (postgres: a postgres:// URL or key=value DSN; mysql: mysql://user@tcp(host:port)/db)
 	Cases       []string // case names; empty: all
 	Controllers []string // controller names; empty: all
 	Duration    time.Duration
 	Warmup      time.Duration // the culprit starts after it; not measured
-	Clients     int           // pgbench clients
-	Rate        float64       // transactions/s (pgbench -R); 0: closed loop
+	Clients     int           // pgbench clients, sysbench threads
+	Rate        float64       // transactions/s (pgbench -R, sysbench --rate); 0: closed loop
 	Rows        int           // the table's rows
 	Pgbench     string        // path of pgbench
+	Sysbench    string        // path of sysbench (suite mysql)
+	PtKill      string        // path of pt-kill (suite mysql)
 	SLO         time.Duration // a victim transaction's latency objective
-	// Timeout controller: statement_timeout and lock_timeout.
+	// Timeout controller: statement_timeout and lock_timeout (mysql:
+	// max_statement_time, and innodb_lock_wait_timeout and
+	// lock_wait_timeout in whole seconds).
 	StatementTimeout, LockTimeout time.Duration
-	// ptkill controller: --busy-time.
+	// ptkill controller: --busy-time (pt-kill's, in whole seconds).
 	BusyTime time.Duration
 	Progress func(done, total int, what string)
 	Logger   *slog.Logger
@@ -126,6 +130,12 @@ func (o *Options) defaults() {
 	}
 	if o.Pgbench == "" {
 		o.Pgbench = "pgbench"
+	}
+	if o.Sysbench == "" {
+		o.Sysbench = "sysbench"
+	}
+	if o.PtKill == "" {
+		o.PtKill = "pt-kill"
 	}
 	if o.SLO <= 0 {
 		o.SLO = 100 * time.Millisecond
@@ -275,35 +285,55 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
 			"victims' objective": opt.SLO.String(),
 		}}
+	names := make([]string, len(cases))
+	for i, c := range cases {
+		names[i] = c.Name
+	}
+	err = opt.matrix(res, names, ctls, func(i int, ctl *Controller) (*measure, error) {
+		if ctl == nil {
+			return runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"})
+		}
+		return runPG(ctx, &opt, dir, script, &cases[i], *ctl)
+	}, func() error { return vacuumPG(ctx, opt.DSN) })
+	return res, err
+}
+
+// matrix runs, for every case, its normal run (no culprit, no control:
+// run with a nil controller) and one run per controller, and appends the
+// controllers' rows, normalized by the normal run and by the uncontrolled
+// one, to res. after runs after each case (nil: nothing).
+func (o *Options) matrix(res *bench.Results, cases []string, ctls []Controller, run func(i int, ctl *Controller) (*measure, error), after func() error) error {
 	total, done := len(cases)*(len(ctls)+1), 0
-	for _, c := range cases {
-		opt.Progress(done, total, c.Name+"/normal")
-		normal, err := runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"})
+	for i, name := range cases {
+		o.Progress(done, total, name+"/normal")
+		normal, err := run(i, nil)
 		done++
 		if err != nil {
-			return res, fmt.Errorf("%s normal run: %w", c.Name, err)
+			return fmt.Errorf("%s normal run: %w", name, err)
 		}
 		var unc *measure
 		for _, ctl := range ctls {
-			opt.Progress(done, total, c.Name+"/"+ctl.Name)
-			m, err := runPG(ctx, &opt, dir, script, &c, ctl)
+			o.Progress(done, total, name+"/"+ctl.Name)
+			m, err := run(i, &ctl)
 			done++
 			if err != nil {
-				return res, fmt.Errorf("%s/%s: %w", c.Name, ctl.Name, err)
+				return fmt.Errorf("%s/%s: %w", name, ctl.Name, err)
 			}
 			if ctl.Name == "none" {
 				unc = m
 			}
-			row := m.row(c.Name, ctl.Name, normal, unc)
-			row.SLOAttainment = m.sloAttainment(opt.SLO)
+			row := m.row(res.Suite, name, ctl.Name, normal, unc)
+			row.SLOAttainment = m.sloAttainment(o.SLO)
 			res.Rows = append(res.Rows, row)
 		}
-		if err := vacuumPG(ctx, opt.DSN); err != nil {
-			return res, err
+		if after != nil {
+			if err := after(); err != nil {
+				return err
+			}
 		}
 	}
-	opt.Progress(total, total, "done")
-	return res, nil
+	o.Progress(total, total, "done")
+	return nil
 }
 
 const victimScript = `\set id random(1, ` + "1000" + `)
@@ -402,8 +432,8 @@ func (m *measure) mean() float64 {
 	return t / float64(len(m.lat))
 }
 
-func (m *measure) row(cs, ctl string, normal, unc *measure) bench.Row {
-	r := bench.Row{Suite: SuitePostgres, Case: cs, Controller: ctl,
+func (m *measure) row(suite, cs, ctl string, normal, unc *measure) bench.Row {
+	r := bench.Row{Suite: suite, Case: cs, Controller: ctl,
 		Cancelled: m.cancels, CulpritsCancelled: m.culpritCancels, VictimsCancelled: m.victimCancels,
 		VictimMeanNormalMs: normal.mean(), VictimMeanMs: m.mean(), Error: m.err}
 	if unc != nil {

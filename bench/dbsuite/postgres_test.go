@@ -1,14 +1,20 @@
 package dbsuite
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/moirai-go/moirai/bench"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -67,7 +73,7 @@ func TestRowNormalization(t *testing.T) {
 	normal := &measure{window: 10 * time.Second, completed: 10, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 2)}
 	unc := &measure{window: 10 * time.Second, completed: 5, lat: ms(10, 10, 10, 10, 20), failed: 5}
 	ctl := &measure{window: 10 * time.Second, completed: 9, lat: ms(1, 1, 1, 1, 1, 1, 1, 1, 4), failed: 1, culpritCancels: 1, cancels: 1}
-	r := ctl.row("pg-lock-table", "guard", normal, unc)
+	r := ctl.row(SuitePostgres, "pg-lock-table", "guard", normal, unc)
 	if r.ThroughputNorm != 0.9 {
 		t.Errorf("throughput_norm %v, want 0.9", r.ThroughputNorm)
 	}
@@ -83,13 +89,13 @@ func TestRowNormalization(t *testing.T) {
 	if got := ctl.sloAttainment(2 * time.Millisecond); got != 0.8 {
 		t.Errorf("slo attainment %v, want 8 of 10", got)
 	}
-	if got := unc.row("c", "none", normal, unc); got.P99Norm != 10 || got.Degraded == nil || !*got.Degraded {
+	if got := unc.row(SuitePostgres, "c", "none", normal, unc); got.P99Norm != 10 || got.Degraded == nil || !*got.Degraded {
 		t.Errorf("uncontrolled p99_norm %v, degraded %v; want 10, degraded", got.P99Norm, got.Degraded)
 	}
 	if r.Degraded != nil {
 		t.Errorf("a controlled row carries the sanity check")
 	}
-	if got := normal.row("c", "none", normal, unc); got.Degraded == nil || *got.Degraded {
+	if got := normal.row(SuitePostgres, "c", "none", normal, unc); got.Degraded == nil || *got.Degraded {
 		t.Errorf("uncontrolled run like the normal one: degraded %v, want not degraded", got.Degraded)
 	}
 }
@@ -135,5 +141,50 @@ func TestReadPgbenchLogs(t *testing.T) {
 	}
 	if _, err := readPgbenchLogs(filepath.Join(dir, "none"), time.Unix(0, 0), time.Unix(1, 0)); err == nil {
 		t.Error("no log: no error")
+	}
+}
+
+func TestMatrix(t *testing.T) {
+	opt := Options{}
+	opt.defaults()
+	var calls []string
+	afters := 0
+	res := &bench.Results{Suite: SuiteMySQL}
+	run := func(i int, ctl *Controller) (*measure, error) {
+		name := "normal"
+		completed := 10
+		if ctl != nil {
+			name = ctl.Name
+			completed = map[string]int{"none": 2, "guard": 9}[ctl.Name]
+		}
+		calls = append(calls, fmt.Sprintf("%d/%s", i, name))
+		return &measure{window: time.Second, completed: completed, lat: ms(1, 1)}, nil
+	}
+	err := opt.matrix(res, []string{"a", "b"}, []Controller{{Name: "none"}, {Name: "guard"}}, run, func() error { afters++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"0/normal", "0/none", "0/guard", "1/normal", "1/none", "1/guard"}; !slices.Equal(calls, want) {
+		t.Errorf("runs %v, want %v", calls, want)
+	}
+	if afters != 2 || len(res.Rows) != 4 {
+		t.Fatalf("afters %d, rows %d; want 2 and 4", afters, len(res.Rows))
+	}
+	g := res.Rows[3]
+	if g.Suite != SuiteMySQL || g.Case != "b" || g.Controller != "guard" || g.ThroughputNorm != 0.9 {
+		t.Errorf("row %+v: want b/guard of suite mysql at 0.9 of normal", g)
+	}
+	if res.Rows[0].Degraded == nil || !*res.Rows[0].Degraded {
+		t.Errorf("the uncontrolled row carries no sanity check: %+v", res.Rows[0])
+	}
+	boom := errors.New("sysbench: exit status 1")
+	err = opt.matrix(&bench.Results{}, []string{"a"}, []Controller{{Name: "guard"}}, func(i int, ctl *Controller) (*measure, error) {
+		if ctl != nil {
+			return nil, boom
+		}
+		return &measure{window: time.Second, completed: 1}, nil
+	}, nil)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "a/guard") {
+		t.Errorf("error %v, want the run's error naming a/guard", err)
 	}
 }

@@ -148,13 +148,7 @@ func markdownCPU(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 	p("*throughput* is the items completed per second, all processes summed; *workers* the pools' mean active counts, summed; ")
 	p("*background* the CPUs the host's other processes kept busy meanwhile (other work on a shared machine: it competes with every pool alike). ")
 	p("The ratio columns compare a row with the `ignorant` and `optimal` rows of its case.\n\n")
-	if len(r.Params) > 0 {
-		p("| parameter | value |\n|---|---|\n")
-		for _, k := range sortedKeys(r.Params) {
-			p("| %s | %s |\n", mdText(k), mdText(r.Params[k]))
-		}
-		p("\n")
-	}
+	markdownParams(p, r)
 	p("%s", mdCPUHeader)
 	for _, row := range rows {
 		p("| %s | %s | ", mdCode(row.Case), mdCode(row.Controller))

@@ -150,13 +150,7 @@ func markdownDagor(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 	p("An entry service A calls a service M of fixed capacity C x times per task (workload *Mx*; *mixed* draws x from 1 to 4 per task); ")
 	p("each runs in its own process and they talk gRPC over loopback. The *feed* is the task rate over f_sat, the rate at which M saturates for the workload; ")
 	p("the optimum success rate is min(1, f_sat / f). *Wasted work* is the share of M's completed calls that belonged to tasks that failed anyway.\n\n")
-	if len(r.Params) > 0 {
-		p("| parameter | value |\n|---|---|\n")
-		for _, k := range sortedKeys(r.Params) {
-			p("| %s | %s |\n", mdText(k), mdText(r.Params[k]))
-		}
-		p("\n")
-	}
+	markdownParams(p, r)
 	var cases, ctls []string
 	var feeds []float64
 	for _, row := range rows {

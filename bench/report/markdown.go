@@ -58,6 +58,19 @@ func MarkdownAll(w io.Writer, rs []*bench.Results) error {
 	return b.Flush()
 }
 
+// markdownParams writes the invocation's parameters (the load, the
+// controllers' settings), if it recorded any.
+func markdownParams(p func(string, ...any), r *bench.Results) {
+	if len(r.Params) == 0 {
+		return
+	}
+	p("| parameter | value |\n|---|---|\n")
+	for _, k := range sortedKeys(r.Params) {
+		p("| %s | %s |\n", mdText(k), mdText(r.Params[k]))
+	}
+	p("\n")
+}
+
 // markdownResults writes one invocation's results.
 func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 	p("%s\n\n", heading)
@@ -81,6 +94,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 		p("*r* is pBox's interference reduction ratio (T_i − T_s) / (T_i − T_o) of the victims' mean latency ")
 		p("(1: the interference is removed, 0: no better than no control). ")
 		p("The status of the uncontrolled row (`none`) is the case's sanity check: whether the culprit degrades the service (throughput_norm ≤ 0.8 or p99_norm ≥ 2).\n\n")
+		markdownParams(p, r)
 	}
 
 	for _, s := range group(r) {

@@ -152,13 +152,7 @@ func markdownPathfence(p func(string, ...any), r *bench.Results, rows []bench.Ro
 	p("or serves a request itself (*local*); U, D1 and D2 each run in their own process and talk gRPC over loopback. ")
 	p("Latencies are those of the requests that succeeded; *dropped* counts the requests that timed out or were rejected, of those sent after the warm-up; ")
 	p("throughput is successes per second.\n\n")
-	if len(r.Params) > 0 {
-		p("| parameter | value |\n|---|---|\n")
-		for _, k := range sortedKeys(r.Params) {
-			p("| %s | %s |\n", mdText(k), mdText(r.Params[k]))
-		}
-		p("\n")
-	}
+	markdownParams(p, r)
 	var cases []string
 	for _, row := range rows {
 		if !slices.Contains(cases, row.Case) {

@@ -234,6 +234,7 @@ func TestHTML(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	res := synthetic()
+	res.Params = map[string]string{"load": "open loop at 1000 transactions/s", "guard": "interval 250 ms"}
 	var buf bytes.Buffer
 	if err := Markdown(&buf, res); err != nil {
 		t.Fatal(err)
@@ -245,7 +246,8 @@ func TestMarkdown(t *testing.T) {
 	if strings.Contains(out, "<script") {
 		t.Error("hostile text appears unescaped")
 	}
-	for _, want := range []string{"seed | 42", "go1.26.0, linux/amd64, 2 CPUs", "## Suite `inproc`", "**failed**: service did not start", "**NOT DEGRADED**"} {
+	for _, want := range []string{"seed | 42", "go1.26.0, linux/amd64, 2 CPUs", "## Suite `inproc`", "**failed**: service did not start", "**NOT DEGRADED**",
+		"| parameter | value |\n|---|---|\n| guard | interval 250 ms |\n| load | open loop at 1000 transactions/s |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}

@@ -112,6 +112,13 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 			for _, c := range dbsuite.PostgresControllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite postgres)"})
 			}
+			for _, c := range dbsuite.MySQLCases() {
+				l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuiteMySQL, Name: c.Name, Models: "moirai guard",
+					Resource: "MariaDB locks and buffer pool", Culprit: c.Describe, Victims: "sysbench threads"})
+			}
+			for _, c := range dbsuite.MySQLControllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite mysql)"})
+			}
 			for _, c := range pathfencesuite.Cases() {
 				l.Cases = append(l.Cases, caseInfo{Suite: pathfencesuite.Suite, Name: c.Name, Models: "PathFence",
 					Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
@@ -166,10 +173,10 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.service, "service-time", dagorsuite.DefaultService, "suite dagor: M's time per call")
 	fl.DurationVar(&f.window, "window", dagorsuite.DefaultWindow, "suite dagor: admission window (time)")
 	fl.IntVar(&f.windowCount, "window-count", dagorsuite.DefaultWindowCount, "suite dagor: admission window (requests)")
-	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suite postgres: the server")
-	fl.IntVar(&f.clients, "clients", 8, "suite postgres: pgbench clients")
-	fl.IntVar(&f.rows, "rows", 1_500_000, "suite postgres: rows of the suite's table (pg-vacuum-full's length grows with it)")
-	fl.Float64Var(&f.rate, "rate", 0, "suite postgres: open loop at this many transactions/s (pgbench -R); 0: closed loop")
+	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suites postgres and mysql: the server (mysql: "+dbsuite.DefaultMySQLDSN+" unless set)")
+	fl.IntVar(&f.clients, "clients", 8, "suites postgres and mysql: pgbench clients, sysbench threads")
+	fl.IntVar(&f.rows, "rows", 1_500_000, "suites postgres and mysql: rows of the suite's table (pg-vacuum-full's length and my-dump's size grow with it)")
+	fl.Float64Var(&f.rate, "rate", 0, "suites postgres and mysql: open loop at this many transactions/s (pgbench -R, sysbench --rate); 0: closed loop")
 	return cmd
 }
 
@@ -179,8 +186,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runCPUBench(cmd, g, f)
 	case dagorsuite.Suite:
 		return runDagorBench(cmd, g, f)
-	case dbsuite.SuitePostgres:
-		return runPostgresBench(cmd, g, f)
+	case dbsuite.SuitePostgres, dbsuite.SuiteMySQL:
+		return runDBBench(cmd, g, f)
 	case pathfencesuite.Suite:
 		return runPathfenceBench(cmd, g, f)
 	}

@@ -13,14 +13,18 @@ import (
 	"github.com/moirai-go/moirai/bench/report"
 )
 
-// runPostgresBench runs the postgres suite: pgbench against the server of
-// --dsn, each case's culprit on its own sessions, each controller.
-func runPostgresBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+// runDBBench runs a database suite: pgbench (suite postgres) or sysbench
+// (suite mysql) against the server of --dsn, each case's culprit on its own
+// sessions, each controller.
+func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if !cmd.Flags().Changed("duration") {
 		f.duration = 15 * time.Second
 	}
 	if f.duration < 4*time.Second {
-		return usageErrorf("--duration %v: the postgres suite wants at least 4s per run (default 15s)", f.duration)
+		return usageErrorf("--duration %v: the %s suite wants at least 4s per run (default 15s)", f.duration, f.suite)
+	}
+	if f.suite == dbsuite.SuiteMySQL && !cmd.Flags().Changed("dsn") {
+		f.dsn = dbsuite.DefaultMySQLDSN
 	}
 	if f.clients < 1 || f.clients > 500 || f.rate < 0 || f.rows < 1000 || f.rows > 100_000_000 {
 		return usageErrorf("--clients %d --rate %v --rows %d: want 1 to 500 clients, a rate ≥ 0 and 1,000 to 100,000,000 rows", f.clients, f.rate, f.rows)
@@ -41,7 +45,11 @@ func runPostgresBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.controllers != "all" {
 		opt.Controllers = strings.Split(f.controllers, ",")
 	}
-	res, err := dbsuite.Execute(cmd.Context(), opt)
+	execute := dbsuite.Execute
+	if f.suite == dbsuite.SuiteMySQL {
+		execute = dbsuite.ExecuteMySQL
+	}
+	res, err := execute(cmd.Context(), opt)
 	if err != nil && res == nil {
 		return err
 	}

@@ -442,7 +442,11 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 		switch s.WaitEvent {
 		case "Waiting for global read lock", "Waiting for table flush", "Waiting for backup lock":
 			addRes("global-read-lock")
-			u := guard.Use{Session: s.ID, Resource: "global-read-lock", Mode: s.WaitEvent, Waiting: true, BlockedBy: glrRoots}
+			// PROCESSLIST has no wait start: a statement waiting on the
+			// global read lock or an MDL waits from its start (the lock is
+			// taken when the statement opens its tables), so the wait is
+			// dated from it rather than from the poll that first saw it.
+			u := guard.Use{Session: s.ID, Resource: "global-read-lock", Mode: s.WaitEvent, Waiting: true, BlockedBy: glrRoots, Since: s.QueryStart}
 			u.Soft = !isFTWRL(s.Query) && len(flushers) > 0
 			obs.Uses = append(obs.Uses, u)
 		case "Waiting for table metadata lock":
@@ -455,7 +459,7 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 					by = appendUnique(by, m.Session)
 				}
 			}
-			obs.Uses = append(obs.Uses, guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query), BlockedBy: by})
+			obs.Uses = append(obs.Uses, guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query), BlockedBy: by, Since: s.QueryStart})
 		}
 	}
 	if len(glrRoots) > 0 {

@@ -125,8 +125,9 @@ func TestBuildFTWRL(t *testing.T) {
 	}
 	Build(obs, nil, nil, nil)
 	want := []guard.Use{
-		{Session: 2, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}},
-		{Session: 3, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}, Soft: true},
+		// The waits date from their statements' starts (TIME_MS ago).
+		{Session: 2, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}, Since: t0.Add(-4 * time.Second)},
+		{Session: 3, Resource: "global-read-lock", Mode: "Waiting for global read lock", Waiting: true, BlockedBy: []int64{1}, Soft: true, Since: t0.Add(-time.Second)},
 		{Session: 1, Resource: "global-read-lock", Mode: "statement in flight", Held: true},
 	}
 	if d := cmp.Diff(want, obs.Uses); d != "" {
@@ -197,8 +198,8 @@ func TestBuildMDLWithView(t *testing.T) {
 	Build(obs, nil, nil, mdl)
 	want := []guard.Use{
 		{Session: 1, Resource: "mdl:test.gm_m", Mode: "MDL_SHARED_READ", Held: true},
-		{Session: 2, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}},
-		{Session: 3, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}, Soft: true},
+		{Session: 2, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}, Since: t0.Add(-3 * time.Second)},
+		{Session: 3, Resource: "mdl:test.gm_m", Mode: "Waiting for table metadata lock", Waiting: true, BlockedBy: []int64{1}, Soft: true, Since: t0.Add(-time.Second)},
 	}
 	if d := cmp.Diff(want, obs.Uses); d != "" {
 		t.Errorf("uses (-want +got):\n%s", d)
