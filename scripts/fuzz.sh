@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh                 every target, 5 minutes each, 2 at a time
 #   FUZZTIME=30s JOBS=1 scripts/fuzz.sh
 #   scripts/fuzz.sh ./guard/mysql   the targets of some packages only
+#   KEEP=0 scripts/fuzz.sh          do not copy the inputs found into testdata
 #
 # Each target runs with -parallel 1 (JOBS targets at once). A target that
 # finds a failure stops the script's exit status at 1; the failing input
@@ -17,6 +18,7 @@ cd "$(dirname "$0")/.."
 
 fuzztime=${FUZZTIME:-5m}
 jobs=${JOBS:-2}
+keep=${KEEP:-1}
 pkgs=("${@:-./...}")
 cache=$(go env GOCACHE)/fuzz
 log=$(mktemp -d)
@@ -34,7 +36,7 @@ run() {
 	fi
 	local execs
 	execs=$(grep -o 'execs: [0-9]*' "$out" | tail -1 | cut -d' ' -f2)
-	if [ -d "$cache/$ip/$fz" ]; then
+	if [ "$keep" = 1 ] && [ -d "$cache/$ip/$fz" ]; then
 		mkdir -p "$dir/testdata/fuzz/$fz"
 		cp -n "$cache/$ip/$fz"/* "$dir/testdata/fuzz/$fz/" 2>/dev/null || true
 	fi
