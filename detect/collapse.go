@@ -122,18 +122,32 @@ func (c *Collapse) Observe(s *snapshot.Snapshot) {
 	}
 }
 
-// Detect reports whether throughput collapsed with requests waiting.
-func (c *Collapse) Detect(s *snapshot.Snapshot) (bool, string) {
-	if c.recent < 0 {
-		return false, ""
-	}
-	best := 0.0
+// Rates returns the throughput over the last span and the best one-span
+// throughput of the horizon, in completions per second; recent is −1
+// until the observed snapshots cover a span.
+func (c *Collapse) Rates() (recent, best float64) {
 	for _, st := range c.steps {
 		best = max(best, st.rate)
 	}
-	if best < c.minRate || c.recent >= c.frac*best {
+	return c.recent, best
+}
+
+// Collapsed reports whether the throughput of the last span is below the
+// detector's fraction of the recent best, the best being at least the
+// minimum rate: the throughput half of Detect, without its requirement
+// that a request wait (an observer from outside a server, such as moirai
+// guard, sees no wait when the victims are slowed rather than blocked).
+func (c *Collapse) Collapsed() bool {
+	recent, best := c.Rates()
+	return recent >= 0 && best >= c.minRate && recent < c.frac*best
+}
+
+// Detect reports whether throughput collapsed with requests waiting.
+func (c *Collapse) Detect(s *snapshot.Snapshot) (bool, string) {
+	if !c.Collapsed() {
 		return false, ""
 	}
+	_, best := c.Rates()
 	waiting := 0
 	for i := range s.Tasks {
 		if t := &s.Tasks[i]; t.Kind == task.Request && !t.Cancelled && waits(s, t) {

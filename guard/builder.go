@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/moirai-go/moirai/detect"
+	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -82,15 +84,61 @@ type Builder struct {
 	res        map[string]*resAcc
 	prevXct    int64
 
+	// The server's throughput, for the contention of ServerResource.
+	throughput *detect.Collapse
+	lossSpan   time.Duration // the throughput's averaging span
+	lossSince  time.Duration // snapshot time the current loss began; -1: none
+	loss       float64
+
 	// of the last Build: the session and target of every task
 	targets map[uint64]Target
 	byTask  map[uint64]*Session
 }
 
-// NewBuilder returns an empty builder.
-func NewBuilder() *Builder {
+// ServerResource names the server's own capacity to execute statements,
+// its CPUs and its I/O, as a resource (kind CPU) of the snapshots. Every
+// running statement ([Session.Running]) holds it from its start. Nothing
+// outside a server tells how long statements waited for it, so its delay
+// is what the server lost: while the throughput (committed transactions,
+// or tasks that ended) of the last span is below [LossFraction] of the
+// best span of the last ten seconds, the resource's delay in the window is
+// the share lost, 1 − recent/best, of the window's execution time, so that
+// its contention level is that share. The span is a second for
+// [NewBuilder]; a guard's builder uses two polls, at least half a second;
+// either, at least twice the counters' lag ([Observation.CountersLag]).
+// The live tasks that have not held the server for a span wait for it:
+// the short transactions are what the lost throughput consists of. A
+// statement that monopolizes the server (a dump reading a table larger
+// than the buffer pool, a runaway scan) is then the task whose
+// cancellation frees the most of a contended resource, as a lock holder
+// is.
+const ServerResource = "server"
+
+// LossFraction: the server's resource counts as contended while the
+// throughput of the last span is below this fraction of the recent best.
+const LossFraction = 0.8
+
+// NewBuilder returns an empty builder, which averages the server's
+// throughput over a second.
+func NewBuilder() *Builder { return newBuilder(time.Second) }
+
+// newBuilder returns an empty builder that averages the server's
+// throughput over span (compared with the best span of the last ten
+// seconds).
+func newBuilder(span time.Duration) *Builder {
 	return &Builder{tasks: map[taskKey]*tracked{}, res: map[string]*resAcc{},
-		targets: map[uint64]Target{}, byTask: map[uint64]*Session{}}
+		targets: map[uint64]Target{}, byTask: map[uint64]*Session{},
+		throughput: detect.NewCollapse(LossFraction, detect.WithSpan(span)), lossSpan: span, lossSince: -1}
+}
+
+// Loss returns the share of the recent best throughput the server lost in
+// the last span, and for how long, by the snapshots' clock, it has been
+// losing at least 1 − LossFraction of it; 0, 0 when it is not.
+func (b *Builder) Loss() (share float64, lasting time.Duration) {
+	if b.lossSince < 0 {
+		return 0, 0
+	}
+	return b.loss, b.lastSnapAt - b.lossSince
 }
 
 // maxStep bounds the time one poll adds to a hold or a wait: after a
@@ -171,8 +219,26 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		taskOf[id] = t
 	}
 
+	// Running statements hold the server. The resource is kept from the
+	// first poll that shows one on, so that its index in the snapshots
+	// stays stable while nobody runs.
+	uses := obs.Uses
+	server := b.res[ServerResource]
+	for _, id := range order {
+		if s := sessions[id]; s.Running && taskOf[id] != nil {
+			if server == nil {
+				server = &resAcc{}
+				b.res[ServerResource] = server
+			}
+			uses = append(uses[:len(uses):len(uses)], Use{Session: id, Resource: ServerResource, Held: true})
+		}
+	}
+	if server != nil {
+		server.kind, server.lastSeen = resource.KindCPU, b.poll
+	}
+
 	// Integrate the uses.
-	for _, u := range obs.Uses {
+	for _, u := range uses {
 		t, ra := taskOf[u.Session], b.res[u.Resource]
 		if t == nil || ra == nil || (!u.Held && !u.Waiting) {
 			ignored++
@@ -190,8 +256,13 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 				ra.hold += dt
 			} else if ua.heldAt != b.poll {
 				// First seen holding: it has held since its transaction
-				// (or statement) began, as far as the views tell.
-				h := clampSince(at, startOf(s), maxFirst)
+				// (or statement) began, as far as the views tell; the
+				// server, since its statement began.
+				since := startOf(s)
+				if u.Resource == ServerResource && !s.QueryStart.IsZero() {
+					since = s.QueryStart
+				}
+				h := clampSince(at, since, maxFirst)
 				ua.hold += h
 				ra.hold += h
 			}
@@ -326,6 +397,7 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		}
 		b.prevXct = x
 	}
+	b.serverContention(snap, resIndex, obs.CountersLag)
 	// Resources nobody reported for long are forgotten.
 	for name, ra := range b.res {
 		if b.poll-ra.lastSeen > 100 {
@@ -333,6 +405,45 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		}
 	}
 	return snap, ignored
+}
+
+// serverContention follows the server's throughput and, while it is lost,
+// charges the loss to ServerResource as its delay (see ServerResource).
+func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]int32, lag time.Duration) {
+	if lag > 0 && b.lossSpan < 2*lag {
+		// Counters that move in bursts need a longer span; the history
+		// so far was averaged over too short a one.
+		b.lossSpan = 2 * lag
+		b.throughput = detect.NewCollapse(LossFraction, detect.WithSpan(b.lossSpan))
+	}
+	b.throughput.Observe(snap)
+	if !b.throughput.Collapsed() {
+		b.lossSince, b.loss = -1, 0
+		return
+	}
+	recent, best := b.throughput.Rates()
+	b.loss = estimate.Clamp01(1 - recent/best)
+	if b.lossSince < 0 {
+		b.lossSince = snap.At
+	}
+	ri, ok := resIndex[ServerResource]
+	if !ok {
+		return
+	}
+	r := &snap.Resources[ri]
+	delay := time.Duration(b.loss * float64(estimate.ExecTime(snap)))
+	r.WindowWait += delay
+	r.Wait += delay
+	b.res[ServerResource].wait += delay
+	// Every live task waits for the lost capacity but those that have
+	// held the server for a whole span of the lost throughput.
+	long := 0
+	for i := range snap.Usage {
+		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 && u.Hold >= b.lossSpan {
+			long++
+		}
+	}
+	r.Waiters = max(len(snap.Tasks)-long, 0)
 }
 
 // Target returns how to act on the task of the last Build, and its

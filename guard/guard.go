@@ -90,11 +90,12 @@ type Decision struct {
 // Guard polls a server and cancels the statement that monopolizes a
 // contended resource, with the library's Atropos policy.
 type Guard struct {
-	src    Source
-	opt    Options
-	b      *Builder
-	policy *cancel.Atropos
-	audit  *slog.Logger
+	src       Source
+	opt       Options
+	b         *Builder
+	policy    *cancel.Atropos
+	durations *estimate.Durations // the statements' typical durations, by fingerprint
+	audit     *slog.Logger
 
 	mu        sync.Mutex // guards what Decisions and Last read
 	decisions []Decision
@@ -116,13 +117,15 @@ func New(src Source, opt Options) (*Guard, error) {
 		return nil, errors.New("guard: no source")
 	}
 	opt.defaults()
-	g := &Guard{src: src, opt: opt, b: NewBuilder(), start: time.Now()}
+	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now()}
 	g.b.Cancellable = g.cancellable
-	durations := estimate.NewDurations(0)
+	g.durations = estimate.NewDurations(0)
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
-		cancel.WithDurations(durations),
+		cancel.WithDurations(g.durations),
 		cancel.WithContentionWindow(2*opt.Interval),
-		cancel.WithConfirmation(opt.Interval),
+		// The same choice on two consecutive polls (polls drift by a few
+		// milliseconds: a whole interval would often take three).
+		cancel.WithConfirmation(opt.Interval/2),
 		cancel.WithMinGain(opt.SLO/2))
 	if opt.Audit != nil {
 		g.audit = slog.New(slog.NewJSONHandler(opt.Audit, nil))
@@ -203,14 +206,49 @@ func (g *Guard) poll(ctx context.Context) (obs *Observation, err error) {
 }
 
 // looking reports whether the guard should look for a culprit: a session
-// has waited for a lock for the SLO.
+// waiting for a lock has waited for the SLO, or will have by the time the
+// lock's holders are expected to let go (their age over their expected
+// progress, as the library's SLO detector predicts a queued request's
+// latency); or the server has been losing throughput for the SLO (see
+// ServerResource). Whether a resource is contended enough to act is the
+// policy's call.
 func (g *Guard) looking(s *snapshot.Snapshot) bool {
-	for _, u := range s.Usage {
-		if u.Waiting > 0 && u.Wait >= g.opt.SLO {
+	if loss, lasting := g.b.Loss(); loss > 0 && lasting >= g.opt.SLO {
+		return true
+	}
+	var remain []time.Duration
+	for i := range s.Usage {
+		u := &s.Usage[i]
+		if u.Waiting <= 0 {
+			continue
+		}
+		if u.Wait >= g.opt.SLO {
+			return true
+		}
+		if remain == nil {
+			remain = g.remainingHolds(s)
+		}
+		if int(u.Res) < len(remain) && u.Wait+remain[u.Res] >= g.opt.SLO {
 			return true
 		}
 	}
 	return false
+}
+
+// remainingHolds returns, per resource of s, how long its holders are
+// expected to keep it: the longest of their future usages age·(1−p)/p.
+func (g *Guard) remainingHolds(s *snapshot.Snapshot) []time.Duration {
+	remain := make([]time.Duration, len(s.Resources))
+	for i := range s.Usage {
+		u := &s.Usage[i]
+		if u.Held <= 0 || u.Res < 0 || int(u.Res) >= len(remain) || u.Task < 0 || int(u.Task) >= len(s.Tasks) {
+			continue
+		}
+		t := &s.Tasks[u.Task]
+		p, _ := estimate.Progress(t, g.durations)
+		remain[u.Res] = max(remain[u.Res], time.Duration(estimate.Future(float64(t.Age), p)))
+	}
+	return remain
 }
 
 // act carries out (or records) one cancel decision on the task chosen in

@@ -65,9 +65,14 @@ type Observation struct {
 
 	// Committed and RolledBack are the server's cumulative transaction
 	// counters (pg_stat_database xact_commit/xact_rollback; MariaDB
-	// Com_commit + Com_rollback or Handler_commit), for throughput; 0 if
+	// Handler_commit + Handler_rollback), for throughput; 0 if
 	// unknown.
 	Committed, RolledBack int64
+	// CountersLag is how far behind the server the counters above may be:
+	// PostgreSQL's backends publish their statistics about once a second,
+	// so its counters move in bursts. The guard averages throughput over
+	// at least twice this.
+	CountersLag time.Duration
 
 	// Skipped counts rows the source dropped as unexpected (NULLs where a
 	// value must be, unknown states, values out of range), by view.
@@ -102,6 +107,11 @@ type Session struct {
 	State             string
 	Active            bool
 	IdleInTransaction bool
+	// Running is true while the statement executes: active, and neither
+	// waiting for a lock nor sleeping (PostgreSQL: no wait event, or an IO
+	// one; MariaDB: a STATE that is no wait and not "User sleep"). A
+	// running statement holds the resource [ServerResource].
+	Running bool
 
 	Query string // the statement's text, possibly truncated by the server
 	// Fingerprint is the statement with literals removed: its class for

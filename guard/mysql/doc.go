@@ -6,7 +6,8 @@
 // one exists (the METADATA_LOCK_INFO plugin, else Performance Schema's
 // metadata_locks, else none: see Check's Features), and SHOW GLOBAL
 // STATUS/VARIABLES for the buffer pool, connection slots and
-// Com_commit/Com_rollback. Rows are parsed by pure functions over the
+// Handler_commit/Handler_rollback (every committed transaction, autocommit
+// statements included). Rows are parsed by pure functions over the
 // scanned sql.Null* values; a row with a NULL where a value must be, an
 // unknown COMMAND word or a negative TIME_MS is skipped and counted in
 // Observation.Skipped.

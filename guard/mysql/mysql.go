@@ -253,9 +253,11 @@ func ParseSession(r ProcRow, now time.Time) (guard.Session, bool) {
 		s.QueryStart = now.Add(-s.Age)
 	}
 	s.StateChange = now.Add(-s.Age)
-	if st := r.State.String; isWaitState(st) {
+	st := r.State.String
+	if isWaitState(st) {
 		s.WaitEvent = st
 	}
+	s.Running = s.Active && s.WaitEvent == "" && st != "User sleep" && st != "User lock"
 	if r.MaxStage.Valid && r.MaxStage.Int64 > 0 && r.Progress.Valid && r.Progress.Float64 >= 0 {
 		s.Total = 1000
 		s.Done = int64(r.Progress.Float64 * 10)
@@ -362,6 +364,7 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 			// or "Updating"; INNODB_TRX is the authority.
 			if t.State == "LOCK WAIT" && s.WaitEvent == "" {
 				s.WaitEvent = "Lock wait (InnoDB)"
+				s.Running = false
 			}
 			if s.IdleInTransaction {
 				s.State = "Sleep in transaction"

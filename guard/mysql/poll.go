@@ -137,7 +137,7 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	}
 	Build(obs, trxs, waits, mdl)
 
-	st, err := status(ctx, conn, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_pages_total','Innodb_buffer_pool_pages_free','Innodb_buffer_pool_pages_data','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_buffer_pool_pages_flushed','Innodb_buffer_pool_pages_LRU_flushed','Threads_connected','Com_commit','Com_rollback')`)
+	st, err := status(ctx, conn, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_pages_total','Innodb_buffer_pool_pages_free','Innodb_buffer_pool_pages_data','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_buffer_pool_pages_flushed','Innodb_buffer_pool_pages_LRU_flushed','Threads_connected','Handler_commit','Handler_rollback')`)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,8 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 }
 
 // AddStatus adds the buffer pool, the connection slots and the commit
-// counters from SHOW GLOBAL STATUS / VARIABLES values. Evictions are
+// counters (Handler_commit, Handler_rollback) from SHOW GLOBAL STATUS /
+// VARIABLES values. Evictions are
 // estimated as the pool's misses beyond its free pages: once the pool is
 // full, every page read from disk (Innodb_buffer_pool_reads) evicts one,
 // so evictions ≈ reads − (pages_total − pages_free) when positive.
@@ -170,7 +171,10 @@ func AddStatus(obs *guard.Observation, st, vars map[string]int64) {
 	if mc := vars["max_connections"]; mc > 0 {
 		obs.Resources = append(obs.Resources, guard.Resource{Name: "connection-slots", Kind: resource.KindQueue, Capacity: mc, InUse: st["Threads_connected"]})
 	}
-	obs.Committed, obs.RolledBack = st["Com_commit"], st["Com_rollback"]
+	// Handler_commit counts every transaction the storage engines commit,
+	// autocommit statements included; Com_commit counts only explicit
+	// COMMITs, and stays at 0 under a load of autocommit statements.
+	obs.Committed, obs.RolledBack = st["Handler_commit"], st["Handler_rollback"]
 }
 
 func status(ctx context.Context, conn *sql.Conn, q string) (map[string]int64, error) {

@@ -231,6 +231,9 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	}
 	obs := build(t0, acts, locks, progress)
 	obs.Committed, obs.RolledBack = commit, rollback
+	// A backend flushes its counters to pg_stat_database at most once a
+	// second (PGSTAT_MIN_INTERVAL), when it finishes a transaction.
+	obs.CountersLag = time.Second
 	obs.Resources = append(obs.Resources, connectionSlots(slots, inUse))
 	obs.Took = time.Since(start)
 	if !t0.IsZero() && !t1.IsZero() {
@@ -307,6 +310,9 @@ func session(a *activityRow, at time.Time) (guard.Session, bool) {
 	if str(a.waitType) != "" {
 		s.WaitEvent = str(a.waitType) + ":" + str(a.wait)
 	}
+	// Reading or writing is executing; a lock, a latch, a client, a timer
+	// (pg_sleep) is waiting.
+	s.Running = s.Active && (str(a.waitType) == "" || str(a.waitType) == "IO")
 	s.Fingerprint = guard.Fingerprint(s.Query)
 	return s, true
 }
