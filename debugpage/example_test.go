@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/cpu"
 	"github.com/moirai-go/moirai/debugpage"
 )
 
@@ -102,4 +105,29 @@ func ExampleUsageView() {
 	u := debugpage.UsageView{Resource: "table:orders", Held: 1, Hold: "1.2s"}
 	fmt.Println(u.Resource, u.Held, u.Hold)
 	// Output: table:orders 1 1.2s
+}
+
+// AdmissionSection shows a DAGOR admitter's level, state and refusals.
+func ExampleAdmissionSection() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	d := admit.NewDAGOR()
+	v := debugpage.Collect(ctl, debugpage.Config{Sections: []debugpage.Section{debugpage.AdmissionSection("admission", d)}})
+	for _, row := range v.Sections["admission"] {
+		fmt.Println(row[0]+":", row[1])
+	}
+	// Output:
+	// level: 63/127: admits everyone
+	// state: calm
+	// refused: none
+}
+
+// CPUSection shows the CPU budget and its derivation (read from the
+// machine here, so nothing is printed), and a pool's state.
+func ExampleCPUSection() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	b := cpu.ReadBudget(os.DirFS("/"))
+	mux := http.NewServeMux()
+	mux.Handle("/debug/moirai", debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{debugpage.CPUSection("cpu", b, nil)}}))
 }

@@ -22,8 +22,10 @@ type Options struct {
 	// Interval between polls (default 250 ms).
 	Interval time.Duration
 	// SLO is the wait the guard tolerates: once a session has waited this
-	// long for a lock, the guard looks for the culprit, and acts if the
-	// policy confirms a contended lock (default 1 s).
+	// long for a lock, or is expected to by the time the lock's holders
+	// let go, or the server has lost throughput for this long (see
+	// ServerResource), the guard looks for the culprit, and acts if the
+	// policy confirms a contended resource (default 1 s).
 	SLO time.Duration
 	// DryRun decides and logs, never acts.
 	DryRun bool

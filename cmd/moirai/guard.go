@@ -46,7 +46,7 @@ func (f *guardFlags) register(cmd *cobra.Command, all bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.dsn, "dsn", "", "server to guard: postgres://user@host:5432/db or mysql://user:pass@tcp(host:3306)/ (or $MOIRAI_GUARD_DSN)")
 	fl.DurationVar(&f.interval, "interval", 250*time.Millisecond, "time between polls of the server's views")
-	fl.DurationVar(&f.slo, "slo", time.Second, "lock wait tolerated before the guard looks for the culprit")
+	fl.DurationVar(&f.slo, "slo", time.Second, "lock wait (actual or expected), or loss of throughput, tolerated before the guard looks for the culprit")
 	fl.StringSliceVar(&f.protectUsers, "protect-user", nil, "never act on sessions of this user (repeatable)")
 	fl.StringSliceVar(&f.protectApps, "protect-app", nil, "never act on sessions of this application_name (repeatable)")
 	fl.StringVar(&f.protectQuery, "protect-query", "", "never act on statements matching this regular expression")
