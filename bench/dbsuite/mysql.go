@@ -280,6 +280,9 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 	if opt.DSN == "" {
 		opt.DSN = DefaultMySQLDSN
 	}
+	if opt.GuardInterval <= 0 {
+		opt.GuardInterval = 250 * time.Millisecond
+	}
 	opt.defaults()
 	cases, err := selectByName(MySQLCases(), opt.Cases, func(c MySQLCase) string { return c.Name })
 	if err != nil {
@@ -331,7 +334,7 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 			"warm-up":            opt.Warmup.String() + "; the culprit starts after it (sysbench --report-checkpoints resets its statistics there)",
 			"timeout":            fmt.Sprintf("max_statement_time %v, innodb_lock_wait_timeout and lock_wait_timeout %v", opt.StatementTimeout, opt.LockTimeout),
 			"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query", ptkillBusy(opt.BusyTime)),
-			"guard":              "interval 250 ms, SLO 500 ms",
+			"guard":              fmt.Sprintf("interval %v, SLO %v", opt.GuardInterval, opt.GuardSLO),
 			"victims' objective": opt.SLO.String(),
 		}}
 	names := make([]string, len(cases))
@@ -595,7 +598,7 @@ func startMyGuard(ctx context.Context, opt *Options, r *myRun) (func() (int, int
 		src.Close()
 		return none, err
 	}
-	g, err := guard.New(src, guard.Options{Interval: 250 * time.Millisecond, SLO: 500 * time.Millisecond,
+	g, err := guard.New(src, guard.Options{Interval: opt.GuardInterval, SLO: opt.GuardSLO,
 		Protect: guard.Protection{AllowSuperuser: true}, Logger: opt.Logger})
 	if err != nil {
 		src.Close()

@@ -109,6 +109,11 @@ type Options struct {
 	StatementTimeout, LockTimeout time.Duration
 	// ptkill controller: --busy-time (pt-kill's, in whole seconds).
 	BusyTime time.Duration
+	// guard controller: its poll interval (default 100 ms on PostgreSQL,
+	// whose views are current at any rate; 250 ms on MariaDB, which
+	// refreshes its InnoDB lock views at most every 100 ms) and its
+	// objective (default 500 ms).
+	GuardInterval, GuardSLO time.Duration
 	Progress func(done, total int, what string)
 	Logger   *slog.Logger
 }
@@ -151,6 +156,9 @@ func (o *Options) defaults() {
 	}
 	if o.Progress == nil {
 		o.Progress = func(int, int, string) {}
+	}
+	if o.GuardSLO <= 0 {
+		o.GuardSLO = 500 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -245,6 +253,9 @@ func sqlState(err error) string {
 // control) and one run per controller, and returns their rows normalized by
 // the normal run.
 func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
+	if opt.GuardInterval <= 0 {
+		opt.GuardInterval = 100 * time.Millisecond
+	}
 	opt.defaults()
 	cases, err := selectByName(PostgresCases(), opt.Cases, func(c Case) string { return c.Name })
 	if err != nil {
@@ -284,6 +295,7 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 			"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
 			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
 			"victims' objective": opt.SLO.String(),
+			"guard":              fmt.Sprintf("interval %v, SLO %v", opt.GuardInterval, opt.GuardSLO),
 		}}
 	names := make([]string, len(cases))
 	for i, c := range cases {
@@ -654,7 +666,7 @@ func startGuard(ctx context.Context, opt *Options, r *pgRun) (func() (int, int, 
 	if err != nil {
 		return func() (int, int, error) { return 0, 0, nil }, err
 	}
-	g, err := guard.New(src, guard.Options{Interval: 250 * time.Millisecond, SLO: 500 * time.Millisecond,
+	g, err := guard.New(src, guard.Options{Interval: opt.GuardInterval, SLO: opt.GuardSLO,
 		Protect: guard.Protection{AllowSuperuser: true}, Logger: opt.Logger})
 	if err != nil {
 		src.Close()

@@ -39,6 +39,8 @@ type benchFlags struct {
 	load   float64
 	// The dagor suite's.
 	feeds         string
+	guardInterval time.Duration
+	guardSLO      time.Duration
 	warmupChanged bool
 	workers       int
 	service       time.Duration
@@ -176,6 +178,8 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suites postgres and mysql: the server (mysql: "+dbsuite.DefaultMySQLDSN+" unless set)")
 	fl.IntVar(&f.clients, "clients", 8, "suites postgres and mysql: pgbench clients, sysbench threads")
 	fl.IntVar(&f.rows, "rows", 1_500_000, "suites postgres and mysql: rows of the suite's table (pg-vacuum-full's length and my-dump's size grow with it)")
+	fl.DurationVar(&f.guardInterval, "guard-interval", 0, "suites postgres and mysql: the guard's poll interval (default 100ms on postgres, 250ms on mysql)")
+	fl.DurationVar(&f.guardSLO, "guard-slo", 500*time.Millisecond, "suites postgres and mysql: the guard's objective (--slo of moirai guard)")
 	fl.Float64Var(&f.rate, "rate", 0, "suites postgres and mysql: open loop at this many transactions/s (pgbench -R, sysbench --rate); 0: closed loop")
 	return cmd
 }

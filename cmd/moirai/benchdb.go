@@ -34,8 +34,14 @@ func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 			return err
 		}
 	}
+	if f.guardInterval < 0 || f.guardSLO <= 0 {
+		return usageErrorf("--guard-interval %v --guard-slo %v: want a positive objective and an interval ≥ 0 (0: the suite's default)", f.guardInterval, f.guardSLO)
+	}
+	if f.suite == dbsuite.SuiteMySQL && f.guardInterval > 0 && f.guardInterval <= 100*time.Millisecond {
+		return usageErrorf("--guard-interval %v: MariaDB refreshes its InnoDB lock views at most every 100ms; poll less often", f.guardInterval)
+	}
 	opt := dbsuite.Options{DSN: f.dsn, Duration: f.duration, Clients: f.clients, Rate: f.rate, Rows: f.rows,
-		Progress: progressBar(cmd.ErrOrStderr())}
+		GuardInterval: f.guardInterval, GuardSLO: f.guardSLO, Progress: progressBar(cmd.ErrOrStderr())}
 	if cmd.Flags().Changed("warmup") {
 		opt.Warmup = f.warmup
 	}
