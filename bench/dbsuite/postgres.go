@@ -114,8 +114,8 @@ type Options struct {
 	// refreshes its InnoDB lock views at most every 100 ms) and its
 	// objective (default 500 ms).
 	GuardInterval, GuardSLO time.Duration
-	Progress func(done, total int, what string)
-	Logger   *slog.Logger
+	Progress                func(done, total int, what string)
+	Logger                  *slog.Logger
 }
 
 const hotRows = 1000
