@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
 )
 
 // Variant selects how an [Atropos] policy weighs and picks.
@@ -173,15 +174,30 @@ type Atropos struct {
 	pending      uint64        // the task chosen, awaiting confirmation
 	pendingSince time.Duration // since when (snapshot time)
 	steps        []observed    // the contention window, oldest first
-	sumDelay     []time.Duration
+	sumDelay     map[resKey]time.Duration
 	sumExec      time.Duration
 }
+
+// resKey names a resource across snapshots: its position in a snapshot's
+// Resources may change from one to the next (a source that reports only
+// the locks it sees now adds and drops resources between polls).
+type resKey struct {
+	id   task.ResourceID
+	name string
+}
+
+func keyOf(r *snapshot.Resource) resKey { return resKey{r.ID, r.Name} }
 
 // observed is one observed snapshot's contribution to contention.
 type observed struct {
 	at    time.Duration
 	exec  time.Duration
-	delay []time.Duration // per resource index
+	delay []keyedDelay
+}
+
+type keyedDelay struct {
+	key resKey
+	d   time.Duration
 }
 
 var (
@@ -232,23 +248,25 @@ func (a *Atropos) Observe(s *snapshot.Snapshot) {
 	if s.Window <= 0 {
 		return // cumulative numbers: no window to add
 	}
-	o := observed{at: s.At, exec: estimate.ExecTime(s), delay: make([]time.Duration, len(s.Resources))}
+	if a.sumDelay == nil {
+		a.sumDelay = map[resKey]time.Duration{}
+	}
+	o := observed{at: s.At, exec: estimate.ExecTime(s), delay: make([]keyedDelay, 0, len(s.Resources))}
 	for i := range s.Resources {
-		o.delay[i] = estimate.Delay(s, &s.Resources[i])
+		r := &s.Resources[i]
+		kd := keyedDelay{keyOf(r), estimate.Delay(s, r)}
+		o.delay = append(o.delay, kd)
+		a.sumDelay[kd.key] += kd.d
 	}
 	a.steps = append(a.steps, o)
-	for len(a.sumDelay) < len(s.Resources) {
-		a.sumDelay = append(a.sumDelay, 0)
-	}
-	for i, d := range o.delay {
-		a.sumDelay[i] += d
-	}
 	a.sumExec += o.exec
 	// Keep the steps whose windows end within the contention window.
 	for len(a.steps) > 1 && s.At-a.steps[0].at >= a.cfg.window {
 		old := a.steps[0]
-		for i, d := range old.delay {
-			a.sumDelay[i] -= d
+		for _, kd := range old.delay {
+			if a.sumDelay[kd.key] -= kd.d; a.sumDelay[kd.key] <= 0 {
+				delete(a.sumDelay, kd.key)
+			}
 		}
 		a.sumExec -= old.exec
 		a.steps = a.steps[1:]
@@ -261,13 +279,13 @@ func (a *Atropos) Observe(s *snapshot.Snapshot) {
 // contention fills a.levels for s: over the observed window when s is the
 // latest observed snapshot, else over s's own window.
 func (a *Atropos) contention(s *snapshot.Snapshot) {
-	if n := len(a.steps); n == 0 || a.steps[n-1].at != s.At || len(a.sumDelay) < len(s.Resources) {
+	if n := len(a.steps); n == 0 || a.steps[n-1].at != s.At {
 		a.levels = estimate.Contention(s, a.levels)
 		return
 	}
 	a.levels = a.levels[:0]
 	for i := range s.Resources {
-		a.levels = append(a.levels, estimate.Level(a.sumDelay[i], a.sumExec))
+		a.levels = append(a.levels, estimate.Level(a.sumDelay[keyOf(&s.Resources[i])], a.sumExec))
 	}
 }
 

@@ -383,3 +383,27 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// TestContentionFollowsResourcesThatComeAndGo: a source that reports only
+// the locks it sees now (the guard) adds a resource between two polls,
+// which moves the others' positions in the snapshot. Each resource's
+// contention over the window stays its own.
+func TestContentionFollowsResourcesThatComeAndGo(t *testing.T) {
+	a := NewAtropos(MultiObjective, WithContentionWindow(time.Second))
+	first := newBuilder(100*ms).res("relation:t", resource.KindLock, 0, 0.5, 3).
+		task(1, "exec", true, 0, 0, time.Second, use{res: 0, held: 1, hold: time.Second}).build()
+	first.At = 100 * ms
+	a.Observe(first)
+	second := newBuilder(100*ms).res("relation:a", resource.KindLock, 0, 0, 0).res("relation:t", resource.KindLock, 0, 0.5, 3).
+		task(1, "exec", true, 0, 0, time.Second, use{res: 1, held: 1, hold: time.Second}).build()
+	second.At = 200 * ms
+	a.Observe(second)
+	ev := a.Evaluate(second)
+	levels := map[string]float64{}
+	for _, l := range ev.Levels {
+		levels[l.Resource] = l.Level
+	}
+	if levels["relation:a"] != 0 || levels["relation:t"] < 0.4 {
+		t.Fatalf("levels %v: want relation:t's own contention and none for the newcomer", levels)
+	}
+}

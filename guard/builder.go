@@ -58,6 +58,7 @@ type useAcc struct {
 
 // resAcc integrates one resource over the polls.
 type resAcc struct {
+	id                  task.ResourceID // stable while the resource is remembered
 	kind                resource.Kind
 	capacity            int64
 	wait, hold          time.Duration
@@ -80,6 +81,7 @@ type Builder struct {
 	lastSnapAt time.Duration
 	prevAt     time.Time
 	nextID     uint64
+	nextRes    task.ResourceID
 	tasks      map[taskKey]*tracked
 	res        map[string]*resAcc
 	prevXct    int64
@@ -181,7 +183,8 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		r := &obs.Resources[i]
 		ra := b.res[r.Name]
 		if ra == nil {
-			ra = &resAcc{prevEvict: r.Evictions, prevMiss: r.Misses}
+			b.nextRes++
+			ra = &resAcc{id: b.nextRes, prevEvict: r.Evictions, prevMiss: r.Misses}
 			b.res[r.Name] = ra
 		}
 		ra.kind, ra.capacity, ra.lastSeen = r.Kind, r.Capacity, b.poll
@@ -220,14 +223,14 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 	}
 
 	// Running statements hold the server. The resource is kept from the
-	// first poll that shows one on, so that its index in the snapshots
-	// stays stable while nobody runs.
+	// first poll that shows one on, also while nobody runs.
 	uses := obs.Uses
 	server := b.res[ServerResource]
 	for _, id := range order {
 		if s := sessions[id]; s.Running && taskOf[id] != nil {
 			if server == nil {
-				server = &resAcc{}
+				b.nextRes++
+				server = &resAcc{id: b.nextRes}
 				b.res[ServerResource] = server
 			}
 			uses = append(uses[:len(uses):len(uses)], Use{Session: id, Resource: ServerResource, Held: true})
@@ -307,7 +310,7 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		ra := b.res[name]
 		resIndex[name] = int32(len(snap.Resources))
 		snap.Resources = append(snap.Resources, snapshot.Resource{
-			ID: task.ResourceID(len(snap.Resources) + 1), Name: name, Kind: ra.kind, Capacity: ra.capacity,
+			ID: ra.id, Name: name, Kind: ra.kind, Capacity: ra.capacity,
 			Wait: ra.wait, Hold: ra.hold, Waits: ra.waits, Evictions: ra.evictions,
 			WindowEvictions: max(ra.evictions-ra.prevEvict, 0), WindowWaits: max(ra.misses-ra.prevMiss, 0),
 		})
