@@ -2,6 +2,7 @@ package guard
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 
@@ -224,7 +225,7 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 
 	// Running statements hold the server. The resource is kept from the
 	// first poll that shows one on, also while nobody runs.
-	uses := obs.Uses
+	uses := slices.Clip(obs.Uses) // appending copies: the observation stays as it was
 	server := b.res[ServerResource]
 	for _, id := range order {
 		if s := sessions[id]; s.Running && taskOf[id] != nil {
@@ -233,7 +234,7 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 				server = &resAcc{id: b.nextRes}
 				b.res[ServerResource] = server
 			}
-			uses = append(uses[:len(uses):len(uses)], Use{Session: id, Resource: ServerResource, Held: true})
+			uses = append(uses, Use{Session: id, Resource: ServerResource, Held: true})
 		}
 	}
 	if server != nil {

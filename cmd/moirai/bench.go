@@ -40,6 +40,7 @@ type benchFlags struct {
 	// The dagor suite's.
 	feeds         string
 	guardInterval time.Duration
+	threshold     time.Duration
 	guardSLO      time.Duration
 	warmupChanged bool
 	workers       int
@@ -175,6 +176,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.service, "service-time", dagorsuite.DefaultService, "suite dagor: M's time per call")
 	fl.DurationVar(&f.window, "window", dagorsuite.DefaultWindow, "suite dagor: admission window (time)")
 	fl.IntVar(&f.windowCount, "window-count", dagorsuite.DefaultWindowCount, "suite dagor: admission window (requests)")
+	fl.DurationVar(&f.threshold, "threshold", dagorsuite.DefaultThreshold, "suite dagor: the mean queueing time above which a window is overloaded (also CoDel's target)")
 	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suites postgres and mysql: the server (mysql: "+dbsuite.DefaultMySQLDSN+" unless set)")
 	fl.IntVar(&f.clients, "clients", 8, "suites postgres and mysql: pgbench clients, sysbench threads")
 	fl.IntVar(&f.rows, "rows", 1_500_000, "suites postgres and mysql: rows of the suite's table (pg-vacuum-full's length and my-dump's size grow with it)")
