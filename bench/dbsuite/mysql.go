@@ -598,36 +598,7 @@ func startMyGuard(ctx context.Context, opt *Options, r *myRun) (func() (int, int
 		src.Close()
 		return none, err
 	}
-	g, err := guard.New(src, guard.Options{Interval: opt.GuardInterval, SLO: opt.GuardSLO,
-		Protect: guard.Protection{AllowSuperuser: true}, Logger: opt.Logger})
-	if err != nil {
-		src.Close()
-		return none, err
-	}
-	gctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- g.Run(gctx) }()
-	return func() (int, int, error) {
-		cancel()
-		err := <-done
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			err = nil
-		}
-		src.Close()
-		ids := r.culpritIDs()
-		culprits, victims := 0, 0
-		for _, d := range g.Decisions() {
-			if d.Outcome != guard.OutcomeActed {
-				continue
-			}
-			if containsID(ids, d.Target.Session) {
-				culprits++
-			} else {
-				victims++
-			}
-		}
-		return culprits, victims, err
-	}, nil
+	return runGuard(ctx, opt, src, func(d guard.Decision) bool { return containsID(r.culpritIDs(), d.Target.Session) })
 }
 
 func containsID(ids []int64, id int64) bool {

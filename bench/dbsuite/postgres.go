@@ -666,6 +666,13 @@ func startGuard(ctx context.Context, opt *Options, r *pgRun) (func() (int, int, 
 	if err != nil {
 		return func() (int, int, error) { return 0, 0, nil }, err
 	}
+	return runGuard(ctx, opt, src, func(d guard.Decision) bool { return d.App == CulpritApp })
+}
+
+// runGuard runs a guard of src in-process, as the suites configure it;
+// the returned function stops it, closes src, and counts its acted cancels
+// on the culprit's sessions (isCulprit) and on others.
+func runGuard(ctx context.Context, opt *Options, src guard.Source, isCulprit func(guard.Decision) bool) (func() (int, int, error), error) {
 	g, err := guard.New(src, guard.Options{Interval: opt.GuardInterval, SLO: opt.GuardSLO,
 		Protect: guard.Protection{AllowSuperuser: true}, Logger: opt.Logger})
 	if err != nil {
@@ -687,7 +694,7 @@ func startGuard(ctx context.Context, opt *Options, r *pgRun) (func() (int, int, 
 			if d.Outcome != guard.OutcomeActed {
 				continue
 			}
-			if d.App == CulpritApp {
+			if isCulprit(d) {
 				culprits++
 			} else {
 				victims++
