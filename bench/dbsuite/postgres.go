@@ -112,7 +112,9 @@ type Options struct {
 	// guard controller: its poll interval (default 100 ms on PostgreSQL,
 	// whose views are current at any rate; 250 ms on MariaDB, which
 	// refreshes its InnoDB lock views at most every 100 ms) and its
-	// objective (default 500 ms).
+	// objective (default 200 ms: twice the victims' objective, SLO).
+	// The guard cannot act before a culprit of unknown progress has held
+	// for half its objective, so the objective bounds how soon it acts.
 	GuardInterval, GuardSLO time.Duration
 	Progress                func(done, total int, what string)
 	Logger                  *slog.Logger
@@ -158,7 +160,7 @@ func (o *Options) defaults() {
 		o.Progress = func(int, int, string) {}
 	}
 	if o.GuardSLO <= 0 {
-		o.GuardSLO = 500 * time.Millisecond
+		o.GuardSLO = 2 * o.SLO
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

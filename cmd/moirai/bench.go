@@ -181,7 +181,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.IntVar(&f.clients, "clients", 8, "suites postgres and mysql: pgbench clients, sysbench threads")
 	fl.IntVar(&f.rows, "rows", 1_500_000, "suites postgres and mysql: rows of the suite's table (pg-vacuum-full's length and my-dump's size grow with it)")
 	fl.DurationVar(&f.guardInterval, "guard-interval", 0, "suites postgres and mysql: the guard's poll interval (default 100ms on postgres, 250ms on mysql)")
-	fl.DurationVar(&f.guardSLO, "guard-slo", 500*time.Millisecond, "suites postgres and mysql: the guard's objective (--slo of moirai guard)")
+	fl.DurationVar(&f.guardSLO, "guard-slo", 200*time.Millisecond, "suites postgres and mysql: the guard's objective (--slo of moirai guard); twice the victims' objective by default")
 	fl.Float64Var(&f.rate, "rate", 0, "suites postgres and mysql: open loop at this many transactions/s (pgbench -R, sysbench --rate); 0: closed loop")
 	return cmd
 }
