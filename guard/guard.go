@@ -230,7 +230,7 @@ func (g *Guard) looking(s *snapshot.Snapshot) bool {
 		if remain == nil {
 			remain = g.remainingHolds(s)
 		}
-		if int(u.Res) < len(remain) && u.Wait+remain[u.Res] >= g.opt.SLO {
+		if u.Res >= 0 && int(u.Res) < len(remain) && u.Wait+remain[u.Res] >= g.opt.SLO {
 			return true
 		}
 	}
