@@ -26,6 +26,9 @@ type admissionSection struct {
 func (s admissionSection) Title() string { return s.title }
 
 func (s admissionSection) Rows() [][2]string {
+	if s.d == nil {
+		return [][2]string{{"level", "no admitter"}}
+	}
 	l := s.d.Level()
 	level := fmt.Sprintf("business %d, user %d (admits priorities B/U at or below it; %d/%d admits everyone)",
 		l.Business, l.User, admit.AdmitAll.Business, admit.AdmitAll.User)

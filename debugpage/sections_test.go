@@ -89,3 +89,14 @@ func TestCPUSection(t *testing.T) {
 		t.Errorf("JSON without the budget, or with a pool:\n%s", body)
 	}
 }
+
+// A nil admitter is shown as none, not a crash of the page.
+func TestAdmissionSectionNil(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
+		debugpage.AdmissionSection("admission", nil)}}), "/debug/moirai")
+	if code != 200 || !strings.Contains(body, "no admitter") {
+		t.Errorf("page %d:\n%s", code, body)
+	}
+}
