@@ -74,12 +74,7 @@ func MySQLCases() []MySQLCase {
 			return errors.Join(<-errc, alter)
 		}},
 		{"my-dump", "full-table dumps (SELECT * read to the end, as mysqldump does) of a table larger than the buffer pool", func(ctx context.Context, r *myRun) error {
-			for ctx.Err() == nil {
-				if err := r.dump(ctx); err != nil || r.culpritCancelledOnce() {
-					return err
-				}
-			}
-			return nil
+			return r.culprits.repeat(ctx, r.dump)
 		}},
 	}
 }
@@ -100,26 +95,7 @@ type myRun struct {
 	db      *sql.DB // the culprit's sessions
 	timeout bool    // the timeout controller: the culprit's sessions get the timeouts too
 
-	mu              sync.Mutex
-	ids             map[int64]bool // the culprit's connection ids
-	culpritCancels  int
-	culpritCanceled bool
-}
-
-func (r *myRun) culpritCancelledOnce() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.culpritCanceled
-}
-
-func (r *myRun) culpritIDs() []int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []int64
-	for id := range r.ids {
-		out = append(out, id)
-	}
-	return out
+	culprits culpritLog // its connection ids and cancels
 }
 
 // session opens one of the culprit's sessions, with the timeouts under the
@@ -134,9 +110,7 @@ func (r *myRun) session(ctx context.Context) (*sql.Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	r.mu.Lock()
-	r.ids[id] = true
-	r.mu.Unlock()
+	r.culprits.session(id)
 	if r.timeout {
 		if _, err := c.ExecContext(ctx, r.opt.mysqlTimeouts()); err != nil {
 			c.Close()
@@ -220,10 +194,7 @@ func (r *myRun) ended(ctx context.Context, err error) error {
 		return nil // done, or the run's end (which kills the sessions)
 	}
 	if IsMySQLCancel(err) {
-		r.mu.Lock()
-		r.culpritCancels++
-		r.culpritCanceled = true
-		r.mu.Unlock()
+		r.culprits.cancelled()
 		return nil
 	}
 	return err
@@ -395,7 +366,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 	if err != nil {
 		return nil, err
 	}
-	r := &myRun{opt: opt, db: db, timeout: ctl.Name == "timeout", ids: map[int64]bool{}}
+	r := &myRun{opt: opt, db: db, timeout: ctl.Name == "timeout"}
 	init := ""
 	if r.timeout {
 		init = opt.mysqlTimeouts()
@@ -451,7 +422,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 	case <-ctx.Done():
 	}
 	stop()
-	killSessions(db, r.culpritIDs())
+	killSessions(db, r.culprits.sessions())
 	wg.Wait()
 	culprits, victims, cerr := ctlStop()
 	var werr error
@@ -470,9 +441,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 		return nil, err
 	}
 	m := sb.measure(time.Duration(secs-warm) * time.Second)
-	r.mu.Lock()
-	m.culpritCancels = r.culpritCancels
-	r.mu.Unlock()
+	m.culpritCancels = r.culprits.count()
 	switch ctl.Name {
 	case "timeout":
 		m.victimCancels = sb.Ignored
@@ -598,16 +567,7 @@ func startMyGuard(ctx context.Context, opt *Options, r *myRun) (func() (int, int
 		src.Close()
 		return none, err
 	}
-	return runGuard(ctx, opt, src, func(d guard.Decision) bool { return containsID(r.culpritIDs(), d.Target.Session) })
-}
-
-func containsID(ids []int64, id int64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
+	return runGuard(ctx, opt, src, func(d guard.Decision) bool { return r.culprits.has(d.Target.Session) })
 }
 
 // startPtKill runs the real pt-kill for the run and, when stopped, counts
@@ -632,10 +592,9 @@ func startPtKill(ctx context.Context, opt *Options, cfg *mysql.Config, r *myRun)
 		} else if err != nil {
 			err = fmt.Errorf("pt-kill: %v: %s", err, lastLines(stderr.String(), 3))
 		}
-		ids := r.culpritIDs()
 		culprits, victims := 0, 0
 		for _, id := range ParsePtKill(stdout.String()) {
-			if containsID(ids, id) {
+			if r.culprits.has(id) {
 				culprits++
 			} else {
 				victims++

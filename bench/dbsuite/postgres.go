@@ -69,12 +69,7 @@ func PostgresCases() []Case {
 			return errors.Join(<-errc, alterErr)
 		}},
 		{"pg-vacuum-full", "VACUUM FULL on the hot table", func(ctx context.Context, r *pgRun) error {
-			for ctx.Err() == nil {
-				if err := r.culpritTx(ctx, "", "VACUUM FULL "+pgTable); err != nil || r.culpritCancelledOnce() {
-					return err
-				}
-			}
-			return nil
+			return r.culprits.repeat(ctx, func(ctx context.Context) error { return r.culpritTx(ctx, "", "VACUUM FULL "+pgTable) })
 		}},
 	}
 }
@@ -172,16 +167,7 @@ type pgRun struct {
 	opt     *Options
 	timeout bool // the timeout controller: set the timeouts on the culprit's sessions
 
-	mu              sync.Mutex
-	pids            map[int64]bool // the culprit's sessions
-	culpritCancels  int            // the culprit's statements ended by a cancel (SQLSTATE 57014/55P03)
-	culpritCanceled bool
-}
-
-func (r *pgRun) culpritCancelledOnce() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.culpritCanceled
+	culprits culpritLog // its pids, and its statements ended by a cancel (SQLSTATE 57014/55P03/57P01)
 }
 
 // culpritTx runs, on a session of its own, BEGIN; pre; stmt; COMMIT. A
@@ -204,9 +190,7 @@ func (r *pgRun) culpritTx(ctx context.Context, pre, stmt string) error {
 		return err
 	}
 	defer c.Close(context.Background())
-	r.mu.Lock()
-	r.pids[int64(c.PgConn().PID())] = true
-	r.mu.Unlock()
+	r.culprits.session(int64(c.PgConn().PID()))
 	tx := !strings.HasPrefix(stmt, "VACUUM")
 	if tx {
 		if _, err := c.Exec(ctx, "BEGIN"); err != nil {
@@ -234,10 +218,7 @@ func (r *pgRun) ended(err error) error {
 		return nil // the run's end
 	}
 	if code := sqlState(err); code == "57014" || code == "55P03" || code == "57P01" {
-		r.mu.Lock()
-		r.culpritCancels++
-		r.culpritCanceled = true
-		r.mu.Unlock()
+		r.culprits.cancelled()
 		return nil
 	}
 	return err
@@ -494,7 +475,7 @@ func (m *measure) sloAttainment(slo time.Duration) float64 {
 // runPG runs pgbench for Duration, the culprit (if any) after Warmup, and
 // the controller.
 func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl Controller) (*measure, error) {
-	r := &pgRun{opt: opt, timeout: ctl.Name == "timeout", pids: map[int64]bool{}}
+	r := &pgRun{opt: opt, timeout: ctl.Name == "timeout"}
 	prefix := filepath.Join(dir, fmt.Sprintf("log-%d", time.Now().UnixNano()))
 	secs := int(math.Ceil(opt.Duration.Seconds()))
 	args := []string{"-n", "-f", script, "-c", strconv.Itoa(opt.Clients), "-j", "1", "-T", strconv.Itoa(secs),
@@ -562,9 +543,7 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	m.window = opt.Duration - opt.Warmup
 	aborted := strings.Count(stderr.String(), "aborted in command")
 	m.failed += aborted
-	r.mu.Lock()
-	m.culpritCancels = r.culpritCancels
-	r.mu.Unlock()
+	m.culpritCancels = r.culprits.count()
 	switch ctl.Name {
 	case "timeout":
 		m.victimCancels = aborted
