@@ -92,6 +92,7 @@ type Builder struct {
 	lossSpan   time.Duration // the throughput's averaging span
 	lossSince  time.Duration // snapshot time the current loss began; -1: none
 	loss       float64
+	lockedAt   time.Duration // snapshot time a lock was last contended; 0: never
 
 	// of the last Build: the session and target of every task
 	targets map[uint64]Target
@@ -111,11 +112,20 @@ type Builder struct {
 // either, at least twice the counters' lag ([Observation.CountersLag]).
 // The live tasks that have not held the server for a span wait for it:
 // the short transactions are what the lost throughput consists of. A
+// statement holds the server from the first poll that sees it running
+// (before, it may have waited for a lock). A loss while a lock is
+// contended, or within a span after, is the lock's and not counted. A
 // statement that monopolizes the server (a dump reading a table larger
 // than the buffer pool, a runaway scan) is then the task whose
 // cancellation frees the most of a contended resource, as a lock holder
 // is.
 const ServerResource = "server"
+
+// lockExplains is the contention level of a lock (its waiters' wait over
+// the window's execution time) at which a loss of throughput is the
+// lock's, not the server's: the policy's own threshold for a contended
+// resource.
+const lockExplains = 0.1
 
 // LossFraction: the server's resource counts as contended while the
 // throughput of the last span is below this fraction of the recent best.
@@ -260,13 +270,14 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 				ra.hold += dt
 			} else if ua.heldAt != b.poll {
 				// First seen holding: it has held since its transaction
-				// (or statement) began, as far as the views tell; the
-				// server, since its statement began.
-				since := startOf(s)
-				if u.Resource == ServerResource && !s.QueryStart.IsZero() {
-					since = s.QueryStart
+				// (or statement) began, as far as the views tell. The
+				// server only since the poll before: a statement first
+				// seen running may have spent its age waiting for a lock
+				// (a victim just let through), not executing.
+				h := clampSince(at, startOf(s), maxFirst)
+				if u.Resource == ServerResource {
+					h = min(clampSince(at, s.QueryStart, maxFirst), dt)
 				}
-				h := clampSince(at, since, maxFirst)
 				ua.hold += h
 				ra.hold += h
 			}
@@ -421,7 +432,17 @@ func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]
 		b.throughput = detect.NewCollapse(LossFraction, detect.WithSpan(b.lossSpan))
 	}
 	b.throughput.Observe(snap)
-	if !b.throughput.Collapsed() {
+	// A loss while a lock is contended, or within a span after, is the
+	// lock's doing: its waiters are the throughput lost, and the
+	// statements that run once it is released are its victims catching
+	// up, not the server's monopolists.
+	exec := estimate.ExecTime(snap)
+	for i := range snap.Resources {
+		if r := &snap.Resources[i]; r.Kind == resource.KindLock && estimate.Level(r.WindowWait, exec) >= lockExplains {
+			b.lockedAt = snap.At
+		}
+	}
+	if !b.throughput.Collapsed() || (b.lockedAt > 0 && snap.At-b.lockedAt < b.lossSpan) {
 		b.lossSince, b.loss = -1, 0
 		return
 	}
@@ -435,7 +456,7 @@ func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]
 		return
 	}
 	r := &snap.Resources[ri]
-	delay := time.Duration(b.loss * float64(estimate.ExecTime(snap)))
+	delay := time.Duration(b.loss * float64(exec))
 	r.WindowWait += delay
 	r.Wait += delay
 	b.res[ServerResource].wait += delay

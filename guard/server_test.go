@@ -188,3 +188,76 @@ func TestBurstyCountersAreNoLoss(t *testing.T) {
 		t.Fatalf("cancels %+v; want none", f.cancels)
 	}
 }
+
+// TestVictimsLetThroughAreNotHogs: a lock stops the commits; once its
+// holder is gone the victims, whose statements began before the lock was
+// taken, run while the last second still shows the loss. They waited, they
+// did not monopolize the server: only the lock's holder is cancelled.
+func TestVictimsLetThroughAreNotHogs(t *testing.T) {
+	const lockFrom, lockTo = 21, 29
+	blocked := epoch.Add(lockFrom * 250 * time.Millisecond)
+	f := &fake{obs: func(n int, at time.Time) *Observation {
+		committed := int64(0)
+		for i := 1; i <= n; i++ {
+			if i < lockFrom || i >= lockTo {
+				committed += 500
+			}
+		}
+		obs := &Observation{At: at, Committed: committed, CountersLag: time.Second, // PostgreSQL's
+			Resources: []Resource{{Name: "relation:public.t", Kind: resource.KindLock}}}
+		locked := n >= lockFrom && n < lockTo
+		if locked {
+			obs.Sessions = append(obs.Sessions, Session{ID: 10, User: "app", Kind: "client", State: "active", Active: true,
+				Query: "UPDATE t SET v = v WHERE pg_sleep(600) IS NOT NULL", XactStart: blocked, QueryStart: blocked})
+			obs.Uses = append(obs.Uses, Use{Session: 10, Resource: "relation:public.t", Held: true})
+		}
+		for id := int64(20); id < 28; id++ {
+			start := at.Add(-time.Millisecond)
+			if n >= lockFrom && n < lockTo+4 {
+				start = blocked // blocked, then let through and slow for a while
+			}
+			s := Session{ID: id, User: "app", Kind: "client", State: "active", Active: true,
+				Query: "UPDATE t SET v = 1 WHERE id = 7", XactStart: start, QueryStart: start, Running: !locked}
+			obs.Sessions = append(obs.Sessions, s)
+			if locked {
+				obs.Uses = append(obs.Uses, Use{Session: id, Resource: "relation:public.t", Waiting: true, BlockedBy: []int64{10}, Since: blocked})
+			}
+		}
+		if !locked { // other clients' short transactions, a new one at every poll
+			for id := int64(30); id < 34; id++ {
+				start := at.Add(-time.Millisecond)
+				obs.Sessions = append(obs.Sessions, Session{ID: id, User: "app", Kind: "client", State: "active", Active: true, Running: true,
+					Query: "SELECT v FROM t WHERE id = 9", XactStart: start, QueryStart: start})
+			}
+		}
+		return obs
+	}}
+	// No minimum interval between actions: the rate limit is not what
+	// should spare the victims.
+	g, _ := New(f, Options{SLO: 200 * time.Millisecond, MinInterval: time.Millisecond, Logger: quiet})
+	ds := steps(t, g, 48)
+	if len(f.cancels) != 1 || f.cancels[0].Session != 10 {
+		t.Fatalf("cancels %+v, decisions %+v; want the lock holder's only", f.cancels, ds)
+	}
+}
+
+// TestServerHoldFromFirstSeenRunning: a statement first seen running two
+// seconds after it began (it waited for a lock until now) has held the
+// server for at most the poll since, not two seconds.
+func TestServerHoldFromFirstSeenRunning(t *testing.T) {
+	b := NewBuilder()
+	began := epoch.Add(-2 * time.Second)
+	for n, running := range []bool{false, true} {
+		at := epoch.Add(time.Duration(n) * 250 * time.Millisecond)
+		snap, _ := b.Build(&Observation{At: at, Sessions: []Session{{ID: 20, Kind: "client", Active: true, Running: running,
+			Query: "UPDATE t SET v = 1 WHERE id = 7", QueryStart: began}}})
+		if !running {
+			continue
+		}
+		for _, u := range snap.Usage {
+			if snap.Resources[u.Res].Name == ServerResource && u.Hold > 250*time.Millisecond {
+				t.Fatalf("server held for %v; want at most the poll since it was first seen running", u.Hold)
+			}
+		}
+	}
+}
