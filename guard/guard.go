@@ -21,6 +21,12 @@ import (
 type Options struct {
 	// Interval between polls (default 250 ms).
 	Interval time.Duration
+	// AlertInterval is the interval between polls while a session waits
+	// for a lock (default the smaller of Interval and 100 ms). The guard
+	// polls faster only then, so a quiet server pays the slow rate, and a
+	// culprit is confirmed and cancelled a few hundred milliseconds
+	// sooner than at Interval.
+	AlertInterval time.Duration
 	// SLO is the wait the guard tolerates: once a session has waited this
 	// long for a lock, or is expected to by the time the lock's holders
 	// let go, or the server has lost throughput for this long (see
@@ -51,6 +57,10 @@ func (o *Options) defaults() {
 	if o.Interval <= 0 {
 		o.Interval = 250 * time.Millisecond
 	}
+	if o.AlertInterval <= 0 {
+		o.AlertInterval = min(o.Interval, 100*time.Millisecond)
+	}
+	o.AlertInterval = min(o.AlertInterval, o.Interval)
 	if o.SLO <= 0 {
 		o.SLO = time.Second
 	}
@@ -110,6 +120,7 @@ type Guard struct {
 	acted      bool
 	lastAction time.Duration
 	actions    []time.Duration // in the last minute
+	alert      bool            // the last poll saw a session wait: poll at AlertInterval
 	m          *metrics
 }
 
@@ -125,9 +136,11 @@ func New(src Source, opt Options) (*Guard, error) {
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
 		cancel.WithDurations(g.durations),
 		cancel.WithContentionWindow(2*opt.Interval),
-		// The same choice on two consecutive polls (polls drift by a few
-		// milliseconds: a whole interval would often take three).
-		cancel.WithConfirmation(opt.Interval/2),
+		// The same choice on two consecutive polls: a culprit is chosen
+		// while something waits, when the guard polls at AlertInterval
+		// (polls drift by a few milliseconds: a whole interval would often
+		// take three).
+		cancel.WithConfirmation(opt.AlertInterval/2),
 		cancel.WithMinGain(opt.SLO/2))
 	if opt.Audit != nil {
 		g.audit = slog.New(slog.NewJSONHandler(opt.Audit, nil))
@@ -152,16 +165,22 @@ func (g *Guard) cancellable(s *Session) bool {
 	return s.Active || (s.IdleInTransaction && g.opt.TerminateIdle)
 }
 
-// Run polls every Interval until ctx is done. A failed poll is logged and
+// Run polls every Interval, or every AlertInterval while the last poll saw
+// a session wait for a lock, until ctx is done. A failed poll is logged and
 // counted; the guard goes on. It returns ctx's error's cause when ctx
 // ends, after any action in progress has returned.
 func (g *Guard) Run(ctx context.Context) error {
-	t := time.NewTicker(g.opt.Interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
+	<-t.C
 	for {
+		started := time.Now()
 		if _, err := g.Step(ctx); err != nil && ctx.Err() == nil {
 			g.opt.Logger.Warn("guard: poll failed", "source", g.src.Name(), "err", err)
 		}
+		// The next poll is due an interval after this one started (a slow
+		// poll delays none but itself), and never sooner than now.
+		t.Reset(max(0, time.Until(started.Add(g.nextInterval()))))
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
@@ -170,19 +189,43 @@ func (g *Guard) Run(ctx context.Context) error {
 	}
 }
 
+// nextInterval is the time from the start of the last poll to the next:
+// Interval, or AlertInterval while a session waits, but long enough after
+// the last poll's end for views the server refreshes at most every
+// Observation.Refresh to be fresh (with a tenth of that to spare).
+func (g *Guard) nextInterval() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	iv := g.opt.Interval
+	if g.alert {
+		iv = g.opt.AlertInterval
+	}
+	if o := g.lastObs; o != nil && o.Refresh > 0 {
+		iv = max(iv, o.Refresh+o.Refresh/10+max(0, o.Took))
+	}
+	return iv
+}
+
 // Step polls once, decides, and acts (or records, in a dry run). It
 // returns the decisions taken in this step.
 func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 	obs, err := g.poll(ctx)
 	if err != nil {
 		g.m.pollFailed()
+		g.mu.Lock()
+		g.alert = false // a server that fails polls is not polled faster
+		g.mu.Unlock()
 		return nil, err
 	}
 	snap, ignored := g.b.Build(obs)
 	g.m.polled(obs, snap, ignored)
 	g.policy.Observe(snap)
+	// A loss of throughput alone does not speed polling up: loads swing
+	// by a fifth from one span to the next, and a loss is acted on only
+	// once it lasted the objective.
+	alert := contended(snap)
 	g.mu.Lock()
-	g.last, g.lastObs = snap, obs
+	g.last, g.lastObs, g.alert = snap, obs, alert
 	g.mu.Unlock()
 	if !g.looking(snap) || !g.policy.Confirm(snap) {
 		return nil, nil
@@ -231,6 +274,16 @@ func (g *Guard) looking(s *snapshot.Snapshot) bool {
 			remain = g.remainingHolds(s)
 		}
 		if u.Res >= 0 && int(u.Res) < len(remain) && u.Wait+remain[u.Res] >= g.opt.SLO {
+			return true
+		}
+	}
+	return false
+}
+
+// contended reports whether a session of s waits for a resource.
+func contended(s *snapshot.Snapshot) bool {
+	for i := range s.Usage {
+		if s.Usage[i].Waiting > 0 {
 			return true
 		}
 	}

@@ -350,27 +350,52 @@ func TestPanickingSource(t *testing.T) {
 	}
 }
 
+// TestRunStopsWithContext: Run polls at Interval while nothing waits, at
+// AlertInterval while a session waits for a lock, and returns ctx's cause
+// when ctx ends.
 func TestRunStopsWithContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := &fake{obs: lockTable(nil)}
-		g, _ := New(f, Options{Interval: 250 * time.Millisecond, Logger: quiet})
-		ctx, cancel := context.WithCancelCause(t.Context())
-		done := make(chan error)
-		go func() { done <- g.Run(ctx) }()
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		stop := errors.New("shutdown")
-		cancel(stop)
-		if err := <-done; !errors.Is(err, stop) {
-			t.Fatalf("Run returned %v", err)
-		}
-		if f.n != 9 { // at 0, 250ms, …, 2s
-			t.Fatalf("%d polls in 2s at 250ms, want 9", f.n)
-		}
-		if len(f.cancels) != 1 {
-			t.Fatalf("cancels %+v", f.cancels)
-		}
-	})
+	for _, tc := range []struct {
+		name    string
+		waiting bool
+		refresh time.Duration // Observation.Refresh
+		polls   int
+		cancels int
+	}{
+		{"quiet", false, 0, 9, 0},                                     // at 0, 250ms, …, 2s
+		{"waiting", true, 0, 21, 1},                                   // at 0, 100ms, …, 2s
+		{"waiting, stale views", true, 100 * time.Millisecond, 19, 1}, // at 0, 110ms, …, 1.98s
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				obs := lockTable(nil)
+				f := &fake{obs: func(n int, at time.Time) *Observation {
+					o := obs(n, at)
+					if !tc.waiting {
+						o.Uses = slices.DeleteFunc(o.Uses, func(u Use) bool { return u.Waiting })
+					}
+					o.Refresh = tc.refresh
+					return o
+				}}
+				g, _ := New(f, Options{Interval: 250 * time.Millisecond, Logger: quiet})
+				ctx, cancel := context.WithCancelCause(t.Context())
+				done := make(chan error)
+				go func() { done <- g.Run(ctx) }()
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				stop := errors.New("shutdown")
+				cancel(stop)
+				if err := <-done; !errors.Is(err, stop) {
+					t.Fatalf("Run returned %v", err)
+				}
+				if f.n != tc.polls {
+					t.Fatalf("%d polls in 2s, want %d", f.n, tc.polls)
+				}
+				if len(f.cancels) != tc.cancels {
+					t.Fatalf("cancels %+v, want %d", f.cancels, tc.cancels)
+				}
+			})
+		})
+	}
 }
 
 func TestExplain(t *testing.T) {

@@ -73,6 +73,13 @@ type Observation struct {
 	// so its counters move in bursts. The guard averages throughput over
 	// at least twice this.
 	CountersLag time.Duration
+	// Refresh is how often, at most, the server refreshes some of the
+	// views the poll read, and then only when they were last read at
+	// least that long before: MariaDB's InnoDB transaction and lock views
+	// are a cache refreshed on a read 100 ms after the last. The guard
+	// starts polls far enough apart that each reads fresh views. 0: the
+	// views are current whenever read.
+	Refresh time.Duration
 
 	// Skipped counts rows the source dropped as unexpected (NULLs where a
 	// value must be, unknown states, values out of range), by view.

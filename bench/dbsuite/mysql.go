@@ -305,9 +305,10 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 			"warm-up":            opt.Warmup.String() + "; the culprit starts after it (sysbench --report-checkpoints resets its statistics there)",
 			"timeout":            fmt.Sprintf("max_statement_time %v, innodb_lock_wait_timeout and lock_wait_timeout %v", opt.StatementTimeout, opt.LockTimeout),
 			"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query", ptkillBusy(opt.BusyTime)),
-			"guard":              fmt.Sprintf("interval %v, SLO %v", opt.GuardInterval, opt.GuardSLO),
+			"guard":              fmt.Sprintf("interval %v (while a session waits: %v, and 110 ms after the last poll's end, when MariaDB refreshes its InnoDB views), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 			"victims' objective": opt.SLO.String(),
 		}}
+	opt.describeRounds(res.Params)
 	names := make([]string, len(cases))
 	for i, c := range cases {
 		names[i] = c.Name
@@ -401,7 +402,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 	var wg sync.WaitGroup
 	var culpritErr, startErr error
 	ctlStop := func() (int, int, error) { return 0, 0, nil }
-	if c != nil {
+	if c != nil && !opt.NoCulprit {
 		wg.Go(func() {
 			select {
 			case <-time.After(time.Duration(warm) * time.Second):
@@ -410,12 +411,12 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 			}
 			culpritErr = c.run(runCtx, r)
 		})
-		switch ctl.Name {
-		case "guard":
-			ctlStop, startErr = startMyGuard(runCtx, opt, r)
-		case "ptkill":
-			ctlStop = startPtKill(runCtx, opt, cfg, r)
-		}
+	}
+	switch ctl.Name {
+	case "guard":
+		ctlStop, startErr = startMyGuard(runCtx, opt, r)
+	case "ptkill":
+		ctlStop = startPtKill(runCtx, opt, cfg, r)
 	}
 	select {
 	case <-time.After(time.Until(start.Add(time.Duration(secs) * time.Second))):

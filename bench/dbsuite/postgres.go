@@ -93,6 +93,15 @@ type Options struct {
 	Warmup      time.Duration // the culprit starts after it; not measured
 	Clients     int           // pgbench clients, sysbench threads
 	Rate        float64       // transactions/s (pgbench -R, sysbench --rate); 0: closed loop
+	// Rounds runs every case's normal run and controllers this many times
+	// over, interleaved, and pools each controller's rounds into one row
+	// (default 1): a single run's throughput varies by a few percent from
+	// one run to the next.
+	Rounds int
+	// NoCulprit runs every controller without the culprit: what the
+	// controller costs when nothing goes wrong, and whether it cancels
+	// anything then (every cancel counts as a victim's).
+	NoCulprit bool
 	Rows        int           // the table's rows
 	Pgbench     string        // path of pgbench
 	Sysbench    string        // path of sysbench (suite mysql)
@@ -278,8 +287,9 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 			"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
 			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
 			"victims' objective": opt.SLO.String(),
-			"guard":              fmt.Sprintf("interval %v, SLO %v", opt.GuardInterval, opt.GuardSLO),
+			"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 		}}
+	opt.describeRounds(res.Params)
 	names := make([]string, len(cases))
 	for i, c := range cases {
 		names[i] = c.Name
@@ -294,41 +304,88 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 }
 
 // matrix runs, for every case, its normal run (no culprit, no control:
-// run with a nil controller) and one run per controller, and appends the
-// controllers' rows, normalized by the normal run and by the uncontrolled
-// one, to res. after runs after each case (nil: nothing).
+// run with a nil controller) and one run per controller, Rounds times
+// over, interleaved, and appends the controllers' rows, normalized by the
+// normal runs and by the uncontrolled ones, to res: each row pools a
+// controller's rounds as one long run (transactions and latencies, and
+// cancels, summed). after runs after each round of a case (nil:
+// nothing).
 func (o *Options) matrix(res *bench.Results, cases []string, ctls []Controller, run func(i int, ctl *Controller) (*measure, error), after func() error) error {
-	total, done := len(cases)*(len(ctls)+1), 0
+	rounds := max(1, o.Rounds)
+	total, done := len(cases)*(len(ctls)+1)*rounds, 0
 	for i, name := range cases {
-		o.Progress(done, total, name+"/normal")
-		normal, err := run(i, nil)
-		done++
-		if err != nil {
-			return fmt.Errorf("%s normal run: %w", name, err)
-		}
-		var unc *measure
-		for _, ctl := range ctls {
-			o.Progress(done, total, name+"/"+ctl.Name)
-			m, err := run(i, &ctl)
+		var normal measure
+		pooled := make([]measure, len(ctls))
+		for round := range rounds {
+			at := name
+			if rounds > 1 {
+				at = fmt.Sprintf("%s (round %d/%d)", name, round+1, rounds)
+			}
+			o.Progress(done, total, at+"/normal")
+			m, err := run(i, nil)
 			done++
 			if err != nil {
-				return fmt.Errorf("%s/%s: %w", name, ctl.Name, err)
+				return fmt.Errorf("%s normal run: %w", at, err)
 			}
+			normal.pool(m)
+			for j, ctl := range ctls {
+				o.Progress(done, total, at+"/"+ctl.Name)
+				m, err := run(i, &ctl)
+				done++
+				if err != nil {
+					return fmt.Errorf("%s/%s: %w", at, ctl.Name, err)
+				}
+				pooled[j].pool(m)
+			}
+			if after != nil {
+				if err := after(); err != nil {
+					return err
+				}
+			}
+		}
+		var unc *measure
+		for j, ctl := range ctls {
+			m := &pooled[j]
 			if ctl.Name == "none" {
 				unc = m
 			}
-			row := m.row(res.Suite, name, ctl.Name, normal, unc)
+			row := m.row(res.Suite, name, ctl.Name, &normal, unc)
 			row.SLOAttainment = m.sloAttainment(o.SLO)
-			res.Rows = append(res.Rows, row)
-		}
-		if after != nil {
-			if err := after(); err != nil {
-				return err
+			if o.NoCulprit {
+				row.NoCulprit, row.Degraded = true, nil
 			}
+			res.Rows = append(res.Rows, row)
 		}
 	}
 	o.Progress(total, total, "done")
 	return nil
+}
+
+// describeRounds records Rounds and NoCulprit in a results' parameters.
+func (o *Options) describeRounds(params map[string]string) {
+	if o.Rounds > 1 {
+		params["rounds"] = fmt.Sprintf("%d, interleaved; each row pools its rounds (transactions, latencies and cancels summed)", o.Rounds)
+	}
+	if o.NoCulprit {
+		params["no culprit"] = "every run without its culprit: what each controller costs when nothing goes wrong (any cancel is a victim's)"
+	}
+}
+
+// pool adds the run n to m, as if the two were one run of both windows.
+func (m *measure) pool(n *measure) {
+	m.window += n.window
+	m.completed += n.completed
+	m.lat = append(m.lat, n.lat...)
+	m.failed += n.failed
+	m.victimCancels += n.victimCancels
+	m.culpritCancels += n.culpritCancels
+	m.cancels += n.cancels
+	if n.err != "" {
+		if m.err != "" {
+			m.err += "; "
+		}
+		m.err += n.err
+	}
 }
 
 const victimScript = `\set id random(1, ` + "1000" + `)
@@ -503,7 +560,7 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	var wg sync.WaitGroup
 	var culpritErr, startErr error
 	ctlStop := func() (int, int, error) { return 0, 0, nil }
-	if c != nil {
+	if c != nil && !opt.NoCulprit {
 		wg.Go(func() {
 			select {
 			case <-time.After(opt.Warmup):
@@ -512,12 +569,12 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 			}
 			culpritErr = c.run(runCtx, r)
 		})
-		switch ctl.Name {
-		case "guard":
-			ctlStop, startErr = startGuard(runCtx, opt, r)
-		case "ptkill":
-			ctlStop = startPtkill(runCtx, opt, r)
-		}
+	}
+	switch ctl.Name {
+	case "guard":
+		ctlStop, startErr = startGuard(runCtx, opt, r)
+	case "ptkill":
+		ctlStop = startPtkill(runCtx, opt, r)
 	}
 	werr := cmd.Wait()
 	// pgbench ends early when every client aborted (timeout): the culprit

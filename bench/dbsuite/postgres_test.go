@@ -188,3 +188,45 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("error %v, want the run's error naming a/guard", err)
 	}
 }
+
+// TestMatrixRounds: with Rounds, the normal run and the controllers run
+// interleaved, round after round, and each row pools its rounds as one
+// long run; with NoCulprit, the rows say so and carry no sanity check.
+func TestMatrixRounds(t *testing.T) {
+	opt := Options{Rounds: 2, NoCulprit: true}
+	opt.defaults()
+	var calls []string
+	n := 0
+	res := &bench.Results{Suite: SuitePostgres}
+	err := opt.matrix(res, []string{"a"}, []Controller{{Name: "none"}, {Name: "guard"}}, func(i int, ctl *Controller) (*measure, error) {
+		n++
+		if ctl == nil {
+			calls = append(calls, "normal")
+			return &measure{window: time.Second, completed: 10, lat: ms(1)}, nil
+		}
+		calls = append(calls, ctl.Name)
+		if ctl.Name == "guard" {
+			// 8 then 10 of the normal 10: 0.9 pooled; latencies 3 and 6.
+			return &measure{window: time.Second, completed: map[int]int{3: 8, 6: 10}[n], lat: ms(float64(n)), cancels: 1, victimCancels: 1}, nil
+		}
+		return &measure{window: time.Second, completed: 10, lat: ms(1)}, nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"normal", "none", "guard", "normal", "none", "guard"}; !slices.Equal(calls, want) {
+		t.Errorf("runs %v, want %v", calls, want)
+	}
+	if len(res.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(res.Rows))
+	}
+	g := res.Rows[1]
+	if g.ThroughputNorm != 0.9 || g.Cancelled != 2 || g.VictimsCancelled != 2 || g.P99Norm != 6 {
+		t.Errorf("pooled row %+v: want throughput_norm 0.9, 2 cancels of victims, p99_norm 6 (of latencies 3 and 6)", g)
+	}
+	for _, r := range res.Rows {
+		if !r.NoCulprit || r.Degraded != nil {
+			t.Errorf("row %s: no_culprit %v, degraded %v; want true and no sanity check", r.Controller, r.NoCulprit, r.Degraded)
+		}
+	}
+}

@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/cpusuite"
@@ -165,10 +168,10 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
-	fl.BoolVar(&f.noCulprit, "no-culprit", false, "measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
+	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
-	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor and pathfence: unmeasured start of each run (dagor: 5s, pathfence: 6s unless set)")
-	fl.IntVar(&f.rounds, "rounds", 1, "suite cpu: runs of every (case, controller) pair, interleaved")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres and mysql: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s unless set)")
+	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, postgres and mysql: runs of every (case, controller) pair, interleaved (postgres and mysql: pooled into one row)")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
 	fl.StringVar(&f.feeds, "feeds", "0.5,1,2,4", "suite dagor: feed rates, as ratios to the rate that saturates M")
@@ -187,6 +190,9 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 }
 
 func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
+	if err := suiteFlags(cmd, f.suite); err != nil {
+		return err
+	}
 	switch f.suite {
 	case cpusuite.Suite:
 		return runCPUBench(cmd, g, f)
@@ -388,4 +394,25 @@ func writeFigures(dir string, all []*bench.Results) error {
 		}
 	}
 	return nil
+}
+
+// flagSuites reads the suites a flag applies to from its usage ("suite
+// cpu: …", "suites cpu, postgres and mysql: …"); nil: every suite.
+var flagSuites = regexp.MustCompile(`^suites? ([a-z]+(?:, [a-z]+)*(?: and [a-z]+)?):`)
+
+// suiteFlags rejects a flag set on the command line that the suite does
+// not read: it would be silently ignored.
+func suiteFlags(cmd *cobra.Command, suite string) error {
+	var err error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		m := flagSuites.FindStringSubmatch(fl.Usage)
+		if m == nil || err != nil {
+			return
+		}
+		names := strings.FieldsFunc(strings.ReplaceAll(m[1], " and ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+		if !slices.Contains(names, suite) {
+			err = usageErrorf("--%s applies to %s only, not to suite %s", fl.Name, strings.TrimSuffix(m[0], ":"), suite)
+		}
+	})
+	return err
 }

@@ -40,7 +40,11 @@ func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.suite == dbsuite.SuiteMySQL && f.guardInterval > 0 && f.guardInterval <= 100*time.Millisecond {
 		return usageErrorf("--guard-interval %v: MariaDB refreshes its InnoDB lock views at most every 100ms; poll less often", f.guardInterval)
 	}
+	if f.rounds < 1 || f.rounds > 100 {
+		return usageErrorf("--rounds %d: want 1 to 100", f.rounds)
+	}
 	opt := dbsuite.Options{DSN: f.dsn, Duration: f.duration, Clients: f.clients, Rate: f.rate, Rows: f.rows,
+		Rounds: f.rounds, NoCulprit: f.noCulprit,
 		GuardInterval: f.guardInterval, GuardSLO: f.guardSLO, Progress: progressBar(cmd.ErrOrStderr())}
 	if cmd.Flags().Changed("warmup") {
 		opt.Warmup = f.warmup

@@ -28,6 +28,7 @@ import (
 type guardFlags struct {
 	dsn            string
 	interval, slo  time.Duration
+	alertInterval  time.Duration
 	dryRun, once   bool
 	protectUsers   []string
 	protectApps    []string
@@ -46,6 +47,7 @@ func (f *guardFlags) register(cmd *cobra.Command, all bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.dsn, "dsn", "", "server to guard: postgres://user@host:5432/db or mysql://user:pass@tcp(host:3306)/ (or $MOIRAI_GUARD_DSN)")
 	fl.DurationVar(&f.interval, "interval", 250*time.Millisecond, "time between polls of the server's views")
+	fl.DurationVar(&f.alertInterval, "alert-interval", 0, "time between polls while a session waits for a lock (default the smaller of --interval and 100ms)")
 	fl.DurationVar(&f.slo, "slo", time.Second, "lock wait (actual or expected), or loss of throughput, tolerated before the guard looks for the culprit")
 	fl.StringSliceVar(&f.protectUsers, "protect-user", nil, "never act on sessions of this user (repeatable)")
 	fl.StringSliceVar(&f.protectApps, "protect-app", nil, "never act on sessions of this application_name (repeatable)")
@@ -69,13 +71,16 @@ func (f *guardFlags) options(errOut io.Writer) (guard.Options, error) {
 	if f.interval < 10*time.Millisecond || f.interval > time.Minute {
 		return guard.Options{}, usageErrorf("--interval %v: want 10ms to 1m", f.interval)
 	}
+	if f.alertInterval != 0 && (f.alertInterval < 10*time.Millisecond || f.alertInterval > f.interval) {
+		return guard.Options{}, usageErrorf("--alert-interval %v: want 10ms to --interval (%v)", f.alertInterval, f.interval)
+	}
 	if f.slo <= 0 {
 		return guard.Options{}, usageErrorf("--slo %v: want a positive duration", f.slo)
 	}
 	if f.maxPerMinute < 1 || f.minInterval < 0 {
 		return guard.Options{}, usageErrorf("--max-per-minute %d --min-interval %v: want at least 1 and a non-negative interval", f.maxPerMinute, f.minInterval)
 	}
-	o := guard.Options{Interval: f.interval, SLO: f.slo, DryRun: f.dryRun, TerminateIdle: f.terminateIdle,
+	o := guard.Options{Interval: f.interval, AlertInterval: f.alertInterval, SLO: f.slo, DryRun: f.dryRun, TerminateIdle: f.terminateIdle,
 		MinInterval: f.minInterval, MaxPerMinute: f.maxPerMinute,
 		Protect: guard.Protection{Users: f.protectUsers, Applications: f.protectApps, AllowSuperuser: f.allowSuper, AllowMaintenance: f.allowMaint},
 		Logger:  slog.New(slog.NewTextHandler(errOut, nil))}

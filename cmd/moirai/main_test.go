@@ -103,6 +103,9 @@ func TestUsageErrors(t *testing.T) {
 		{"bad interval", []string{"demo", "--interval", "1ms"}, "--interval"},
 		{"bad slo", []string{"demo", "--slo", "10us"}, "--slo"},
 		{"bad only", []string{"demo", "--only", "both"}, "--only"},
+		{"flag of another suite", []string{"bench", "run", "--suite", "dagor", "--rounds", "2"}, "--rounds applies to suites cpu, postgres and mysql only"},
+		{"no-culprit on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--no-culprit"}, "--no-culprit applies to"},
+		{"alert interval above interval", []string{"guard", "--dsn", "postgres://x@127.0.0.1:1/db", "--alert-interval", "1s"}, "--alert-interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
