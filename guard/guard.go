@@ -22,10 +22,12 @@ type Options struct {
 	// Interval between polls (default 250 ms).
 	Interval time.Duration
 	// AlertInterval is the interval between polls while a session waits
-	// for a lock (default the smaller of Interval and 100 ms). The guard
-	// polls faster only then, so a quiet server pays the slow rate, and a
-	// culprit is confirmed and cancelled a few hundred milliseconds
-	// sooner than at Interval.
+	// for a lock (default the smaller of Interval and 100 ms; never more
+	// than Interval). The guard polls faster only then, so a quiet server
+	// pays the slow rate, and a culprit is confirmed and cancelled a few
+	// hundred milliseconds sooner than at Interval. Neither interval is
+	// kept when the server's views would not be fresh yet (see
+	// Observation.Refresh).
 	AlertInterval time.Duration
 	// SLO is the wait the guard tolerates: once a session has waited this
 	// long for a lock, or is expected to by the time the lock's holders

@@ -3,6 +3,7 @@ package dbsuite
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,11 +103,11 @@ type Options struct {
 	// controller costs when nothing goes wrong, and whether it cancels
 	// anything then (every cancel counts as a victim's).
 	NoCulprit bool
-	Rows        int           // the table's rows
-	Pgbench     string        // path of pgbench
-	Sysbench    string        // path of sysbench (suite mysql)
-	PtKill      string        // path of pt-kill (suite mysql)
-	SLO         time.Duration // a victim transaction's latency objective
+	Rows      int           // the table's rows
+	Pgbench   string        // path of pgbench
+	Sysbench  string        // path of sysbench (suite mysql)
+	PtKill    string        // path of pt-kill (suite mysql)
+	SLO       time.Duration // a victim transaction's latency objective
 	// Timeout controller: statement_timeout and lock_timeout (mysql:
 	// max_statement_time, and innodb_lock_wait_timeout and
 	// lock_wait_timeout in whole seconds).
@@ -122,6 +123,10 @@ type Options struct {
 	GuardInterval, GuardSLO time.Duration
 	Progress                func(done, total int, what string)
 	Logger                  *slog.Logger
+	// GuardAudit, when set, receives the guard's audit log (JSON lines,
+	// one per decision, as moirai guard --audit writes them) of every run
+	// under the guard controller; each run starts with a line naming it.
+	GuardAudit io.Writer
 }
 
 const hotRows = 1000
@@ -290,6 +295,14 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 			"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 		}}
 	opt.describeRounds(res.Params)
+	// One unmeasured run first, as on MariaDB (where the first run after
+	// the set-up measured about 5 % slower): the server may still be
+	// writing the new table out.
+	opt.Progress(0, 1, "settling")
+	if _, err := runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"}); err != nil {
+		return nil, fmt.Errorf("settling run: %w", err)
+	}
+	res.Params["warm-up"] += "; one unmeasured run after the table's set-up"
 	names := make([]string, len(cases))
 	for i, c := range cases {
 		names[i] = c.Name
@@ -572,7 +585,7 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	}
 	switch ctl.Name {
 	case "guard":
-		ctlStop, startErr = startGuard(runCtx, opt, r)
+		ctlStop, startErr = startGuard(runCtx, opt, c.Name, r)
 	case "ptkill":
 		ctlStop = startPtkill(runCtx, opt, r)
 	}
@@ -699,20 +712,24 @@ func ParsePgbenchLine(line string) (latMs float64, failed bool, at time.Time, ok
 
 // startGuard runs the guard in-process; the returned function stops it and
 // counts its acted cancels on the culprit's and on other sessions.
-func startGuard(ctx context.Context, opt *Options, r *pgRun) (func() (int, int, error), error) {
+func startGuard(ctx context.Context, opt *Options, run string, r *pgRun) (func() (int, int, error), error) {
 	src, err := postgres.Open(ctx, opt.DSN)
 	if err != nil {
 		return func() (int, int, error) { return 0, 0, nil }, err
 	}
-	return runGuard(ctx, opt, src, func(d guard.Decision) bool { return d.App == CulpritApp })
+	return runGuard(ctx, opt, SuitePostgres+"/"+run, src, func(d guard.Decision) bool { return d.App == CulpritApp })
 }
 
 // runGuard runs a guard of src in-process, as the suites configure it;
 // the returned function stops it, closes src, and counts its acted cancels
 // on the culprit's sessions (isCulprit) and on others.
-func runGuard(ctx context.Context, opt *Options, src guard.Source, isCulprit func(guard.Decision) bool) (func() (int, int, error), error) {
+func runGuard(ctx context.Context, opt *Options, run string, src guard.Source, isCulprit func(guard.Decision) bool) (func() (int, int, error), error) {
+	if opt.GuardAudit != nil {
+		line, _ := json.Marshal(map[string]any{"time": time.Now(), "run": run, "no_culprit": opt.NoCulprit})
+		opt.GuardAudit.Write(append(line, '\n'))
+	}
 	g, err := guard.New(src, guard.Options{Interval: opt.GuardInterval, SLO: opt.GuardSLO,
-		Protect: guard.Protection{AllowSuperuser: true}, Logger: opt.Logger})
+		Protect: guard.Protection{AllowSuperuser: true}, Logger: opt.Logger, Audit: opt.GuardAudit})
 	if err != nil {
 		src.Close()
 		return func() (int, int, error) { return 0, 0, nil }, err

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,6 +47,15 @@ func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	opt := dbsuite.Options{DSN: f.dsn, Duration: f.duration, Clients: f.clients, Rate: f.rate, Rows: f.rows,
 		Rounds: f.rounds, NoCulprit: f.noCulprit,
 		GuardInterval: f.guardInterval, GuardSLO: f.guardSLO, Progress: progressBar(cmd.ErrOrStderr())}
+	if f.out != "" {
+		// What the guard decided in each run, and why.
+		af, err := os.Create(filepath.Join(f.out, "guard-audit.jsonl"))
+		if err != nil {
+			return err
+		}
+		defer af.Close()
+		opt.GuardAudit = af
+	}
 	if cmd.Flags().Changed("warmup") {
 		opt.Warmup = f.warmup
 	}
@@ -79,7 +89,7 @@ func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		if serr := report.Save(path, res); serr != nil {
 			return serr
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", path, filepath.Join(f.out, "guard-audit.jsonl"))
 	}
 	return err
 }
