@@ -47,7 +47,7 @@ func (s *lockSource) Cancel(_ context.Context, t guard.Target) error {
 	return nil
 }
 func (s *lockSource) Terminate(ctx context.Context, t guard.Target) error { return s.Cancel(ctx, t) }
-func (*lockSource) Close() error                                         { return nil }
+func (*lockSource) Close() error                                          { return nil }
 
 // TestRunGuardAudit: the suites' guard writes a line naming the run, then
 // its decisions, to Options.GuardAudit, and counts the cancel of a
