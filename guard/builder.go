@@ -461,11 +461,18 @@ func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]
 	r.Wait += delay
 	b.res[ServerResource].wait += delay
 	// Every live task waits for the lost capacity but those that have
-	// held the server for a whole span of the lost throughput.
+	// held the server for a whole span of the lost throughput. Only those
+	// hold it: a statement that has run for less than that may be one the
+	// loss itself held up (a commit stuck in a checkpoint's fsync), not a
+	// cause of it, and is no candidate.
 	long := 0
 	for i := range snap.Usage {
-		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 && u.Hold >= b.lossSpan {
-			long++
+		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 {
+			if u.Hold >= b.lossSpan {
+				long++
+			} else {
+				u.Held = 0
+			}
 		}
 	}
 	r.Waiters = max(len(snap.Tasks)-long, 0)

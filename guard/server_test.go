@@ -261,3 +261,40 @@ func TestServerHoldFromFirstSeenRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestStalledStatementIsNoHog: throughput falls by 45 % (PostgreSQL's
+// counters, published once a second: the loss is averaged over 2 s) and a
+// client's short UPDATE, held up by the loss, is seen running on three
+// polls. It has run for half a second, less than a span of the loss: it
+// may be the loss's victim, not its cause, and is never cancelled (a
+// 15-s run of pg-vacuum-full cancelled one such UPDATE 9 s after the
+// culprit). One that runs on through the span is (TestCancelsTheServerHog).
+func TestStalledStatementIsNoHog(t *testing.T) {
+	h := hogScript{rate: 2000, slowed: 1100, start: 24, hogRunning: false}
+	stalled := func(n int, at time.Time) *Observation {
+		o := h.obs(n, at)
+		o.CountersLag = time.Second
+		if n >= 34 && n <= 36 {
+			began := epoch.Add(34*250*time.Millisecond - 10*time.Millisecond)
+			o.Sessions = append(o.Sessions, Session{ID: 70, User: "app", Kind: "client", State: "active", Active: true, Running: true,
+				Statement: 7000, Query: "UPDATE accounts SET balance = balance + 1 WHERE id = 8", QueryStart: began, Age: at.Sub(began)})
+		}
+		return o
+	}
+	f := &fake{obs: stalled}
+	g, err := New(f, Options{Interval: 100 * time.Millisecond, SLO: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if _, err := g.Step(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if loss, lasting := g.Builder().Loss(); loss < 0.3 || lasting < time.Second {
+		t.Fatalf("loss %.2f for %v; the script should show a lasting loss of about 0.45", loss, lasting)
+	}
+	if len(f.cancels) != 0 {
+		t.Fatalf("cancels %+v; want none: the stalled UPDATE ran for less than a span of the loss", f.cancels)
+	}
+}
