@@ -298,3 +298,42 @@ func TestStalledStatementIsNoHog(t *testing.T) {
 		t.Fatalf("cancels %+v; want none: the stalled UPDATE ran for less than a span of the loss", f.cancels)
 	}
 }
+
+// TestStallOfEveryClientIsNoHog: throughput falls by 45 % and every
+// client's UPDATE is stuck, each running through the loss for a second and
+// more (a stall of the server's own: an open-loop run of my-ftwrl
+// cancelled one such UPDATE). None holds most of what they hold together,
+// so none is cancelled; a lone long statement with them is
+// (TestCancelsTheServerHog).
+func TestStallOfEveryClientIsNoHog(t *testing.T) {
+	h := hogScript{rate: 2000, slowed: 1100, start: 24, hogRunning: false}
+	stuck := func(n int, at time.Time) *Observation {
+		o := h.obs(n, at)
+		if n >= 30 {
+			for i := range o.Sessions {
+				if s := &o.Sessions[i]; s.ID >= 60 && s.ID < 68 {
+					// the same statement, begun at poll 30, at every poll
+					began := epoch.Add(30*250*time.Millisecond - time.Duration(s.ID-59)*time.Millisecond)
+					s.Statement, s.QueryStart, s.Age = s.ID*1000, began, at.Sub(began)
+				}
+			}
+		}
+		return o
+	}
+	f := &fake{obs: stuck}
+	g, err := New(f, Options{SLO: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if _, err := g.Step(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if loss, lasting := g.Builder().Loss(); loss < 0.3 || lasting < time.Second {
+		t.Fatalf("loss %.2f for %v; the script should show a lasting loss of about 0.45", loss, lasting)
+	}
+	if len(f.cancels) != 0 {
+		t.Fatalf("cancels %+v; want none: eight equal stuck statements hold the server alike", f.cancels)
+	}
+}
