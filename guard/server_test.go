@@ -282,18 +282,7 @@ func TestStalledStatementIsNoHog(t *testing.T) {
 		return o
 	}
 	f := &fake{obs: stalled}
-	g, err := New(f, Options{Interval: 100 * time.Millisecond, SLO: 200 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 40 {
-		if _, err := g.Step(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if loss, lasting := g.Builder().Loss(); loss < 0.3 || lasting < time.Second {
-		t.Fatalf("loss %.2f for %v; the script should show a lasting loss of about 0.45", loss, lasting)
-	}
+	stepThroughLoss(t, f, Options{Interval: 100 * time.Millisecond, SLO: 200 * time.Millisecond, Logger: quiet})
 	if len(f.cancels) != 0 {
 		t.Fatalf("cancels %+v; want none: the stalled UPDATE ran for less than a span of the loss", f.cancels)
 	}
@@ -321,19 +310,22 @@ func TestStallOfEveryClientIsNoHog(t *testing.T) {
 		return o
 	}
 	f := &fake{obs: stuck}
-	g, err := New(f, Options{SLO: 200 * time.Millisecond, Logger: quiet})
+	stepThroughLoss(t, f, Options{SLO: 200 * time.Millisecond, Logger: quiet})
+	if len(f.cancels) != 0 {
+		t.Fatalf("cancels %+v; want none: eight equal stuck statements hold the server alike", f.cancels)
+	}
+}
+
+// stepThroughLoss runs a guard of f for 40 polls and checks that f's
+// script showed the lasting loss of about 45 % it is meant to.
+func stepThroughLoss(t *testing.T, f *fake, opt Options) {
+	t.Helper()
+	g, err := New(f, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 40 {
-		if _, err := g.Step(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	steps(t, g, 40)
 	if loss, lasting := g.Builder().Loss(); loss < 0.3 || lasting < time.Second {
 		t.Fatalf("loss %.2f for %v; the script should show a lasting loss of about 0.45", loss, lasting)
-	}
-	if len(f.cancels) != 0 {
-		t.Fatalf("cancels %+v; want none: eight equal stuck statements hold the server alike", f.cancels)
 	}
 }

@@ -22,5 +22,9 @@
 // cancels from the controllers' own records (the guard's decisions, the
 // ptkill loop's or pt-kill's kills, the culprit's and the clients' cancel
 // errors under timeout). Rows are normalized by the same case run without
-// culprit and without control in the same invocation.
+// culprit and without control in the same invocation. Options.Rounds
+// repeats every case's runs, interleaved, and pools each row's rounds;
+// one unmeasured run follows the table's set-up. Options.NoCulprit runs
+// every controller with nothing wrong, and Options.GuardAudit receives
+// the guard's decisions of every run.
 package dbsuite
