@@ -142,8 +142,7 @@ type DAGOR struct {
 	touched [levels / 64]atomic.Uint64
 
 	mu         sync.Mutex // closes windows; TryLock so only one closes
-	climb      int32      // under mu: the next blind step up (see nextLevel)
-	lastDelay  int64      // under mu: the last window's mean queueing delay, ns (0: calm)
+	ctl        levelCtl   // under mu
 	overloaded atomic.Bool
 	windows    atomic.Int64
 	// rejected counts refused arrivals by business priority (a refusal
@@ -164,6 +163,7 @@ func NewDAGOR(opts ...DAGOROption) *DAGOR {
 	for _, o := range opts {
 		o(&d.cfg)
 	}
+	d.ctl.init()
 	d.level.Store(AdmitAll.index())
 	d.windowEnd.Store(int64(d.cfg.window))
 	return d
@@ -243,18 +243,13 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 	if n > 0 {
 		mean = sum / n
 	}
-	over := n > 0 && time.Duration(mean) > d.cfg.threshold
-	// Draining: still above the threshold, but the queueing time fell by
-	// at least a fifth since the last overloaded window. The level cut
-	// then is taking effect; the delay of the requests started now
-	// reflects the backlog built before it, and cutting again would
-	// overshoot far below the capacity.
-	draining := over && d.lastDelay > 0 && mean < d.lastDelay*4/5
-	if over {
-		d.lastDelay = mean
-	} else {
-		d.lastDelay = 0
+	w := window{
+		started: n,
+		mean:    time.Duration(mean),
+		dur:     now - d.ctl.start,
 	}
+	d.ctl.start = now
+	over := n > 0 && w.mean > d.cfg.threshold
 	d.overloaded.Store(over)
 	d.windows.Add(1)
 
@@ -265,80 +260,227 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 			hist[i] = d.hist[i].Swap(0)
 		}
 	}
-	if !draining {
-		d.level.Store(nextLevel(&hist, d.level.Load(), over, d.cfg.alpha, d.cfg.beta, &d.climb))
-	}
+	w.hist = &hist
+	d.level.Store(d.ctl.next(&w, &d.cfg))
 	if d.cfg.regular != nil {
 		d.cfg.regular(over)
 	}
 }
 
-// maxClimb bounds a blind step up of the level: four user levels, about
-// 3 % of a business priority's users, so that a step into demand the
-// server cannot see adds little more than the β the histogram rule would.
-const maxClimb = UserLevels / 32
+// Constants of the level's controller (see levelCtl).
+const (
+	// maxClimb bounds a blind step up of the level: four user levels,
+	// about 3 % of a business priority's users.
+	maxClimb = UserLevels / 32
+	// holdFrac: a calm window whose mean queueing time is above the
+	// threshold / holdFrac holds the level.
+	holdFrac = 2
+	// smoothing: the arrival rates per level are moving averages over
+	// about this many windows.
+	smoothing = 4
+	// drainWindows: after an overloaded window, the backlog beyond half
+	// the threshold is drained over about this many windows, and
+	// drainMax thresholds at most.
+	drainWindows = 4
+	drainMax     = 20
+)
 
-// nextLevel is DAGOR's Algorithm 1: from the counts of the priorities that
-// arrived in the last window, the level whose admitted load is (1−α) times
-// the load admitted at level cur when overloaded, (1+β) times otherwise.
-// It keeps at least the most important level open.
+// A window is what closeWindow learned in one window.
+type window struct {
+	hist    *[levels]uint32 // arrivals by priority index
+	started int64           // requests started
+	mean    time.Duration   // their mean queueing time
+	dur     time.Duration   // the window's length
+}
+
+// levelCtl moves the admission level from window to window: DAGOR's
+// Algorithm 1, with these changes, each measured in the dagor suite
+// (docs/DESIGN-NOTES.md, issue 7):
 //
-// When calm, it moves to the lowest level whose admitted load reaches
-// (1+β) times the current one, counting only the levels where requests
-// arrived. When none does, the window carries no evidence of the demand
-// above the level: nothing was rejected, either because there is no such
-// demand or because callers shed it locally on the level they cached, so
-// that it never arrived (DAGOR's cooperation hides exactly the demand the
-// histogram would need). The paper's rule then opens the door completely,
-// which under cooperation floods the server and makes the level oscillate
-// between fully open and the overload point. Here the level instead climbs
-// blindly by a step that doubles with every such window, from one level up
-// to maxClimb, and starts over at one after an overloaded window or a
-// window that saw the demand above it.
-func nextLevel(hist *[levels]uint32, cur int32, over bool, alpha, beta float64, climb *int32) int32 {
-	var admitted float64
-	for i := int32(0); i <= cur; i++ {
-		admitted += float64(hist[i])
+//   - Fractional level. The level is kept as a fractional index (pos);
+//     requests are admitted up to its floor. Within a business priority
+//     the keyed hash spreads users uniformly over the user levels, so the
+//     arrivals at the levels admitted are read as a rate per user level (a
+//     moving average over windows, not one window's lumpy histogram), and
+//     the level moves by what the rates say, even by less than one user
+//     level: at four times the capacity one user level is 3 % of the
+//     capacity, more than β.
+//   - Cut to the capacity. After an overloaded window the level admits
+//     (1−α) times what the server started in the window (its capacity,
+//     since it had a queue), less the backlog beyond half the threshold
+//     spread over a few windows, not (1−α) times what the level admitted:
+//     from ten times the capacity the paper's rule needs forty windows, and
+//     every one of them builds the queue further. The level never rises
+//     after an overloaded window.
+//   - Draining. While an overloaded window's mean queueing time is at least
+//     a fifth below the previous overloaded window's, the level holds: the
+//     delay of the requests started now reflects the backlog built before
+//     the last cut, which is taking effect.
+//   - Holding. A calm window whose mean queueing time is above half the
+//     threshold holds the level: the queue is building, and climbing on
+//     would only make the next cut deeper.
+//   - Calm without evidence. The paper's rule picks the level whose
+//     cumulative arrivals reach (1+β) times what the current level
+//     admitted. Under DAGOR's own cooperation nothing above the level
+//     arrives (callers shed it locally), no level reaches that, and the
+//     paper's rule opens the door completely: measured in the suite, the
+//     server flooded and the level swung between fully open and the
+//     overload point. Here the level then climbs to the larger of (1+β)
+//     times the admitted rate and (1−β) times the rate the server started
+//     at in overloaded windows, mapped to a level by the rates per level;
+//     before any of that is known, or from the last user level of a
+//     business priority, by a blind step that doubles from one user level
+//     up to maxClimb. When the window did see demand above the
+//     level, the paper's rule applies, counting only levels where requests
+//     arrived.
+//
+// It keeps at least the most important level open.
+type levelCtl struct {
+	pos       float64       // the level, fractional; the admitted index is its floor
+	climb     int32         // the next blind step up, in user levels
+	lastDelay time.Duration // the last overloaded window's mean queueing time (0: calm)
+	capRate   float64       // requests started per ns in overloaded windows (moving average; 0: none yet)
+	start     time.Duration // when the current window opened
+	// Arrival rates (per ns) at the levels admitted, moving averages over
+	// windows: hi of the business priorities above pos's, per of one user
+	// level of pos's. perB is the index of that business priority's first
+	// level (-1: none yet).
+	hi, per float64
+	perB    int32
+}
+
+func (c *levelCtl) init() { c.pos, c.perB = levels-1, -1 }
+
+// learn folds the arrivals of window w at the levels up to cur into the
+// rates hi and per.
+func (c *levelCtl) learn(w *window, cur int32) {
+	if w.dur <= 0 {
+		return
 	}
+	b0 := cur / UserLevels * UserLevels
+	var hi, at float64
+	for i := int32(0); i < b0; i++ {
+		hi += float64(w.hist[i])
+	}
+	for i := b0; i <= cur; i++ {
+		at += float64(w.hist[i])
+	}
+	hi /= float64(w.dur)
+	per := at / float64(w.dur) / float64(cur-b0+1)
+	if c.perB != b0 {
+		c.hi, c.per, c.perB = hi, per, b0
+		return
+	}
+	c.hi += (hi - c.hi) / smoothing
+	c.per += (per - c.per) / smoothing
+}
+
+// next returns the level after window w.
+func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
+	cur := int32(c.pos)
+	over := w.started > 0 && w.mean > cfg.threshold
+	queued := w.started > 0 && w.mean > cfg.threshold/holdFrac
+	draining := over && c.lastDelay > 0 && w.mean < c.lastDelay*4/5
 	if over {
-		*climb = 1
-		target := admitted * (1 - alpha)
-		var cum float64
-		next := int32(0)
-		for i := int32(0); i < levels; i++ {
-			cum += float64(hist[i])
-			if cum > target {
-				break
-			}
-			next = i
-		}
-		if next >= cur && cur > 0 {
-			next = cur - 1
-		}
-		return next
+		c.lastDelay = w.mean
+	} else {
+		c.lastDelay = 0
 	}
-	if cur == levels-1 {
+	var rate float64 // started per ns
+	if w.dur > 0 {
+		rate = float64(w.started) / float64(w.dur)
+	}
+	if over && rate > 0 {
+		if c.capRate == 0 {
+			c.capRate = rate
+		} else {
+			c.capRate += (rate - c.capRate) / smoothing
+		}
+	}
+	c.learn(w, cur)
+	if draining {
 		return cur
 	}
-	target := admitted * (1 + beta)
+	if over {
+		c.climb = 1
+		target := rate * (1 - cfg.alpha)
+		if w.dur > 0 {
+			horizon := min(drainWindows*w.dur, drainMax*cfg.threshold)
+			target -= rate * float64(w.mean-cfg.threshold/2) / float64(horizon)
+		}
+		c.pos = min(c.pos, c.posFor(max(target, 0), cur, w))
+		return int32(c.pos)
+	}
+	if cur == levels-1 || queued {
+		c.climb = 1
+		return cur
+	}
+	var admitted float64
+	for i := int32(0); i <= cur; i++ {
+		admitted += float64(w.hist[i])
+	}
+	// the paper's rule, where demand above the level arrived
+	target := admitted * (1 + cfg.beta)
 	cum, top := admitted, cur
 	for i := cur + 1; i < levels; i++ {
-		if hist[i] == 0 {
+		if w.hist[i] == 0 {
 			continue
 		}
-		cum += float64(hist[i])
+		cum += float64(w.hist[i])
 		top = i
 		if cum >= target {
-			*climb = 1
-			return i
+			break
 		}
 	}
 	if top > cur {
-		// Demand above, all of it within (1+β): admit all of it.
-		*climb = 1
+		c.climb = 1
+		c.pos = float64(top)
 		return top
 	}
-	step := max(*climb, 1)
-	*climb = min(2*step, maxClimb)
-	return min(cur+step, levels-1)
+	if top := cur/UserLevels*UserLevels + UserLevels - 1; c.capRate > 0 && c.per > 0 && w.dur > 0 && cur < top {
+		c.climb = 1
+		// β more than the fractional level admits, or (1−β) of the capacity
+		b0 := float64(cur / UserLevels * UserLevels)
+		up := c.pos + cfg.beta*(c.hi/c.per+c.pos-b0+1)
+		c.pos = min(max(up, c.posFor(c.capRate*(1-cfg.beta), cur, w)), float64(top))
+		return int32(c.pos)
+	}
+	step := max(c.climb, 1)
+	c.climb = min(2*step, maxClimb)
+	c.pos = float64(min(cur+step, levels-1))
+	return int32(c.pos)
+}
+
+// posFor returns the fractional level whose admitted arrivals would come
+// at rate r (per ns): from the rates learned at cur's business priority,
+// or from the histogram of w where r is below what the business
+// priorities above it bring. It is at most the last level of cur's
+// business priority: the rates of the next one are not known.
+func (c *levelCtl) posFor(r float64, cur int32, w *window) float64 {
+	b0 := cur / UserLevels * UserLevels
+	if c.per > 0 && r > c.hi {
+		return min(float64(b0)-1+(r-c.hi)/c.per, float64(b0+UserLevels-1))
+	}
+	return admitting(w.hist, cur, r*float64(w.dur))
+}
+
+// admitting returns the fractional level at or below cur at which target
+// of the arrivals in hist would have been admitted, spreading each business
+// priority's arrivals uniformly over the user levels that were admitted. It
+// is at least 0.
+func admitting(hist *[levels]uint32, cur int32, target float64) float64 {
+	var cum float64
+	for b0 := int32(0); b0 <= cur; b0 += UserLevels {
+		top := min(b0+UserLevels-1, cur)
+		var n float64
+		for i := b0; i <= top; i++ {
+			n += float64(hist[i])
+		}
+		if cum+n > target {
+			users := float64(top - b0 + 1)
+			return max(float64(b0)-1+(target-cum)/n*users, 0)
+		}
+		cum += n
+	}
+	return float64(cur)
 }

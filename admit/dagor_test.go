@@ -1,6 +1,7 @@
 package admit_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -90,48 +91,130 @@ func TestDAGORShedsLowestFirst(t *testing.T) {
 	}
 }
 
-// TestDAGORClimbsBlindlyUnderCooperation checks the level's recovery when
-// callers shed locally what the level rejects, so that only admitted
-// priorities ever arrive: a calm window must not open the door to every
-// priority at once (the paper's rule, which floods the server), but climb
-// by steps that double from one level, up to four levels.
-func TestDAGORClimbsBlindlyUnderCooperation(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 100))
-	var now time.Duration
-	all := make([]task.Priority, 0, 128)
-	for u := range uint8(128) {
-		all = append(all, task.Priority{Business: 1, User: u})
-	}
-	// Overloaded until the level falls below business priority 1's users.
-	window := func(q time.Duration) {
-		for i := 0; i < 100; i++ {
-			p := all[i%len(all)]
-			if !d.Level().Admits(p) {
+// fluid is a server of fixed capacity behind a DAGOR admitter, fed
+// through callers that shed locally what the level rejects (DAGOR's
+// cooperation, so the admitter never sees the demand above its level).
+// Time moves in steps of a millisecond; the admitter's window is 100 ms.
+type fluid struct {
+	d       *admit.DAGOR
+	now     time.Duration
+	cap     float64 // requests the server starts per ms while it has a queue
+	feed    float64 // requests per ms offered, spread evenly over business priority 1's users
+	backlog float64 // admitted, not started
+	next    int     // the next arrival's user level
+	due     float64 // arrivals owed, fractional
+	credit  float64 // starts owed, fractional
+}
+
+func newFluid(capacity, feed float64) *fluid {
+	return &fluid{d: admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30)), cap: capacity, feed: feed}
+}
+
+// run advances f by ms milliseconds and returns the requests admitted and
+// started in them and the largest queueing time a start saw.
+func (f *fluid) run(ms int) (admitted, started int, worst time.Duration) {
+	for range ms {
+		f.now += time.Millisecond
+		for f.due += f.feed; f.due >= 1; f.due-- {
+			p := task.Priority{Business: 1, User: uint8(f.next % admit.UserLevels)}
+			f.next += 37 // coprime with 128: every user level, spread out
+			if !f.d.Level().Admits(p) {
 				continue // shed by the caller: never arrives
 			}
-			d.AdmitPriority(now, p)
-			d.Started(now, q)
+			if f.d.AdmitPriority(f.now, p) {
+				admitted++
+				f.backlog++
+			}
+		}
+		for f.credit = min(f.credit+f.cap, f.cap); f.credit >= 1 && f.backlog >= 1; f.credit-- {
+			// FIFO: the request started now waited for the backlog ahead of it
+			wait := time.Duration(f.backlog / f.cap * float64(time.Millisecond))
+			worst = max(worst, wait)
+			f.backlog--
+			started++
+			f.d.Started(f.now, wait)
 		}
 	}
-	for d.Level().Admits(task.Priority{Business: 1, User: 64}) {
-		window(time.Second)
+	return admitted, started, worst
+}
+
+// TestDAGORSettlesAtCapacityUnderCooperation: fed four times a server's
+// capacity through callers that shed locally, the level settles where the
+// admitted load is the capacity: within a second it admits no more than the
+// server can start (the paper's rule needs dozens of windows from fully
+// open), and from then on it keeps the server busy (the paper's calm rule,
+// seeing no demand above the level, would open the door completely) with
+// its queueing time within a few thresholds.
+func TestDAGORSettlesAtCapacityUnderCooperation(t *testing.T) {
+	for _, feed := range []float64{2, 4} {
+		f := newFluid(1, feed) // 1,000 requests/s; feed ×
+		f.run(1000)
+		admitted, started, worst := f.run(4000)
+		if util := float64(started) / 4000; util < 0.95 {
+			t.Errorf("feed %v×: the server was busy %.3f of the time after settling, want ≥ 0.95", feed, util)
+		}
+		if over := float64(admitted)/4000 - 1; over > 0.02 {
+			t.Errorf("feed %v×: admitted %.3f of the capacity after settling, want ≤ 1.02", feed, 1+over)
+		}
+		if worst > 3*admit.DefaultDAGORThreshold {
+			t.Errorf("feed %v×: a request queued %v after settling, want ≤ %v", feed, worst, 3*admit.DefaultDAGORThreshold)
+		}
+		if l := f.d.Level(); l.Business != 1 {
+			t.Errorf("feed %v×: level %v outside business priority 1", feed, l)
+		}
 	}
-	start := d.Level()
+}
+
+// TestDAGORClimbsBlindlyIntoUnknownLevels: where the rates are not known
+// (here, the business priorities below the one the level has fully
+// admitted, where nothing arrives), a calm window moves the level by a
+// step that doubles from one user level, up to four.
+func TestDAGORClimbsBlindlyIntoUnknownLevels(t *testing.T) {
+	f := newFluid(1, 4)
+	f.run(2000)
+	f.feed = 0.5 // demand falls below the capacity: calm from now on
+	var seen []admit.Level
+	for len(seen) < 8 && f.now < time.Minute {
+		f.run(100)
+		if l := f.d.Level(); l.Business > 1 && (len(seen) == 0 || l != seen[len(seen)-1]) {
+			seen = append(seen, l)
+		}
+	}
+	if len(seen) < 6 {
+		t.Fatalf("the level reached only %v beyond business priority 1", seen)
+	}
 	var steps []int
-	prev := start
-	for range 6 {
-		for before := d.Level(); d.Level() == before; {
-			window(0)
-		}
-		l := d.Level()
+	prev := admit.Level{Business: 1, User: admit.UserLevels - 1}
+	for _, l := range seen[:6] {
 		steps = append(steps, int(l.Business-prev.Business)*admit.UserLevels+int(l.User)-int(prev.User))
 		prev = l
 	}
-	want := []int{1, 2, 4, 4, 4, 4}
-	for i := range want {
-		if steps[i] != want[i] {
-			t.Fatalf("from %v the calm level climbed by %v, want %v", start, steps, want)
+	if want := []int{1, 2, 4, 4, 4, 4}; !slices.Equal(steps, want) {
+		t.Fatalf("beyond business priority 1 the calm level climbed by %v, want %v", steps, want)
+	}
+}
+
+// TestDAGORCutsToWhatTheServerStarts: one overloaded window from fully
+// open, with eight times as many arrivals as the server started, cuts the
+// level to about (1−α) of what it started, at once, not by α of what
+// arrived.
+func TestDAGORCutsToWhatTheServerStarts(t *testing.T) {
+	d := admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30))
+	var now time.Duration
+	for i := range 800 {
+		now = time.Duration(i) * time.Millisecond / 8
+		d.AdmitPriority(now, task.Priority{Business: 1, User: uint8(i % admit.UserLevels)})
+		if i%8 == 0 {
+			d.Started(now, admit.DefaultDAGORThreshold*3/2)
 		}
+	}
+	d.Started(100*time.Millisecond, admit.DefaultDAGORThreshold*3/2) // closes the window
+	l := d.Level()
+	// 101 started of 800 arrivals spread evenly over 128 user levels:
+	// (1−α)·101, less the backlog beyond half the threshold drained over
+	// four windows, is about 89 requests, 14 user levels.
+	if l.Business != 1 || l.User < 11 || l.User > 15 {
+		t.Fatalf("level after one overloaded window: %v, want about {1 14}", l)
 	}
 }
 
@@ -260,6 +343,7 @@ func TestDAGORHoldsWhileDraining(t *testing.T) {
 	}
 	window := func(q time.Duration) admit.Level {
 		for i := 0; i < 100; i++ {
+			now += time.Millisecond
 			d.AdmitPriority(now, prios[i%len(prios)])
 			d.Started(now, q)
 		}
