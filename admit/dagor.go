@@ -16,6 +16,9 @@ const (
 	DefaultDAGORThreshold   = 20 * time.Millisecond
 	DefaultDAGORAlpha       = 0.05
 	DefaultDAGORBeta        = 0.01
+	// DefaultDAGORGrace is how long after a cut continuations are still
+	// admitted at the level before it (see [DAGOR.AdmitContinuation]).
+	DefaultDAGORGrace = time.Second
 )
 
 // Sizes of the compound admission level.
@@ -65,6 +68,7 @@ type dagorConfig struct {
 	windowCount int64
 	threshold   time.Duration
 	alpha, beta float64
+	grace       time.Duration
 	regular     func(bool)
 }
 
@@ -109,6 +113,20 @@ func WithDAGORSteps(alpha, beta float64) DAGOROption {
 	}
 }
 
+// WithDAGORGrace sets how long after the level falls a continuation (a
+// call of a task that an earlier call already got through, see
+// [DAGOR.AdmitContinuation]) is still admitted at the level before the
+// fall (1 s by default, about a request's deadline). A negative d turns
+// continuations off: they are admitted as any request; 0 leaves the
+// default.
+func WithDAGORGrace(d time.Duration) DAGOROption {
+	return func(c *dagorConfig) {
+		if d != 0 {
+			c.grace = max(d, 0)
+		}
+	}
+}
+
 // WithDAGOROverloadHook sets a function called at the end of every window
 // with whether the window was overloaded. It is how a controller learns that
 // the server is in "regular" overload (queueing, not a contended resource);
@@ -130,8 +148,12 @@ func WithDAGOROverloadHook(f func(overloaded bool)) DAGOROption {
 type DAGOR struct {
 	cfg dagorConfig
 
-	level     atomic.Int32 // index of the current Level
-	windowEnd atomic.Int64 // now at which the window closes by time
+	level atomic.Int32 // index of the current Level
+	// the level before the last cut, and until when continuations are
+	// admitted at it
+	graceLevel atomic.Int32
+	graceUntil atomic.Int64
+	windowEnd  atomic.Int64 // now at which the window closes by time
 
 	// the current window
 	count atomic.Int64 // started requests
@@ -148,6 +170,8 @@ type DAGOR struct {
 	// rejected counts refused arrivals by business priority (a refusal
 	// only: the admitted path pays nothing more).
 	rejected [BusinessLevels]atomic.Int64
+	// continued counts continuations admitted only by the grace.
+	continued atomic.Int64
 }
 
 // NewDAGOR returns a DAGOR admitter that admits everything until its first
@@ -159,6 +183,7 @@ func NewDAGOR(opts ...DAGOROption) *DAGOR {
 		threshold:   DefaultDAGORThreshold,
 		alpha:       DefaultDAGORAlpha,
 		beta:        DefaultDAGORBeta,
+		grace:       DefaultDAGORGrace,
 	}}
 	for _, o := range opts {
 		o(&d.cfg)
@@ -201,6 +226,43 @@ func (d *DAGOR) AdmitPriority(now time.Duration, p task.Priority) bool {
 	d.rejected[i/UserLevels].Add(1)
 	return false
 }
+
+// AdmitContinuation is [DAGOR.AdmitPriority] for a call of a task that an
+// earlier call already got through (to this server or another): for the
+// grace period after the level falls ([WithDAGORGrace]), such a call is
+// admitted at the level before the fall. DAGOR gives all the calls of a
+// task one priority so that a task is admitted or rejected whole, but that
+// holds only while the level stays put: a task of several calls that
+// straddles a cut loses its later calls and wastes the work its earlier
+// ones did, and the more calls a task makes the more often that happens.
+// The middleware sends a call as a continuation when its task was marked
+// with [task.Task.MarkAdmittedDownstream], and honours the mark only from
+// trusted peers. A continuation the current level admits counts in the
+// histogram as any arrival; one admitted by the grace does not, so that it
+// is never read as demand above the level.
+func (d *DAGOR) AdmitContinuation(now time.Duration, p task.Priority) bool {
+	if int64(now) >= d.windowEnd.Load() {
+		d.closeWindow(now)
+	}
+	i := prioIndex(p)
+	if i <= d.level.Load() {
+		d.hist[i].Add(1)
+		if w, bit := &d.touched[i>>6], uint64(1)<<(i&63); w.Load()&bit == 0 {
+			w.Or(bit)
+		}
+		return true
+	}
+	if int64(now) < d.graceUntil.Load() && i <= d.graceLevel.Load() {
+		d.continued.Add(1)
+		return true
+	}
+	d.rejected[i/UserLevels].Add(1)
+	return false
+}
+
+// Continued returns how many continuations were admitted only by the
+// grace (see [DAGOR.AdmitContinuation]).
+func (d *DAGOR) Continued() int64 { return d.continued.Load() }
 
 // RejectedInto stores in dst the arrivals refused since d was made, by
 // business priority (index b holds priority b's; arrivals without a
@@ -261,7 +323,13 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 		}
 	}
 	w.hist = &hist
-	d.level.Store(d.ctl.next(&w, &d.cfg))
+	prev := d.level.Load()
+	next := d.ctl.next(&w, &d.cfg)
+	if next < prev && d.cfg.grace > 0 {
+		d.graceLevel.Store(prev)
+		d.graceUntil.Store(int64(now + d.cfg.grace))
+	}
+	d.level.Store(next)
 	if d.cfg.regular != nil {
 		d.cfg.regular(over)
 	}

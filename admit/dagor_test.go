@@ -425,3 +425,49 @@ func TestDAGORCountsRejectionsByBusinessPriority(t *testing.T) {
 		t.Errorf("an arrival without priority not counted as the lowest: %d -> %d", after[admit.BusinessLevels-1], last[admit.BusinessLevels-1])
 	}
 }
+
+// TestDAGORContinuationGrace: for the grace period after a cut, a
+// continuation is admitted at the level before the cut, and it is not read
+// as demand above the level; after the grace, or with the grace off, it is
+// admitted as any request.
+func TestDAGORContinuationGrace(t *testing.T) {
+	low := task.Priority{Business: 3, User: 100}
+	for _, grace := range []time.Duration{time.Second, -1} {
+		d := admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30), admit.WithDAGORGrace(grace))
+		// One overloaded window: the level falls from fully open.
+		for i := range 100 {
+			now := time.Duration(i) * time.Millisecond
+			d.AdmitPriority(now, task.Priority{Business: 1, User: uint8(i)})
+			d.AdmitPriority(now, low)
+			d.Started(now, time.Second)
+		}
+		d.Started(100*time.Millisecond, time.Second)
+		cut := d.Level()
+		if cut.Admits(low) {
+			t.Fatalf("level %v after an overloaded window still admits %v", cut, low)
+		}
+		got := d.AdmitContinuation(150*time.Millisecond, low)
+		if want := grace > 0; got != want {
+			t.Fatalf("grace %v: continuation of %v at level %v admitted %v, want %v", grace, low, cut, got, want)
+		}
+		if grace < 0 {
+			continue
+		}
+		// Calm windows of continuations only: the level must not jump to
+		// admit them (they are not demand above it).
+		for ms := 150; ms < 900; ms++ {
+			now := time.Duration(ms) * time.Millisecond
+			d.AdmitContinuation(now, low)
+			d.Started(now, 0)
+		}
+		if d.Level().Admits(low) {
+			t.Fatalf("continuations in the grace opened the level to %v", d.Level())
+		}
+		if d.AdmitContinuation(1200*time.Millisecond, low) {
+			t.Fatal("a continuation admitted above the level after the grace")
+		}
+		if n := d.Continued(); n != 1+750 {
+			t.Fatalf("Continued() = %d, want %d", n, 1+750)
+		}
+	}
+}

@@ -21,8 +21,14 @@
 //     window of 1 s or 2,000 started requests, whichever ends first. The
 //     admission level is a compound (business, user) priority; after each
 //     window Algorithm 1 moves it along the histogram of the priorities
-//     that arrived, so the admitted load shrinks by α = 5 % when overloaded
-//     and grows by β = 1 % otherwise. [DAGOR.AdmitPriority] is one atomic
+//     that arrived: after an overloaded window to (1−α) of what the server
+//     started (α = 5 %), otherwise up by β = 1 % and back to the capacity
+//     it measured, holding while the queue builds. The level is fractional
+//     within a business priority, read from per-level arrival rates
+//     averaged over windows (the keyed user hash spreads users uniformly),
+//     so it can move by less than one user level. Where and why this
+//     departs from the paper's rule is on the unexported levelCtl and in
+//     docs/DESIGN-NOTES.md. [DAGOR.AdmitPriority] is one atomic
 //     load, a compare and one atomic add (about 9 ns, 0 allocs, in
 //     BenchmarkAdmitPriority on the development machine).
 //     The level is what servers return on every response ([FormatLevel],

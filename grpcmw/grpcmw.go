@@ -26,6 +26,10 @@ const (
 	// KeyLevel carries the server's admission level "B/U" in the response
 	// header of every call, admitted or rejected.
 	KeyLevel = "moirai-level"
+	// KeyContinuation, "1", marks a call of a task that an earlier call
+	// already got through (admit.DAGOR.AdmitContinuation); honoured only
+	// from trusted peers.
+	KeyContinuation = "moirai-continuation"
 )
 
 // Lowest is the priority of a call nobody assigned a priority to.
@@ -133,6 +137,17 @@ func newConfig(opts []Option) config {
 	return c
 }
 
+// continuation reports whether a trusted peer sent the call as the
+// continuation of a task.
+func (c *config) continuation(ctx context.Context) bool {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return false
+	}
+	v := md.Get(KeyContinuation)
+	return len(v) == 1 && v[0] == "1" && c.trusted != nil && c.trusted(ctx)
+}
+
 func (c *config) priorityOf(ctx context.Context, method string) moirai.Priority {
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(KeyPriority); len(v) > 0 {
@@ -176,7 +191,13 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	d, a := c.dagor, c.admitter
 	if d != nil {
 		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
-		if !d.AdmitPriority(arrived, p) {
+		admitted := false
+		if c.continuation(ctx) {
+			admitted = d.AdmitContinuation(arrived, p)
+		} else {
+			admitted = d.AdmitPriority(arrived, p)
+		}
+		if !admitted {
 			return nil, call{}, errRejected
 		}
 	}
@@ -369,13 +390,19 @@ func newClient(opts []ClientOption) *client {
 	return c
 }
 
-// prepare sheds locally or returns the outgoing context.
+// prepare sheds locally or returns the outgoing context. A continuation
+// (a call of a task that an earlier call got through) is never shed
+// locally: the server may still admit it at the level before its last
+// cut, which the cached level does not say.
 func (c *client) prepare(ctx context.Context, target string) (context.Context, error) {
-	p, has := Lowest, false
-	if t := moirai.From(ctx); t != nil {
-		p, has = t.Spec().Priority, true
+	p, has, cont := Lowest, false, false
+	t := moirai.From(ctx)
+	if t != nil {
+		p, has, cont = t.Spec().Priority, true, t.AdmittedDownstream()
 	}
-	if !c.noShed {
+	if cont {
+		ctx = metadata.AppendToOutgoingContext(ctx, KeyContinuation, "1")
+	} else if !c.noShed {
 		if v, ok := c.levels.Load(target); ok {
 			l := v.(cachedLevel)
 			if monotonic() < l.expires && !l.level.Admits(p) {
@@ -419,6 +446,9 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 			fence.ObserveCall(ctx, c.pathName(target, method), time.Since(start))
 		}
 		c.learn(target, md)
+		if status.Code(err) != codes.ResourceExhausted {
+			moirai.From(ctx).MarkAdmittedDownstream()
+		}
 		return err
 	}
 }
@@ -448,7 +478,7 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		// server speaks only after the client's first message: the level
 		// is learnt when the header has arrived anyway, at the caller's
 		// Header or first RecvMsg.
-		return &clientStream{ClientStream: cs, c: c, target: target}, nil
+		return &clientStream{ClientStream: cs, c: c, target: target, t: moirai.From(ctx)}, nil
 	}
 }
 
@@ -458,6 +488,7 @@ type clientStream struct {
 	grpc.ClientStream
 	c       *client
 	target  string
+	t       *moirai.Task // the caller's task, nil if none
 	learned atomic.Bool
 }
 
@@ -472,6 +503,9 @@ func (s *clientStream) Header() (metadata.MD, error) {
 
 func (s *clientStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
+	if err == nil {
+		s.t.MarkAdmittedDownstream() // a message came back: admitted
+	}
 	if s.learned.Load() {
 		return err
 	}

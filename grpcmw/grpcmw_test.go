@@ -321,3 +321,76 @@ func TestClientCannotLowerAnothersLevel(t *testing.T) {
 		t.Fatalf("lowest-priority call after the hostile ones: %v (calls %d)", err, hs.calls)
 	}
 }
+
+// TestContinuationAdmittedInTheGrace: a call of a task that an earlier call
+// got through goes out as a continuation, past the client's local
+// shedding, and a server that trusts the peer admits it at the level before
+// its last cut; a server that does not trust the peer ignores the mark.
+func TestContinuationAdmittedInTheGrace(t *testing.T) {
+	cut := func() *admit.DAGOR {
+		d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10), admit.WithDAGORGrace(time.Hour))
+		for i := 0; i < 10; i++ {
+			d.AdmitPriority(0, moirai.Priority{})
+			d.AdmitPriority(0, grpcmw.Lowest)
+			d.Started(0, time.Second)
+		}
+		if d.Level() != (admit.Level{}) {
+			t.Fatalf("level %v after the cut, want {0 0}", d.Level())
+		}
+		return d
+	}
+	mid := moirai.Priority{Business: 5, User: 5}
+	for _, trusted := range []bool{true, false} {
+		d := cut()
+		sopts := []grpcmw.Option{grpcmw.WithAdmission(d), grpcmw.WithPriority(func(context.Context, string) moirai.Priority { return mid })}
+		if trusted {
+			sopts = append(sopts, grpcmw.WithTrustedPeer(func(context.Context) bool { return true }))
+		}
+		ctl, c, hs := setup(t, sopts, nil)
+		call := func(tk *moirai.Task, ctx context.Context) error {
+			_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
+			return err
+		}
+		// A first call: rejected, and the client caches the level.
+		ctx, first := ctl.Begin(t.Context(), moirai.Spec{Priority: mid})
+		if err := call(first, ctx); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("trusted %v: first call: %v, want ResourceExhausted", trusted, err)
+		}
+		if first.AdmittedDownstream() {
+			t.Fatalf("trusted %v: a rejected call marked its task admitted", trusted)
+		}
+		first.End(nil)
+		// A task that got through elsewhere before the cut.
+		ctx, tk := ctl.Begin(t.Context(), moirai.Spec{Priority: mid})
+		tk.MarkAdmittedDownstream()
+		before := hs.arrivals
+		err := call(tk, ctx)
+		tk.End(nil)
+		if hs.arrivals != before+1 {
+			t.Fatalf("trusted %v: the continuation was shed locally", trusted)
+		}
+		if trusted && (err != nil || d.Continued() != 1) {
+			t.Fatalf("continuation from a trusted peer: %v, continued %d; want admitted", err, d.Continued())
+		}
+		if !trusted && (status.Code(err) != codes.ResourceExhausted || d.Continued() != 0) {
+			t.Fatalf("continuation from an untrusted peer: %v, continued %d; want rejected", err, d.Continued())
+		}
+	}
+}
+
+// TestAdmittedCallMarksItsTask: the client marks a task once a call of it
+// is admitted, so that its next calls are continuations.
+func TestAdmittedCallMarksItsTask(t *testing.T) {
+	ctl, c, _ := setup(t, []grpcmw.Option{grpcmw.WithAdmission(admit.NewDAGOR())}, nil)
+	ctx, tk := ctl.Begin(t.Context(), moirai.Spec{})
+	defer tk.End(nil)
+	if tk.AdmittedDownstream() {
+		t.Fatal("a new task is marked admitted downstream")
+	}
+	if _, err := c.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if !tk.AdmittedDownstream() {
+		t.Fatal("an admitted call did not mark its task")
+	}
+}

@@ -20,6 +20,10 @@ const (
 	// HeaderLevel carries the server's admission level "B/U" on every
 	// response, admitted or rejected.
 	HeaderLevel = "Moirai-Level"
+	// HeaderContinuation, "1", marks a request of a task that an earlier
+	// request already got through (admit.DAGOR.AdmitContinuation). A
+	// server honours it only from a trusted peer.
+	HeaderContinuation = "Moirai-Continuation"
 )
 
 // Lowest is the priority of a request nobody assigned a priority to.
@@ -96,7 +100,13 @@ func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.
 	d := h.cfg.dagor
 	now := h.ctl.Now() // the controller's coarse clock: one atomic load
 	w.Header().Set(HeaderLevel, admit.FormatLevel(d.Level()))
-	if !d.AdmitPriority(now, p) {
+	var admitted bool
+	if v := r.Header[HeaderContinuation]; len(v) == 1 && v[0] == "1" && h.cfg.trusted != nil && h.cfg.trusted(r) {
+		admitted = d.AdmitContinuation(now, p)
+	} else {
+		admitted = d.AdmitPriority(now, p)
+	}
+	if !admitted {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "overloaded: request rejected by admission control", http.StatusServiceUnavailable)
 		return false
@@ -183,10 +193,14 @@ type cachedLevel struct {
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	p, has := Lowest, false
-	if tk := moirai.From(r.Context()); tk != nil {
+	tk := moirai.From(r.Context())
+	cont := tk.AdmittedDownstream()
+	if tk != nil {
 		p, has = tk.Spec().Priority, true
 	}
-	if !t.noShed {
+	// A continuation is never shed locally: the server may still admit it
+	// at the level before its last cut, which the cached level does not say.
+	if !t.noShed && !cont {
 		if v, ok := t.levels.Load(r.URL.Host); ok {
 			c := v.(cachedLevel)
 			if monotonic() < c.expires && !c.level.Admits(p) {
@@ -200,6 +214,9 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if has {
 		r = r.Clone(r.Context())
 		r.Header.Set(HeaderPriority, admit.FormatPriority(p))
+		if cont {
+			r.Header.Set(HeaderContinuation, "1")
+		}
 	}
 	var start time.Time
 	tracked := fence.Tracked(r.Context())
@@ -212,6 +229,9 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		return resp, err
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		tk.MarkAdmittedDownstream()
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {

@@ -83,7 +83,7 @@ func ExampleAdmission() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewAdmission("grpc", admit.NewDAGOR()))
 	fmt.Println(families(reg, "moirai_admission_"))
-	// Output: [moirai_admission_business_level moirai_admission_overloaded moirai_admission_user_level]
+	// Output: [moirai_admission_business_level moirai_admission_continued_total moirai_admission_overloaded moirai_admission_user_level]
 }
 
 // Fence exports a path fence's permits and waits per path.

@@ -1,0 +1,24 @@
+package task
+
+// stateDownstream marks a task one of whose calls to another service was
+// admitted there (see [Task.MarkAdmittedDownstream]).
+const stateDownstream = 1 << 6
+
+// MarkAdmittedDownstream records that a service this task called admitted
+// the call. The client middleware calls it, so that the task's later calls
+// go out as continuations: a server under DAGOR admission lets a
+// continuation through at the level it had before its last cut, for a
+// grace period, so that a level that falls in the middle of a task does
+// not waste the calls the task already made (admit.DAGOR.AdmitContinuation).
+// It does nothing on a nil task.
+func (t *Task) MarkAdmittedDownstream() {
+	if t != nil && t.state.Load()&stateDownstream == 0 {
+		t.state.Or(stateDownstream)
+	}
+}
+
+// AdmittedDownstream reports whether [Task.MarkAdmittedDownstream] was
+// called on t.
+func (t *Task) AdmittedDownstream() bool {
+	return t != nil && t.state.Load()&stateDownstream != 0
+}
