@@ -140,11 +140,9 @@ func newConfig(opts []Option) config {
 // continuation reports whether a trusted peer sent the call as the
 // continuation of a task.
 func (c *config) continuation(ctx context.Context) bool {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return false
-	}
-	v := md.Get(KeyContinuation)
+	// ValueFromIncomingContext copies only this key's values, and nothing
+	// when the key is absent (the common case).
+	v := metadata.ValueFromIncomingContext(ctx, KeyContinuation)
 	return len(v) == 1 && v[0] == "1" && c.trusted != nil && c.trusted(ctx)
 }
 

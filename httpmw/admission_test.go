@@ -1,6 +1,7 @@
 package httpmw_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -179,6 +180,82 @@ func FuzzPriorityHeader(f *testing.F) {
 		}
 		if seen != p {
 			t.Fatalf("header %q ran at %v, want %v", s, seen, p)
+		}
+	})
+}
+
+// TestContinuation: once a request of a task is admitted, the transport
+// marks the task and sends its next requests as continuations, past local
+// shedding; a server that trusts the peer admits them at the level before
+// its last cut, one that does not ignores the mark.
+func TestContinuation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly())
+		defer ctl.Close()
+		mid := moirai.Priority{Business: 5, User: 5}
+		for _, trusted := range []bool{true, false} {
+			d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10), admit.WithDAGORGrace(time.Hour))
+			for i := 0; i < 10; i++ { // one overloaded window: a cut from fully open
+				d.AdmitPriority(0, moirai.Priority{})
+				d.AdmitPriority(0, httpmw.Lowest)
+				d.Started(0, time.Second)
+			}
+			if d.Level().Admits(mid) {
+				t.Fatalf("level %v after the cut admits %v", d.Level(), mid)
+			}
+			// Untrusted callers' priorities are the server's to assign.
+			opts := []httpmw.Option{httpmw.WithAdmission(d), httpmw.WithPriority(func(*http.Request) moirai.Priority { return mid })}
+			if trusted {
+				opts = append(opts, httpmw.WithTrustedPeer(func(*http.Request) bool { return true }))
+			}
+			srv := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), opts...)
+			sent, cont := 0, ""
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				sent++
+				cont = r.Header.Get(httpmw.HeaderContinuation)
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, r)
+				return w.Result(), nil
+			})
+			c := &http.Client{Transport: httpmw.Transport(base)}
+			do := func(ctx context.Context) int {
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://down.example/x", nil)
+				resp, err := c.Do(req)
+				if errors.Is(err, httpmw.ErrShed) {
+					return 0 // shed locally
+				}
+				if err != nil {
+					t.Fatalf("trusted %v: %v", trusted, err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			// A task whose first request is admitted gets marked.
+			if trusted {
+				ctx, top := ctl.Begin(t.Context(), moirai.Spec{})
+				if code := do(ctx); code != http.StatusOK || !top.AdmittedDownstream() || cont != "" {
+					t.Fatalf("first request %d, marked %v, continuation header %q", code, top.AdmittedDownstream(), cont)
+				}
+				top.End(nil)
+			}
+			// A request refused (by the server, or locally once the level
+			// is cached) does not mark its task.
+			ctx, tk := ctl.Begin(t.Context(), moirai.Spec{Priority: mid})
+			if code := do(ctx); (code != http.StatusServiceUnavailable && code != 0) || tk.AdmittedDownstream() {
+				t.Fatalf("trusted %v: request above the level: %d, marked %v", trusted, code, tk.AdmittedDownstream())
+			}
+			// Marked (an earlier call got through elsewhere), it goes out
+			// as a continuation past the cached level.
+			tk.MarkAdmittedDownstream()
+			before := sent
+			code := do(ctx)
+			tk.End(nil)
+			if sent != before+1 || cont != "1" {
+				t.Fatalf("trusted %v: continuation sent %d, header %q", trusted, sent-before, cont)
+			}
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[trusted]; code != want {
+				t.Fatalf("trusted %v: continuation answered %d, want %d", trusted, code, want)
+			}
 		}
 	})
 }
