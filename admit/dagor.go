@@ -165,6 +165,8 @@ type DAGOR struct {
 
 	mu         sync.Mutex // closes windows; TryLock so only one closes
 	ctl        levelCtl   // under mu
+	cuts       [16]cut    // under mu: the last cuts, for the continuations' grace
+	cutNext    int        // under mu: where the next cut goes in cuts
 	overloaded atomic.Bool
 	windows    atomic.Int64
 	// rejected counts refused arrivals by business priority (a refusal
@@ -325,14 +327,43 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 	w.hist = &hist
 	prev := d.level.Load()
 	next := d.ctl.next(&w, &d.cfg)
-	if next < prev && d.cfg.grace > 0 {
-		d.graceLevel.Store(prev)
-		d.graceUntil.Store(int64(now + d.cfg.grace))
-	}
 	d.level.Store(next)
+	if d.cfg.grace > 0 {
+		d.updateGrace(now, prev, next)
+	}
 	if d.cfg.regular != nil {
 		d.cfg.regular(over)
 	}
+}
+
+// updateGrace records a cut from prev to next at now and sets the level
+// continuations are admitted at: the highest level any cut of the last
+// grace period fell from. A task admitted before two cuts in a row is
+// still let through; the level, recomputed at every window's close, may
+// outlive its cut's grace by up to a window.
+func (d *DAGOR) updateGrace(now time.Duration, prev, next int32) {
+	if next < prev {
+		d.cuts[d.cutNext%len(d.cuts)] = cut{at: now, from: prev}
+		d.cutNext++
+	}
+	level, until := int32(-1), time.Duration(0)
+	for _, c := range d.cuts[:min(d.cutNext, len(d.cuts))] {
+		if now-c.at < d.cfg.grace && c.from > level {
+			level, until = c.from, c.at+d.cfg.grace
+		}
+	}
+	if level < 0 {
+		d.graceUntil.Store(0)
+		return
+	}
+	d.graceLevel.Store(level)
+	d.graceUntil.Store(int64(until))
+}
+
+// A cut is a fall of the level, for the continuations' grace.
+type cut struct {
+	at   time.Duration
+	from int32
 }
 
 // Constants of the level's controller (see levelCtl).

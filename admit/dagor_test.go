@@ -471,3 +471,33 @@ func TestDAGORContinuationGrace(t *testing.T) {
 		}
 	}
 }
+
+// TestDAGORContinuationGraceSpansCuts: after two cuts in a row, a
+// continuation is still admitted at the level before the first one, for
+// the grace period after it.
+func TestDAGORContinuationGraceSpansCuts(t *testing.T) {
+	d := admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30))
+	var now time.Duration
+	overloaded := func() admit.Level {
+		for i := range 100 {
+			now += time.Millisecond
+			d.AdmitPriority(now, task.Priority{Business: 1, User: uint8(i)})
+			d.Started(now, 30*time.Millisecond)
+		}
+		d.Started(now, 30*time.Millisecond)
+		return d.Level()
+	}
+	first := overloaded()
+	second := overloaded()
+	if second.User >= first.User || first.Business != 1 {
+		t.Fatalf("levels %v then %v: want two cuts within business priority 1", first, second)
+	}
+	between := task.Priority{Business: 1, User: first.User}
+	above := task.Priority{Business: 2, User: 0}
+	if !d.AdmitContinuation(now, between) || !d.AdmitContinuation(now, above) {
+		t.Fatal("a continuation above the second cut refused within the grace of the first")
+	}
+	if d.AdmitContinuation(now+admit.DefaultDAGORGrace, between) {
+		t.Fatal("a continuation admitted by the grace after it ended")
+	}
+}
