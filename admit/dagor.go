@@ -232,7 +232,8 @@ func (d *DAGOR) AdmitPriority(now time.Duration, p task.Priority) bool {
 // AdmitContinuation is [DAGOR.AdmitPriority] for a call of a task that an
 // earlier call already got through (to this server or another): for the
 // grace period after the level falls ([WithDAGORGrace]), such a call is
-// admitted at the level before the fall. DAGOR gives all the calls of a
+// admitted at the level before the fall (the highest such level when the
+// level fell more than once in the period). DAGOR gives all the calls of a
 // task one priority so that a task is admitted or rejected whole, but that
 // holds only while the level stays put: a task of several calls that
 // straddles a cut loses its later calls and wastes the work its earlier
