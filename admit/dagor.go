@@ -139,9 +139,10 @@ func WithDAGOROverloadHook(f func(overloaded bool)) DAGOROption {
 // (Zhou et al., "Overload Control for Scaling WeChat Microservices",
 // SoCC 2018, §4). Overload is detected from the average queueing time of
 // the requests started in a window; the admission level is moved by the
-// histogram of the priorities that arrived in the last window so that the
-// admitted load shrinks by α after an overloaded window and grows by β
-// after a calm one.
+// priorities that arrived in the last windows so that after an overloaded
+// window it admits (1−α) of what the server started, and after a calm one
+// β more, or again what the server served while overloaded (see
+// levelCtl in the source for where and why this departs from the paper).
 //
 // The check at arrival, [DAGOR.AdmitPriority], is one atomic load, a
 // compare and one atomic add to the histogram.
@@ -149,8 +150,8 @@ type DAGOR struct {
 	cfg dagorConfig
 
 	level atomic.Int32 // index of the current Level
-	// the level before the last cut, and until when continuations are
-	// admitted at it
+	// the highest level a cut of the last grace period fell from, and
+	// until when continuations are admitted at it (see updateGrace)
 	graceLevel atomic.Int32
 	graceUntil atomic.Int64
 	windowEnd  atomic.Int64 // now at which the window closes by time

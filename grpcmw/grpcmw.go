@@ -444,11 +444,19 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 			fence.ObserveCall(ctx, c.pathName(target, method), time.Since(start))
 		}
 		c.learn(target, md)
-		if status.Code(err) != codes.ResourceExhausted {
+		if admitted(err) {
 			moirai.From(ctx).MarkAdmittedDownstream()
 		}
 		return err
 	}
+}
+
+// admitted reports whether a call that ended with err was admitted by the
+// server: not refused by admission (ResourceExhausted) and not lost before
+// it reached a handler (Unavailable).
+func admitted(err error) bool {
+	c := status.Code(err)
+	return c != codes.ResourceExhausted && c != codes.Unavailable
 }
 
 // StreamClientInterceptor is UnaryClientInterceptor for streams; the level

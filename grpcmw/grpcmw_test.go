@@ -394,3 +394,28 @@ func TestAdmittedCallMarksItsTask(t *testing.T) {
 		t.Fatal("an admitted call did not mark its task")
 	}
 }
+
+// TestUnreachableCallDoesNotMarkItsTask: a call that never reached a
+// server (Unavailable) does not make the task's next calls continuations.
+func TestUnreachableCallDoesNotMarkItsTask(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	lis := bufconn.Listen(1 << 16)
+	lis.Close() // nobody answers
+	cc, err := grpc.NewClient("passthrough:///down", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, tk := ctl.Begin(t.Context(), moirai.Spec{})
+	defer tk.End(nil)
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("call to a closed listener: %v, want Unavailable", err)
+	}
+	if tk.AdmittedDownstream() {
+		t.Fatal("an unreachable call marked its task admitted downstream")
+	}
+}
