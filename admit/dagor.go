@@ -219,15 +219,20 @@ func (d *DAGOR) AdmitPriority(now time.Duration, p task.Priority) bool {
 		d.closeWindow(now)
 	}
 	i := prioIndex(p)
-	d.hist[i].Add(1)
-	if w, bit := &d.touched[i>>6], uint64(1)<<(i&63); w.Load()&bit == 0 {
-		w.Or(bit)
-	}
+	d.arrive(i)
 	if i <= d.level.Load() {
 		return true
 	}
 	d.rejected[i/UserLevels].Add(1)
 	return false
+}
+
+// arrive adds an arrival of priority index i to the window's histogram.
+func (d *DAGOR) arrive(i int32) {
+	d.hist[i].Add(1)
+	if w, bit := &d.touched[i>>6], uint64(1)<<(i&63); w.Load()&bit == 0 {
+		w.Or(bit)
+	}
 }
 
 // AdmitContinuation is [DAGOR.AdmitPriority] for a call of a task that an
@@ -250,10 +255,7 @@ func (d *DAGOR) AdmitContinuation(now time.Duration, p task.Priority) bool {
 	}
 	i := prioIndex(p)
 	if i <= d.level.Load() {
-		d.hist[i].Add(1)
-		if w, bit := &d.touched[i>>6], uint64(1)<<(i&63); w.Load()&bit == 0 {
-			w.Or(bit)
-		}
+		d.arrive(i)
 		return true
 	}
 	if int64(now) < d.graceUntil.Load() && i <= d.graceLevel.Load() {
@@ -458,7 +460,7 @@ func (c *levelCtl) learn(w *window, cur int32) {
 	if w.dur <= 0 {
 		return
 	}
-	b0 := cur / UserLevels * UserLevels
+	b0 := businessStart(cur)
 	var hi, at float64
 	for i := int32(0); i < b0; i++ {
 		hi += float64(w.hist[i])
@@ -538,10 +540,10 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 		c.pos = float64(top)
 		return top
 	}
-	if top := cur/UserLevels*UserLevels + UserLevels - 1; c.capRate > 0 && c.per > 0 && w.dur > 0 && cur < top {
+	if top := businessStart(cur) + UserLevels - 1; c.capRate > 0 && c.per > 0 && w.dur > 0 && cur < top {
 		c.climb = 1
 		// β more than the fractional level admits, or (1−β) of the capacity
-		b0 := float64(cur / UserLevels * UserLevels)
+		b0 := float64(businessStart(cur))
 		up := c.pos + cfg.beta*(c.hi/c.per+c.pos-b0+1)
 		c.pos = min(max(up, c.posFor(c.capRate*(1-cfg.beta), cur, w)), float64(top))
 		return int32(c.pos)
@@ -558,12 +560,15 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 // priorities above it bring. It is at most the last level of cur's
 // business priority: the rates of the next one are not known.
 func (c *levelCtl) posFor(r float64, cur int32, w *window) float64 {
-	b0 := cur / UserLevels * UserLevels
+	b0 := businessStart(cur)
 	if c.per > 0 && r > c.hi {
 		return min(float64(b0)-1+(r-c.hi)/c.per, float64(b0+UserLevels-1))
 	}
 	return admitting(w.hist, cur, r*float64(w.dur))
 }
+
+// businessStart is the index of the first level of i's business priority.
+func businessStart(i int32) int32 { return i / UserLevels * UserLevels }
 
 // admitting returns the fractional level at or below cur at which target
 // of the arrivals in hist would have been admitted, spreading each business

@@ -22,6 +22,10 @@
 // context downstream, cache the level each target returned for a TTL (1 s
 // by default; a target that stops answering does not keep its level), and
 // shed locally, with ResourceExhausted, calls that level would reject.
+// Once a call of a task is admitted, the task's later calls go out as
+// continuations ([KeyContinuation]), past local shedding; a server that
+// trusts the peer admits them at its level from before a recent cut
+// (admit.DAGOR.AdmitContinuation), so a task is not cut off half-way.
 //
 // # Path fences
 //

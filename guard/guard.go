@@ -167,6 +167,9 @@ func (g *Guard) cancellable(s *Session) bool {
 	return s.Active || (s.IdleInTransaction && g.opt.TerminateIdle)
 }
 
+// Options returns the options g runs with, defaults filled in.
+func (g *Guard) Options() Options { return g.opt }
+
 // Run polls every Interval, or every AlertInterval while the last poll saw
 // a session wait for a lock, until ctx is done. A failed poll is logged and
 // counted; the guard goes on. It returns ctx's error's cause when ctx

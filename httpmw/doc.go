@@ -35,7 +35,10 @@
 //
 // [WithAdmission] runs DAGOR's admission by priority, and [Transport], the
 // client side, sends priorities downstream and sheds by the levels
-// downstreams return (see admission.go's options). [WithFence] runs every
+// downstreams return (see admission.go's options); once a request of a
+// task is admitted, its later requests go out as continuations
+// ([HeaderContinuation]), which a trusting server admits at its level from
+// before a recent cut. [WithFence] runs every
 // request on a permit of a fence.Fence, on the reservation of its path:
 // the downstream (by host, unless [WithPathName] says otherwise) its
 // class spends the most time calling through [Transport] with the

@@ -205,11 +205,8 @@ func runGuard(cmd *cobra.Command, g *globalFlags, f *guardFlags) error {
 	if f.dryRun {
 		mode = "dry run: deciding and logging only"
 	}
-	alert := f.alertInterval
-	if alert == 0 {
-		alert = min(f.interval, 100*time.Millisecond)
-	}
-	fmt.Fprintf(errOut, "moirai guard: polling every %v, every %v while a session waits (%s); stop with Ctrl-C\n", f.interval, alert, mode)
+	eff := gd.Options()
+	fmt.Fprintf(errOut, "moirai guard: polling every %v, every %v while a session waits (%s); stop with Ctrl-C\n", eff.Interval, eff.AlertInterval, mode)
 	err = gd.Run(ctx)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(errOut, "moirai guard: stopped after %d decisions\n", len(gd.Decisions()))
