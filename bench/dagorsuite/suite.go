@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -186,12 +187,20 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 		return nil, errors.New("dagorsuite: no way to start the servers (Options.Start)")
 	}
 	c := o.Capacity()
+	if o.Progress != nil {
+		o.Progress(0, 1, "measuring M's saturated rate")
+	}
+	sat, err := saturatedRate(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("dagorsuite: measuring M's saturated rate: %w", err)
+	}
 	res := &bench.Results{
 		Suite: Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
 		Machine: bench.CurrentMachine(),
 		Params: map[string]string{
 			"M":            fmt.Sprintf("%d workers × %v per call: capacity C = %.0f calls/s; A and M in their own processes, gRPC on loopback", o.Workers, o.Service, c),
-			"feed":         "f / f_sat, with f_sat = C / (calls per task); Poisson arrivals; optimum success rate min(1, f_sat / f)",
+			"feed":         "f / f_sat, with f_sat = C / (calls per task); Poisson arrivals",
+			"optimum":      fmt.Sprintf("min(1, what M completes at its measured saturated rate S over the measured part / the calls the tasks that arrived in it ask for); S = %.0f calls/s (%.3f C), measured before the runs with one-call tasks arriving at 1.25 C and M's line bounded at four times its workers", sat, sat/c),
 			"deadline":     o.Deadline.String() + " per task, from its arrival at A",
 			"users":        fmt.Sprintf("%d, uniformly; business priority one for all tasks", o.Users),
 			"admission":    fmt.Sprintf("window %v or %d requests, queueing-time threshold %v (also CoDel's target)", o.Window, o.WindowCount, o.Threshold),
@@ -211,7 +220,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 					o.Progress(done, total, fmt.Sprintf("%s ×%g: %s", cs.Name, feed, ctl.Name))
 				}
 				done++
-				row, err := runOne(ctx, o, cs, ctl, feed)
+				row, err := runOne(ctx, o, cs, ctl, feed, sat)
 				if err != nil {
 					row = bench.Row{Suite: Suite, Case: cs.Name, Controller: ctl.Name, FeedRatio: feed, Error: err.Error()}
 				}
@@ -229,91 +238,159 @@ type outcome struct {
 	ok        bool
 }
 
-// runOne starts M and A for one controller, offers the workload at the
-// feed rate and measures the tasks that arrived after the warm-up.
-func runOne(ctx context.Context, o Options, cs Case, ctl Controller, feed float64) (bench.Row, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	base := ServerConfig{Controller: ctl.Name, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
+// startPair starts M and A under one controller and connects to A; stop
+// undoes all of it.
+func startPair(ctx context.Context, o Options, ctl string) (cc *grpc.ClientConn, stop func(), err error) {
+	base := ServerConfig{Controller: ctl, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
 		Window: o.Window, WindowCount: o.WindowCount, Threshold: o.Threshold, SREWindow: 2 * time.Second,
 		Key: o.Seed ^ 0x9e3779b97f4a7c15, Deadline: o.Deadline}
+	var stops []func() error
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
 	mcfg := base
 	mcfg.Role = RoleM
 	maddr, stopM, err := o.Start(ctx, mcfg)
 	if err != nil {
-		return bench.Row{}, fmt.Errorf("starting M: %w", err)
+		return nil, nil, fmt.Errorf("starting M: %w", err)
 	}
-	defer stopM()
+	stops = append(stops, stopM)
 	acfg := base
 	acfg.Role, acfg.Downstream = RoleA, maddr
 	aaddr, stopA, err := o.Start(ctx, acfg)
 	if err != nil {
-		return bench.Row{}, fmt.Errorf("starting A: %w", err)
+		stop()
+		return nil, nil, fmt.Errorf("starting A: %w", err)
 	}
-	defer stopA()
-	cc, err := grpc.NewClient(aaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	stops = append(stops, stopA)
+	cc, err = grpc.NewClient(aaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	stops = append(stops, cc.Close)
+	return cc, stop, nil
+}
+
+// saturatedRate measures the rate at which M completes calls when it is
+// never short of work: one-call tasks arrive at A at 1.25 C (Poisson),
+// M queues up to four times its workers and refuses the rest, A does not
+// throttle (sre's bounded line; at this overload its client-side
+// throttle, K = 2, stays open), and the rate is the calls completed over
+// three seconds after a second of warm-up. It is below the nominal
+// capacity C by what a call costs beyond its service time (the timer's
+// lateness, the hand-over of the worker slot); it is what the optimum is
+// computed from. Arrivals are random as in the runs: driven in lockstep
+// by a closed loop, M's workers finish and hand over together, and the
+// rate is lower.
+func saturatedRate(ctx context.Context, o Options) (float64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cc, stop, err := startPair(ctx, o, "sre")
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	warm, measure := min(time.Second, o.Duration/4), min(3*time.Second, o.Duration)
+	start := time.Now()
+	var done atomic.Int64
+	rng := rand.New(rand.NewPCG(o.Seed, 1))
+	err = arrivals(ctx, rng, warm+measure, func(time.Duration) float64 { return 1.25 * o.Capacity() }, func(time.Duration) func() {
+		return func() {
+			out := runTask(ctx, cc, o.Deadline, "calibration", 1)
+			if at := time.Since(start); out.ok && at >= warm && at < warm+measure {
+				done.Add(1)
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if done.Load() == 0 {
+		return 0, errors.New("no call completed")
+	}
+	return float64(done.Load()) / measure.Seconds(), nil
+}
+
+// runOne starts M and A for one controller, offers the workload at the
+// feed rate and measures the tasks that arrived after the warm-up.
+func runOne(ctx context.Context, o Options, cs Case, ctl Controller, feed, sat float64) (bench.Row, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cc, stop, err := startPair(ctx, o, ctl.Name)
 	if err != nil {
 		return bench.Row{}, err
 	}
-	defer cc.Close()
+	defer stop()
 
 	fsat := o.Capacity() / cs.meanCalls()
 	rate := feed * fsat
+	ramp := o.Warmup / 2
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(feed*1000)+uint64(cs.Calls)))
 	var (
 		mu       sync.Mutex
 		measured []outcome
-		wg       sync.WaitGroup
 	)
 	// The load goes on for a deadline after the measured part, so that
 	// the tasks measured last compete with later ones as the earlier ones
 	// did, instead of finding M idle.
-	start := time.Now()
-	end := start.Add(o.Warmup + o.Duration + o.Deadline)
-	next := start
-	ramp := o.Warmup / 2
-	for {
+	err = arrivals(ctx, rng, o.Warmup+o.Duration+o.Deadline, func(at time.Duration) float64 {
 		// The load rises from half M's capacity to the feed rate over the
 		// first half of the warm-up, as traffic rises in a service, rather
 		// than hitting M at full overload from the first millisecond: the
 		// step would build a backlog whose draining takes every controller
 		// far below the steady state the run means to measure.
-		r := rate
-		if at := next.Sub(start); at < ramp && rate > fsat/2 {
-			r = fsat/2 + (rate-fsat/2)*float64(at)/float64(ramp)
+		if at < ramp && rate > fsat/2 {
+			return fsat/2 + (rate-fsat/2)*float64(at)/float64(ramp)
 		}
-		next = next.Add(time.Duration(rng.ExpFloat64() / r * float64(time.Second)))
-		if !next.Before(end) {
-			break
-		}
-		if d := time.Until(next); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				wg.Wait()
-				return bench.Row{}, ctx.Err()
-			}
-		}
+		return rate
+	}, func(at time.Duration) func() {
 		calls := cs.Calls
 		if calls == 0 {
 			calls = 1 + rng.IntN(4)
 		}
 		user := strconv.Itoa(rng.IntN(o.Users))
-		at := next.Sub(start)
 		inWindow := at >= o.Warmup && at < o.Warmup+o.Duration
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		return func() {
 			out := runTask(ctx, cc, o.Deadline, user, calls)
 			if inWindow {
 				mu.Lock()
 				measured = append(measured, out)
 				mu.Unlock()
 			}
-		}()
+		}
+	})
+	if err != nil {
+		return bench.Row{}, err
 	}
-	wg.Wait()
-	return summarize(Suite, cs.Name, ctl.Name, feed, measured), nil
+	return summarize(Suite, cs.Name, ctl.Name, feed, sat*o.Duration.Seconds(), measured), nil
+}
+
+// arrivals paces a Poisson process of the given rate (per second, as a
+// function of the time since the start) for span, and runs what task
+// returns for each arrival in a goroutine of its own; task itself runs in
+// the caller's goroutine, so it may draw from rng. It returns when every
+// goroutine has, with ctx's error if ctx ended first.
+func arrivals(ctx context.Context, rng *rand.Rand, span time.Duration, rate func(at time.Duration) float64, task func(at time.Duration) func()) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := time.Now()
+	for at := time.Duration(0); ; {
+		at += time.Duration(rng.ExpFloat64() / rate(at) * float64(time.Second))
+		if at >= span {
+			return nil
+		}
+		if d := time.Until(start.Add(at)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		wg.Go(task(at))
+	}
 }
 
 // runTask sends one task to A. The task's deadline is A's to enforce;
@@ -332,13 +409,16 @@ func runTask(ctx context.Context, cc *grpc.ClientConn, deadline time.Duration, u
 	return out
 }
 
-// summarize computes a row from the measured tasks.
-func summarize(suite, cs, ctl string, feed float64, tasks []outcome) bench.Row {
-	row := bench.Row{Suite: suite, Case: cs, Controller: ctl, FeedRatio: feed,
-		OptimalSuccessRate: math.Min(1, 1/feed)}
-	var ok, work, wasted int64
+// summarize computes a row from the measured tasks. capacity is the
+// number of calls M can complete over the measured part; the optimum is
+// the share of the calls the tasks ask for that it covers (the best any
+// controller can do is to spend all of it on whole tasks).
+func summarize(suite, cs, ctl string, feed, capacity float64, tasks []outcome) bench.Row {
+	row := bench.Row{Suite: suite, Case: cs, Controller: ctl, FeedRatio: feed, OptimalSuccessRate: 1}
+	var ok, work, wasted, asked int64
 	var byN, okN [5]int
 	for _, t := range tasks {
+		asked += int64(t.calls)
 		work += t.completed
 		if t.ok {
 			ok++
@@ -354,6 +434,9 @@ func summarize(suite, cs, ctl string, feed float64, tasks []outcome) bench.Row {
 	}
 	if len(tasks) > 0 {
 		row.SuccessRate = float64(ok) / float64(len(tasks))
+	}
+	if asked > 0 {
+		row.OptimalSuccessRate = math.Min(1, capacity/float64(asked))
 	}
 	if work > 0 {
 		row.WastedWork = float64(wasted) / float64(work)

@@ -22,15 +22,19 @@ func TestSummarize(t *testing.T) {
 		{calls: 4, completed: 4, ok: true},
 		{calls: 4, completed: 3, ok: false}, // three wasted
 	}
-	got := summarize(Suite, "mixed", "dagor", 2, tasks)
+	// The tasks ask for 11 calls; M could complete 5.5 of them.
+	got := summarize(Suite, "mixed", "dagor", 2, 5.5, tasks)
 	want := bench.Row{Suite: Suite, Case: "mixed", Controller: "dagor", FeedRatio: 2,
 		SuccessRate: 0.5, OptimalSuccessRate: 0.5, WastedWork: 4.0 / 9,
 		SuccessByCalls: []float64{1, 0, 0, 0.5}}
 	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); d != "" {
 		t.Fatalf("row (-want +got):\n%s", d)
 	}
-	if r := summarize(Suite, "M1", "none", 0.5, nil); r.SuccessRate != 0 || r.OptimalSuccessRate != 1 || r.SuccessByCalls != nil {
+	if r := summarize(Suite, "M1", "none", 0.5, 100, nil); r.SuccessRate != 0 || r.OptimalSuccessRate != 1 || r.SuccessByCalls != nil {
 		t.Fatalf("no tasks: %+v", r)
+	}
+	if r := summarize(Suite, "M4", "none", 0.5, 100, tasks[2:3]); r.OptimalSuccessRate != 1 {
+		t.Fatalf("capacity to spare: optimum %v, want 1", r.OptimalSuccessRate)
 	}
 }
 
