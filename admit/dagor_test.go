@@ -1,6 +1,7 @@
 package admit_test
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -94,73 +95,116 @@ func TestDAGORShedsLowestFirst(t *testing.T) {
 // fluid is a server of fixed capacity behind a DAGOR admitter, fed
 // through callers that shed locally what the level rejects (DAGOR's
 // cooperation, so the admitter never sees the demand above its level).
+// A task makes calls calls in a row, each the service time after the
+// one before started; its calls after the first are continuations.
 // Time moves in steps of a millisecond; the admitter's window is 100 ms.
 type fluid struct {
 	d       *admit.DAGOR
 	now     time.Duration
-	cap     float64 // requests the server starts per ms while it has a queue
-	feed    float64 // requests per ms offered, spread evenly over business priority 1's users
-	backlog float64 // admitted, not started
-	next    int     // the next arrival's user level
-	due     float64 // arrivals owed, fractional
-	credit  float64 // starts owed, fractional
+	cap     float64 // calls the server starts per ms while it has a queue
+	feed    float64 // tasks per ms offered, spread evenly over business priority 1's users
+	calls   int     // calls per task
+	service int     // ms from a call's start to its task's next call
+	queue   []fluidCall
+	later   map[time.Duration][]fluidCall // continuations by the time they arrive
+	rng     *rand.Rand                    // arrivals: Poisson, users uniform
+	arrival float64                       // the next task's arrival, ms
+	credit  float64                       // starts owed, fractional
+	refused int                           // continuations refused: tasks lost half-way
 }
 
-func newFluid(capacity, feed float64) *fluid {
-	return &fluid{d: admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30)), cap: capacity, feed: feed}
+// A fluidCall is a call admitted or due, with the number of calls its task
+// still makes after it.
+type fluidCall struct {
+	p    task.Priority
+	left int
 }
 
-// run advances f by ms milliseconds and returns the requests admitted and
+// newFluid feeds feed times the capacity (calls per ms) in one-call tasks.
+func newFluid(capacity, feed float64) *fluid { return newTaskFluid(capacity, feed, 1, 0) }
+
+// newTaskFluid feeds feed times the capacity in tasks of calls calls, each
+// service ms after the one before.
+func newTaskFluid(capacity, feed float64, calls, service int) *fluid {
+	return &fluid{d: admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30)), cap: capacity,
+		feed: feed * capacity / float64(calls), calls: calls, service: service, later: map[time.Duration][]fluidCall{},
+		rng: rand.New(rand.NewPCG(1, uint64(calls)))}
+}
+
+// run advances f by ms milliseconds and returns the calls admitted and
 // started in them and the largest queueing time a start saw.
 func (f *fluid) run(ms int) (admitted, started int, worst time.Duration) {
 	for range ms {
 		f.now += time.Millisecond
-		for f.due += f.feed; f.due >= 1; f.due-- {
-			p := task.Priority{Business: 1, User: uint8(f.next % admit.UserLevels)}
-			f.next += 37 // coprime with 128: every user level, spread out
+		for ; f.arrival < float64(f.now/time.Millisecond); f.arrival += f.rng.ExpFloat64() / f.feed {
+			p := task.Priority{Business: 1, User: uint8(f.rng.IntN(admit.UserLevels))}
 			if !f.d.Level().Admits(p) {
 				continue // shed by the caller: never arrives
 			}
 			if f.d.AdmitPriority(f.now, p) {
 				admitted++
-				f.backlog++
+				f.queue = append(f.queue, fluidCall{p, f.calls - 1})
 			}
 		}
-		for f.credit = min(f.credit+f.cap, f.cap); f.credit >= 1 && f.backlog >= 1; f.credit-- {
-			// FIFO: the request started now waited for the backlog ahead of it
-			wait := time.Duration(f.backlog / f.cap * float64(time.Millisecond))
+		for _, c := range f.later[f.now] {
+			if f.d.AdmitContinuation(f.now, c.p) {
+				admitted++
+				f.queue = append(f.queue, c)
+			} else {
+				f.refused++
+			}
+		}
+		delete(f.later, f.now)
+		for f.credit = min(f.credit+f.cap, f.cap); f.credit >= 1 && len(f.queue) > 0; f.credit-- {
+			// FIFO: the call started now waited for the backlog ahead of it
+			wait := time.Duration(float64(len(f.queue)) / f.cap * float64(time.Millisecond))
 			worst = max(worst, wait)
-			f.backlog--
+			c := f.queue[0]
+			f.queue = f.queue[1:]
 			started++
 			f.d.Started(f.now, wait)
+			if c.left > 0 {
+				at := f.now + time.Duration(f.service)*time.Millisecond
+				f.later[at] = append(f.later[at], fluidCall{c.p, c.left - 1})
+			}
 		}
 	}
 	return admitted, started, worst
 }
 
-// TestDAGORSettlesAtCapacityUnderCooperation: fed four times a server's
-// capacity through callers that shed locally, the level settles where the
-// admitted load is the capacity: within a second it admits no more than the
-// server can start (the paper's rule needs dozens of windows from fully
-// open), and from then on it keeps the server busy (the paper's calm rule,
-// seeing no demand above the level, would open the door completely) with
-// its queueing time within a few thresholds.
+// TestDAGORSettlesAtCapacityUnderCooperation: fed two and four times a
+// server's capacity through callers that shed locally, the level settles
+// where the admitted load is the capacity: within a second it admits no
+// more than the server can start (the paper's rule needs dozens of windows
+// from fully open), and from then on it keeps the server busy (the
+// paper's calm rule, seeing no demand above the level, would open the
+// door completely) with its queueing time within a few thresholds.
+// Arrivals are random, so a queue forms below the capacity, as at a real
+// server; tasks of four calls follow the level's moves with a lag (their
+// later calls come up to 60 ms after the first), and lose the server about
+// 1.5 % of its time more than one-call tasks (busy 0.952 against 0.968
+// at 4×, this seed).
 func TestDAGORSettlesAtCapacityUnderCooperation(t *testing.T) {
-	for _, feed := range []float64{2, 4} {
-		f := newFluid(1, feed) // 1,000 requests/s; feed ×
-		f.run(1000)
-		admitted, started, worst := f.run(4000)
-		if util := float64(started) / 4000; util < 0.95 {
-			t.Errorf("feed %v×: the server was busy %.3f of the time after settling, want ≥ 0.95", feed, util)
-		}
-		if over := float64(admitted)/4000 - 1; over > 0.02 {
-			t.Errorf("feed %v×: admitted %.3f of the capacity after settling, want ≤ 1.02", feed, 1+over)
-		}
-		if worst > 3*admit.DefaultDAGORThreshold {
-			t.Errorf("feed %v×: a request queued %v after settling, want ≤ %v", feed, worst, 3*admit.DefaultDAGORThreshold)
-		}
-		if l := f.d.Level(); l.Business != 1 {
-			t.Errorf("feed %v×: level %v outside business priority 1", feed, l)
+	for _, calls := range []int{1, 4} {
+		for _, feed := range []float64{2, 4} {
+			f := newTaskFluid(1, feed, calls, 20) // 1,000 calls/s; feed ×
+			f.run(2000)
+			admitted, started, worst := f.run(6000)
+			if util := float64(started) / 6000; util < 0.95 {
+				t.Errorf("%d calls, feed %v×: the server was busy %.3f of the time after settling, want ≥ 0.95", calls, feed, util)
+			}
+			if over := float64(admitted)/6000 - 1; over > 0.02 {
+				t.Errorf("%d calls, feed %v×: admitted %.3f of the capacity after settling, want ≤ 1.02", calls, feed, 1+over)
+			}
+			if worst > 3*admit.DefaultDAGORThreshold {
+				t.Errorf("%d calls, feed %v×: a call queued %v after settling, want ≤ %v", calls, feed, worst, 3*admit.DefaultDAGORThreshold)
+			}
+			if l := f.d.Level(); l.Business != 1 {
+				t.Errorf("%d calls, feed %v×: level %v outside business priority 1", calls, feed, l)
+			}
+			if f.refused > 0 {
+				t.Errorf("%d calls, feed %v×: %d continuations refused: tasks lost half-way", calls, feed, f.refused)
+			}
 		}
 	}
 }
