@@ -175,6 +175,8 @@ type DAGOR struct {
 	rejected [BusinessLevels]atomic.Int64
 	// continued counts continuations admitted only by the grace.
 	continued atomic.Int64
+	// conts counts the continuations admitted in the current window.
+	conts atomic.Int64
 }
 
 // NewDAGOR returns a DAGOR admitter that admits everything until its first
@@ -246,16 +248,19 @@ func (d *DAGOR) arrive(i int32) {
 // ones did, and the more calls a task makes the more often that happens.
 // The middleware sends a call as a continuation when its task was marked
 // with [task.Task.MarkAdmittedDownstream], and honours the mark only from
-// trusted peers. A continuation the current level admits counts in the
-// histogram as any arrival; one admitted by the grace does not, so that it
-// is never read as demand above the level.
+// trusted peers. Continuations never count in the histogram, which holds
+// the tasks that arrive: a task's later calls follow its first by up to a
+// deadline and come faster as the queue drains, so a histogram of calls
+// shows more demand per level while the server drains and less while the
+// level climbs, and the level swings. The level is read in tasks, and
+// what a task costs the server is learned from the continuations admitted.
 func (d *DAGOR) AdmitContinuation(now time.Duration, p task.Priority) bool {
 	if int64(now) >= d.windowEnd.Load() {
 		d.closeWindow(now)
 	}
 	i := prioIndex(p)
 	if i <= d.level.Load() {
-		d.arrive(i)
+		d.conts.Add(1)
 		return true
 	}
 	if int64(now) < d.graceUntil.Load() && i <= d.graceLevel.Load() {
@@ -312,6 +317,7 @@ func (d *DAGOR) closeWindow(now time.Duration) {
 		mean = sum / n
 	}
 	w := window{
+		conts:   d.conts.Swap(0),
 		started: n,
 		mean:    time.Duration(mean),
 		dur:     now - d.ctl.start,
@@ -375,15 +381,20 @@ const (
 	// maxClimb bounds a blind step up of the level: four user levels,
 	// about 3 % of a business priority's users.
 	maxClimb = UserLevels / 32
-	// holdFrac: a calm window whose mean queueing time is above the
-	// threshold / holdFrac holds the level.
-	holdFrac = 2
-	// smoothing: the arrival rates per level are moving averages over
-	// about this many windows.
+	// holdNum/holdDen: a calm window whose mean queueing time is above
+	// this fraction of the threshold holds the level, and an overloaded
+	// one drains the backlog beyond it.
+	holdNum, holdDen = 3, 4
+	// smoothing: the rate the server starts while overloaded is a moving
+	// average over about this many windows.
 	smoothing = 4
-	// drainWindows: after an overloaded window, the backlog beyond half
-	// the threshold is drained over about this many windows, and
-	// drainMax thresholds at most.
+	// rateSmoothing: the arrival rates per level, of first calls only,
+	// which move only with the demand, are moving averages over about
+	// this many windows; so are the calls per task, long enough to span a
+	// task's calls.
+	rateSmoothing = 16
+	// drainWindows: after an overloaded window, the backlog is drained
+	// over about this many windows, and drainMax thresholds at most.
 	drainWindows = 4
 	drainMax     = 20
 )
@@ -392,6 +403,7 @@ const (
 type window struct {
 	hist    *[levels]uint32 // arrivals by priority index
 	started int64           // requests started
+	conts   int64           // continuations admitted
 	mean    time.Duration   // their mean queueing time
 	dur     time.Duration   // the window's length
 }
@@ -410,18 +422,21 @@ type window struct {
 //     capacity, more than β.
 //   - Cut to the capacity. After an overloaded window the level admits
 //     (1−α) times what the server started in the window (its capacity,
-//     since it had a queue), less the backlog beyond half the threshold
+//     since it had a queue), less the backlog beyond 3/4 of the threshold
 //     spread over a few windows, not (1−α) times what the level admitted:
 //     from ten times the capacity the paper's rule needs forty windows, and
-//     every one of them builds the queue further. The level never rises
-//     after an overloaded window.
+//     every one of them builds the queue further. α applies in full from
+//     twice the threshold and in proportion below: a window just over the
+//     threshold is a queue building slowly, and a cut of α, plus the
+//     backlog, is two or three user levels at four times the capacity.
+//     The level never rises after an overloaded window.
 //   - Draining. While an overloaded window's mean queueing time is at least
 //     a fifth below the previous overloaded window's, the level holds: the
 //     delay of the requests started now reflects the backlog built before
 //     the last cut, which is taking effect.
-//   - Holding. A calm window whose mean queueing time is above half the
-//     threshold holds the level: the queue is building, and climbing on
-//     would only make the next cut deeper.
+//   - Holding. A calm window whose mean queueing time is above 3/4 of
+//     the threshold holds the level: the queue is building, and climbing
+//     on would only make the next cut deeper.
 //   - Calm without evidence. The paper's rule picks the level whose
 //     cumulative arrivals reach (1+β) times what the current level
 //     admitted. Under DAGOR's own cooperation nothing above the level
@@ -436,6 +451,12 @@ type window struct {
 //     up to maxClimb. When the window did see demand above the
 //     level, the paper's rule applies, counting only levels where requests
 //     arrived.
+//   - Tasks, not calls. The histogram holds first calls only (see
+//     [DAGOR.AdmitContinuation]), whose rate per level moves only with the
+//     demand, so it is averaged over rateSmoothing windows; the rates the
+//     server starts are divided by the calls per task (all calls admitted
+//     over first calls admitted, moving averages) before they are mapped
+//     to a level. Without continuations that is 1.
 //
 // It keeps at least the most important level open.
 type levelCtl struct {
@@ -450,6 +471,9 @@ type levelCtl struct {
 	// level (-1: none yet).
 	hi, per float64
 	perB    int32
+	// calls and firsts: calls admitted (first calls and continuations)
+	// and first calls admitted, per window, moving averages.
+	calls, firsts float64
 }
 
 func (c *levelCtl) init() { c.pos, c.perB = levels-1, -1 }
@@ -474,15 +498,16 @@ func (c *levelCtl) learn(w *window, cur int32) {
 		c.hi, c.per, c.perB = hi, per, b0
 		return
 	}
-	c.hi += (hi - c.hi) / smoothing
-	c.per += (per - c.per) / smoothing
+	c.hi += (hi - c.hi) / rateSmoothing
+	c.per += (per - c.per) / rateSmoothing
 }
 
 // next returns the level after window w.
 func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 	cur := int32(c.pos)
 	over := w.started > 0 && w.mean > cfg.threshold
-	queued := w.started > 0 && w.mean > cfg.threshold/holdFrac
+	hold := cfg.threshold * holdNum / holdDen
+	queued := w.started > 0 && w.mean > hold
 	draining := over && c.lastDelay > 0 && w.mean < c.lastDelay*4/5
 	if over {
 		c.lastDelay = w.mean
@@ -501,17 +526,20 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 		}
 	}
 	c.learn(w, cur)
+	k := c.callsPerTask(w, cur)
 	if draining {
 		return cur
 	}
 	if over {
 		c.climb = 1
-		target := rate * (1 - cfg.alpha)
+		// α of the rate, in full from twice the threshold
+		excess := min(1, float64(w.mean-cfg.threshold)/float64(cfg.threshold))
+		target := rate * (1 - cfg.alpha*excess)
 		if w.dur > 0 {
 			horizon := min(drainWindows*w.dur, drainMax*cfg.threshold)
-			target -= rate * float64(w.mean-cfg.threshold/2) / float64(horizon)
+			target -= rate * float64(w.mean-hold) / float64(horizon)
 		}
-		c.pos = min(c.pos, c.posFor(max(target, 0), cur, w))
+		c.pos = min(c.pos, c.posFor(max(target, 0)/k, cur, w))
 		return int32(c.pos)
 	}
 	if cur == levels-1 || queued {
@@ -545,13 +573,33 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 		// β more than the fractional level admits, or (1−β) of the capacity
 		b0 := float64(businessStart(cur))
 		up := c.pos + cfg.beta*(c.hi/c.per+c.pos-b0+1)
-		c.pos = min(max(up, c.posFor(c.capRate*(1-cfg.beta), cur, w)), float64(top))
+		c.pos = min(max(up, c.posFor(c.capRate*(1-cfg.beta)/k, cur, w)), float64(top))
 		return int32(c.pos)
 	}
 	step := max(c.climb, 1)
 	c.climb = min(2*step, maxClimb)
 	c.pos = float64(min(cur+step, levels-1))
 	return int32(c.pos)
+}
+
+// callsPerTask folds window w's admissions at the levels up to cur into
+// the moving averages of calls and first calls admitted, and returns
+// their ratio: the calls a task admitted brings, at least 1.
+func (c *levelCtl) callsPerTask(w *window, cur int32) float64 {
+	var firsts float64
+	for i := int32(0); i <= cur; i++ {
+		firsts += float64(w.hist[i])
+	}
+	// Both averages start at zero and are never seeded from one window,
+	// which would weigh the first windows (few continuations yet) for
+	// seconds; their ratio weighs every window as the average does.
+	calls := firsts + float64(w.conts)
+	c.calls += (calls - c.calls) / rateSmoothing
+	c.firsts += (firsts - c.firsts) / rateSmoothing
+	if c.firsts <= 0 || c.calls <= c.firsts {
+		return 1
+	}
+	return c.calls / c.firsts
 }
 
 // posFor returns the fractional level whose admitted arrivals would come

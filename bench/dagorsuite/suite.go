@@ -38,12 +38,12 @@ func Cases() []Case {
 
 // measured is how long a run of the workload is measured. The mixed
 // workload's figure is the spread of four success rates, each over a
-// quarter of its tasks; over Duration (4 s by default) each would rest on
-// about 400 successes at 4×, and sampling alone would spread them by
-// 9 % on average (binomial, 4.6 % each); four times as long halves that.
+// quarter of its tasks: over 4 s each would rest on about 400 successes
+// at 4×, and sampling alone would spread them by 9 % on average (binomial,
+// 4.6 % each); over three times the default duration, 24 s, by 4 %.
 func (c Case) measured(o Options) time.Duration {
 	if c.Calls == 0 {
-		return 4 * o.Duration
+		return 3 * o.Duration
 	}
 	return o.Duration
 }
@@ -152,7 +152,7 @@ const (
 	DefaultWindowCount = 200
 	DefaultThreshold   = 20 * time.Millisecond
 	DefaultWarmup      = 5 * time.Second
-	DefaultDuration    = 4 * time.Second
+	DefaultDuration    = 8 * time.Second
 )
 
 // DefaultFeeds are the feed ratios of a default invocation.
@@ -217,7 +217,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 			"users":        fmt.Sprintf("%d, uniformly; business priority one for all tasks", o.Users),
 			"admission":    fmt.Sprintf("window %v or %d requests, queueing-time threshold %v (also CoDel's target)", o.Window, o.WindowCount, o.Threshold),
 			"warm-up":      o.Warmup.String() + " of each run, not measured",
-			"measured":     fmt.Sprintf("%v after the warm-up, %v for the mixed workload (its spread rests on a quarter of the tasks each)", o.Duration, 4*o.Duration),
+			"measured":     fmt.Sprintf("%v after the warm-up, %v for the mixed workload (its spread rests on a quarter of the tasks each)", o.Duration, 3*o.Duration),
 			"wasted work":  "M's completed calls that belonged to failed tasks, over all its completed calls",
 			"sre baseline": "M's line bounded at 4 × workers; A throttles with K = 2 over a 2 s history",
 		},

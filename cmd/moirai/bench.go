@@ -165,7 +165,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.suite, "suite", "inproc", "suite to run")
 	fl.StringVar(&f.cases, "case", "all", "cases to run: NAME[,NAME…] or all")
 	fl.StringVar(&f.controllers, "controller", "all", "controllers to run: NAME[,NAME…] or all")
-	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run")
+	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; unless set)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")

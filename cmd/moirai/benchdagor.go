@@ -90,15 +90,18 @@ func runDagorBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if err != nil {
 		return usageErrorf("--feeds: %v", err)
 	}
-	warmup := f.warmup
+	warmup, duration := f.warmup, f.duration
 	if !f.warmupChanged {
 		warmup = dagorsuite.DefaultWarmup
+	}
+	if !cmd.Flags().Changed("duration") {
+		duration = dagorsuite.DefaultDuration
 	}
 	if f.workers < 1 || f.workers > 10000 || f.service <= 0 || f.window <= 0 || f.windowCount < 1 || f.threshold <= 0 {
 		return usageErrorf("--workers %d --service-time %v --window %v --window-count %d --threshold %v: want positive values (at most 10000 workers)", f.workers, f.service, f.window, f.windowCount, f.threshold)
 	}
-	if f.duration < 100*time.Millisecond || warmup < 0 {
-		return usageErrorf("--duration %v with --warmup %v: want a duration of at least 100ms", f.duration, warmup)
+	if duration < 100*time.Millisecond || warmup < 0 {
+		return usageErrorf("--duration %v with --warmup %v: want a duration of at least 100ms", duration, warmup)
 	}
 	if f.out != "" {
 		if err := checkWritable(f.out); err != nil {
@@ -111,7 +114,7 @@ func runDagorBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	}
 	errOut := cmd.ErrOrStderr()
 	res, err := dagorsuite.Execute(cmd.Context(), dagorsuite.Options{
-		Cases: cases, Controllers: ctls, Feeds: feeds, Warmup: warmup, Duration: f.duration, Seed: f.seed,
+		Cases: cases, Controllers: ctls, Feeds: feeds, Warmup: warmup, Duration: duration, Seed: f.seed,
 		Workers: f.workers, Service: f.service, Window: f.window, WindowCount: f.windowCount, Threshold: f.threshold,
 		Start: func(ctx context.Context, c dagorsuite.ServerConfig) (string, func() error, error) {
 			return startServer(ctx, exe, c)
