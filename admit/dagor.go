@@ -175,7 +175,8 @@ type DAGOR struct {
 	rejected [BusinessLevels]atomic.Int64
 	// continued counts continuations admitted only by the grace.
 	continued atomic.Int64
-	// conts counts the continuations admitted in the current window.
+	// conts counts the continuations the level admitted in the current
+	// window (not those only the grace admitted).
 	conts atomic.Int64
 }
 
@@ -401,9 +402,9 @@ const (
 
 // A window is what closeWindow learned in one window.
 type window struct {
-	hist    *[levels]uint32 // arrivals by priority index
+	hist    *[levels]uint32 // first calls (tasks) arrived, by priority index
 	started int64           // requests started
-	conts   int64           // continuations admitted
+	conts   int64           // continuations the level admitted
 	mean    time.Duration   // their mean queueing time
 	dur     time.Duration   // the window's length
 }
@@ -526,7 +527,11 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 		}
 	}
 	c.learn(w, cur)
-	k := c.callsPerTask(w, cur)
+	var admitted float64 // first calls admitted
+	for i := int32(0); i <= cur; i++ {
+		admitted += float64(w.hist[i])
+	}
+	k := c.callsPerTask(admitted, w.conts)
 	if draining {
 		return cur
 	}
@@ -545,10 +550,6 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 	if cur == levels-1 || queued {
 		c.climb = 1
 		return cur
-	}
-	var admitted float64
-	for i := int32(0); i <= cur; i++ {
-		admitted += float64(w.hist[i])
 	}
 	// the paper's rule, where demand above the level arrived
 	target := admitted * (1 + cfg.beta)
@@ -582,18 +583,16 @@ func (c *levelCtl) next(w *window, cfg *dagorConfig) int32 {
 	return int32(c.pos)
 }
 
-// callsPerTask folds window w's admissions at the levels up to cur into
-// the moving averages of calls and first calls admitted, and returns
-// their ratio: the calls a task admitted brings, at least 1.
-func (c *levelCtl) callsPerTask(w *window, cur int32) float64 {
-	var firsts float64
-	for i := int32(0); i <= cur; i++ {
-		firsts += float64(w.hist[i])
-	}
+// callsPerTask folds a window's first calls and continuations admitted
+// at the level into the moving averages of calls and first calls, and
+// returns their ratio: the calls a task admitted brings, at least 1.
+// (Continuations the grace admits belong to tasks above the level, whose
+// first calls are not counted either.)
+func (c *levelCtl) callsPerTask(firsts float64, conts int64) float64 {
 	// Both averages start at zero and are never seeded from one window,
 	// which would weigh the first windows (few continuations yet) for
 	// seconds; their ratio weighs every window as the average does.
-	calls := firsts + float64(w.conts)
+	calls := firsts + float64(conts)
 	c.calls += (calls - c.calls) / rateSmoothing
 	c.firsts += (firsts - c.firsts) / rateSmoothing
 	if c.firsts <= 0 || c.calls <= c.firsts {

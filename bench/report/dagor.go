@@ -149,7 +149,8 @@ func metWord(ok bool) string {
 func markdownDagor(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 	p("An entry service A calls a service M of fixed capacity C x times per task (workload *Mx*; *mixed* draws x from 1 to 4 per task); ")
 	p("each runs in its own process and they talk gRPC over loopback. The *feed* is the task rate over f_sat, the rate at which M saturates for the workload; ")
-	p("the optimum success rate is min(1, f_sat / f). *Wasted work* is the share of M's completed calls that belonged to tasks that failed anyway.\n\n")
+	p("the *optimum* success rate is the share of the calls the measured tasks asked for that M could complete at its measured saturated rate (min(1, f_sat / f) with f_sat measured), ")
+	p("and each cell gives a controller's success rate with its share of the optimum in brackets. *Wasted work* is the share of M's completed calls that belonged to tasks that failed anyway.\n\n")
 	markdownParams(p, r)
 	var cases, ctls []string
 	var feeds []float64
@@ -191,9 +192,20 @@ func markdownDagor(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 		p("### Workload %s: success rate\n\n", mdCode(cs))
 		header("feed")
 		for _, f := range feeds {
-			p("| %s | %s |", fmtFeed(f), fmtPct(min(1, 1/f)))
+			// Every controller meets the same arrivals at a feed (one seed),
+			// so the rows of a feed share their optimum.
+			opt := "–"
 			for _, c := range ctls {
-				p(" %s |", cell(dagorKey{cs, c, f}, func(r bench.Row) string { return fmtPct(r.SuccessRate) }))
+				if r, ok := idx[dagorKey{cs, c, f}]; ok && r.Error == "" && r.OptimalSuccessRate > 0 {
+					opt = fmtPct(r.OptimalSuccessRate)
+					break
+				}
+			}
+			p("| %s | %s |", fmtFeed(f), opt)
+			for _, c := range ctls {
+				p(" %s |", cell(dagorKey{cs, c, f}, func(r bench.Row) string {
+					return fmtPct(r.SuccessRate) + " (" + fmtOfOptimal(r) + ")"
+				}))
 			}
 			p("\n")
 		}
