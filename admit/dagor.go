@@ -139,10 +139,11 @@ func WithDAGOROverloadHook(f func(overloaded bool)) DAGOROption {
 // (Zhou et al., "Overload Control for Scaling WeChat Microservices",
 // SoCC 2018, §4). Overload is detected from the average queueing time of
 // the requests started in a window; the admission level is moved by the
-// priorities that arrived in the last windows so that after an overloaded
-// window it admits (1−α) of what the server started, and after a calm one
-// β more, or again what the server served while overloaded (see
-// levelCtl in the source for where and why this departs from the paper).
+// priorities of the tasks that arrived in the last windows (first calls;
+// see [DAGOR.AdmitContinuation]) so that after an overloaded window it
+// admits (1−α) of what the server started, and after a calm one β more,
+// or again what the server served while overloaded (see levelCtl in the
+// source for where and why this departs from the paper).
 //
 // The check at arrival, [DAGOR.AdmitPriority], is one atomic load, a
 // compare and one atomic add to the histogram.

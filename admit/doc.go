@@ -21,12 +21,15 @@
 //     window of 1 s or 2,000 started requests, whichever ends first. The
 //     admission level is a compound (business, user) priority; after each
 //     window Algorithm 1 moves it along the histogram of the priorities
-//     that arrived: after an overloaded window to (1−α) of what the server
-//     started (α = 5 %), otherwise up by β = 1 % and back to the capacity
-//     it measured, holding while the queue builds. The level is fractional
-//     within a business priority, read from per-level arrival rates
-//     averaged over windows (the keyed user hash spreads users uniformly),
-//     so it can move by less than one user level. Where and why this
+//     of the tasks that arrived (first calls; continuations, later calls
+//     of admitted tasks, only teach it how many calls a task brings):
+//     after an overloaded window to (1−α) of what the server started
+//     (α = 5 %, in proportion to the overload below twice the threshold),
+//     otherwise up by β = 1 % and back to the capacity it measured,
+//     holding while the queue builds. The level is fractional within a
+//     business priority, read from per-level arrival rates averaged over
+//     windows (the keyed user hash spreads users uniformly), so it can
+//     move by less than one user level. Where and why this
 //     departs from the paper's rule is on the unexported levelCtl and in
 //     docs/DESIGN-NOTES.md. [DAGOR.AdmitPriority] is one atomic
 //     load, a compare and one atomic add (about 9 ns, 0 allocs, in

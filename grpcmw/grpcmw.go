@@ -189,7 +189,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	d, a := c.dagor, c.admitter
 	if d != nil {
 		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
-		admitted := false
+		var admitted bool
 		if c.continuation(ctx) {
 			admitted = d.AdmitContinuation(arrived, p)
 		} else {

@@ -94,6 +94,13 @@ func (h *handler) priorityOf(r *http.Request) moirai.Priority {
 	return Lowest
 }
 
+// continuation reports whether a trusted peer sent r as the continuation
+// of a task.
+func (h *handler) continuation(r *http.Request) bool {
+	v := r.Header[HeaderContinuation]
+	return len(v) == 1 && v[0] == "1" && h.cfg.trusted != nil && h.cfg.trusted(r)
+}
+
 // admitRequest runs admission; it reports false after writing the
 // rejection.
 func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.Priority) bool {
@@ -101,7 +108,7 @@ func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.
 	now := h.ctl.Now() // the controller's coarse clock: one atomic load
 	w.Header().Set(HeaderLevel, admit.FormatLevel(d.Level()))
 	var admitted bool
-	if v := r.Header[HeaderContinuation]; len(v) == 1 && v[0] == "1" && h.cfg.trusted != nil && h.cfg.trusted(r) {
+	if h.continuation(r) {
 		admitted = d.AdmitContinuation(now, p)
 	} else {
 		admitted = d.AdmitPriority(now, p)

@@ -118,13 +118,7 @@ func TestTransportShedsLocallyAndExpires(t *testing.T) {
 		var got string
 		srv := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
 			httpmw.WithAdmission(d), httpmw.WithTrustedPeer(func(*http.Request) bool { return true }))
-		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			sent++
-			got = r.Header.Get(httpmw.HeaderPriority)
-			w := httptest.NewRecorder()
-			srv.ServeHTTP(w, r)
-			return w.Result(), nil
-		})
+		base := serveInline(srv, httpmw.HeaderPriority, &sent, &got)
 		c := &http.Client{Transport: httpmw.Transport(base, httpmw.WithLevelTTL(time.Second))}
 		call := func(p moirai.Priority) error {
 			ctx, tk := ctl.Begin(t.Context(), moirai.Spec{Priority: p})
@@ -159,6 +153,19 @@ func TestTransportShedsLocallyAndExpires(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// serveInline is a transport that serves each request with srv in the
+// caller's goroutine, counting them in sent and keeping the last one's
+// header in got.
+func serveInline(srv http.Handler, header string, sent *int, got *string) roundTripFunc {
+	return func(r *http.Request) (*http.Response, error) {
+		*sent++
+		*got = r.Header.Get(header)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w.Result(), nil
+	}
+}
 
 // FuzzPriorityHeader: whatever a trusted peer sends, the request runs at a
 // valid priority: the parsed one or the assigned fallback.
@@ -210,13 +217,7 @@ func TestContinuation(t *testing.T) {
 			}
 			srv := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), opts...)
 			sent, cont := 0, ""
-			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				sent++
-				cont = r.Header.Get(httpmw.HeaderContinuation)
-				w := httptest.NewRecorder()
-				srv.ServeHTTP(w, r)
-				return w.Result(), nil
-			})
+			base := serveInline(srv, httpmw.HeaderContinuation, &sent, &cont)
 			c := &http.Client{Transport: httpmw.Transport(base)}
 			do := func(ctx context.Context) int {
 				req, _ := http.NewRequestWithContext(ctx, "GET", "http://down.example/x", nil)
