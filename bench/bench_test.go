@@ -193,3 +193,76 @@ func TestExecuteWithMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The "test-stream" suite: one case with a noisy client whose requests
+// hold the lock the light requests need for 20 ms each.
+func init() {
+	bench.Register(bench.Case{
+		Suite: "test-stream", Name: "lock", Models: "test", SLO: 20 * time.Millisecond,
+		Build: func(env *bench.Env) (*bench.Service, error) {
+			mu := env.Ctl.Mutex("lock")
+			hold := func(ctx context.Context, d time.Duration) error {
+				if err := mu.Lock(ctx); err != nil {
+					return err
+				}
+				defer mu.Unlock()
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			return &bench.Service{
+				Rate:    100,
+				Light:   func(ctx context.Context, _ int) error { return hold(ctx, time.Millisecond) },
+				Culprit: func(ctx context.Context) error { return hold(ctx, 400*time.Millisecond) },
+				Noisy:   func(ctx context.Context, _ int) error { return hold(ctx, 20*time.Millisecond) },
+			}, nil
+		},
+	})
+}
+
+// TestExecuteStream: with Options.Stream the noisy client replaces the
+// one culprit request, its requests count as the culprit's, and pbox
+// penalizes them.
+func TestExecuteStream(t *testing.T) {
+	cs, err := bench.SelectCases("test-stream", "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctls, err := bench.SelectControllers("none,pbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bench.Execute(context.Background(), bench.Options{
+		Suite: "test-stream", Cases: cs, Controllers: ctls, Duration: time.Second, Seed: 7, Stream: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Params["culprit"], "stream") {
+		t.Errorf("params %v do not say the culprit was a stream", res.Params)
+	}
+	for _, r := range res.Runs {
+		switch r.Controller {
+		case "normal":
+			if r.Culprit.Sent != 0 {
+				t.Errorf("normal run sent %d noisy requests", r.Culprit.Sent)
+			}
+		default:
+			// 4 clients for half a second, 20 ms a request at best.
+			if r.Culprit.Sent < 8 || r.Culprit.Sent > 100 {
+				t.Errorf("%s run: %d noisy requests", r.Controller, r.Culprit.Sent)
+			}
+		}
+	}
+	if len(res.Rows) != 2 || res.Rows[1].Controller != "pbox" {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+	if pb := res.Rows[1]; pb.Penalties == 0 || pb.VictimsCancelled != 0 {
+		t.Errorf("pbox row: %d penalties, %d victims cancelled", pb.Penalties, pb.VictimsCancelled)
+	}
+}

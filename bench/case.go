@@ -99,6 +99,17 @@ type Service struct {
 	// CulpritAt is when the culprit is sent, as a fraction of the run.
 	// Zero means 0.25.
 	CulpritAt float64
+	// Noisy, if set, serves the i-th request of the case's noisy client:
+	// the culprit's kind of work cut into requests of tens of
+	// milliseconds, sent back to back (pBox's noisy connection). Runs with
+	// Options.Stream send these from CulpritAt for half the run instead of
+	// the one culprit request; a case without Noisy sends its culprit.
+	// Noisy requests are of the culprit's class.
+	Noisy func(ctx context.Context, i int) error
+	// NoisyClients is how many noisy requests are in flight at once, each
+	// client sending its next as soon as its last is answered (default
+	// 4).
+	NoisyClients int
 	// Close, if set, releases what Build started.
 	Close func()
 }

@@ -55,6 +55,11 @@ type Options struct {
 	// rate) while the run lasts: what exporting metrics costs.
 	Metrics      bool
 	MetricsEvery time.Duration
+	// Stream sends, in place of each case's one culprit request, its noisy
+	// client (Service.Noisy): a stream of shorter requests of the
+	// culprit's class from CulpritAt for half the run, as pBox's noisy
+	// connections. Cases without a noisy client send their culprit.
+	Stream bool
 
 	// watch, if set, is told of each run's controller when the run
 	// starts, and the function it returns when the run is over: with the
@@ -93,6 +98,12 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 			every = 100 * time.Millisecond
 		}
 		res.Params = map[string]string{"metrics": "collector and decisions, scraped every " + every.String()}
+	}
+	if o.Stream {
+		if res.Params == nil {
+			res.Params = map[string]string{}
+		}
+		res.Params["culprit"] = "stream: each case's noisy client where it has one"
 	}
 	if o.NoCulprit {
 		return executeNoCulprit(ctx, o, res)
@@ -405,6 +416,13 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 			at = 0.25
 		}
 		load.culpritAt = time.Duration(at * float64(o.Duration))
+		if o.Stream && svc.Noisy != nil {
+			load.noisy = svc.NoisyClients
+			if load.noisy <= 0 {
+				load.noisy = 4
+			}
+			load.noisyUntil = min(load.culpritAt+o.Duration/2, o.Duration)
+		}
 	}
 	if err := load.run(ctx); err != nil {
 		return nil, err
@@ -456,6 +474,14 @@ func (s *server) mux() http.Handler {
 	})
 	mux.HandleFunc("POST /culprit", func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, culpritClass, s.svc.Culprit)
+	})
+	mux.HandleFunc("POST /noisy", func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(r.URL.Query().Get("i"))
+		if s.svc.Noisy == nil {
+			http.Error(w, "this case has no noisy client", http.StatusNotFound)
+			return
+		}
+		s.serve(w, r, culpritClass, func(ctx context.Context) error { return s.svc.Noisy(ctx, i) })
 	})
 	return mux
 }
@@ -531,6 +557,10 @@ type loadgen struct {
 	rate      float64
 	duration  time.Duration
 	culpritAt time.Duration // 0: no culprit
+	// noisy > 0 sends, from culpritAt to noisyUntil, that many noisy
+	// clients instead of the culprit request.
+	noisy      int
+	noisyUntil time.Duration
 	drain     time.Duration // after duration, for requests in flight
 	seed      uint64
 	name      string
@@ -571,7 +601,23 @@ func (l *loadgen) run(ctx context.Context) error {
 		}
 		l.rec.add(r)
 	}
-	if l.culpritAt > 0 {
+	if l.culpritAt > 0 && l.noisy > 0 {
+		var n atomic.Int64
+		for range l.noisy {
+			wg.Go(func() {
+				t := time.NewTimer(l.culpritAt)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					return
+				}
+				for ctx.Err() == nil && time.Since(l.start) < l.noisyUntil {
+					send(fmt.Sprintf("/noisy?i=%d", n.Add(1)-1), true)
+				}
+			})
+		}
+	} else if l.culpritAt > 0 {
 		wg.Go(func() {
 			t := time.NewTimer(l.culpritAt)
 			defer t.Stop()

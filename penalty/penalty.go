@@ -207,9 +207,9 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 		p.watch = true
 		for _, n := range noisy(s, holders, waits, v, u, map[int]bool{v: true}, 0) {
 			nt := &s.Tasks[n.task]
-			// A holder beyond its own goal is a victim too: penalizing
-			// it would cascade.
-			if decided[n.task] || nt.Cancelled || nt.Penalty > 0 || tfs[n.task] > goalOf(nt) {
+			// A task is not deferred by its own kind: requests of one
+			// class queued for a resource are a queue of equals.
+			if decided[n.task] || nt.Cancelled || nt.Penalty > 0 || (nt.Class != "" && nt.Class == vt.Class) {
 				continue
 			}
 			decided[n.task] = true

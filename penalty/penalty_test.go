@@ -19,24 +19,31 @@ type scene struct {
 	holderExec, holderHold time.Duration
 	holderPenalty          time.Duration
 	holderCancelled        bool
-	victims                []victim
+	// holderWait is how long the holder itself waited for the lock.
+	holderWait time.Duration
+	victims    []victim
 }
 
 type victim struct {
 	exec, wait time.Duration
 	goal       float64
+	class      string // "light" if empty
 }
 
 func (sc scene) snapshot() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Resources: []snapshot.Resource{{ID: 1, Name: "table", Kind: resource.KindLock}}}
 	s.Tasks = append(s.Tasks, snapshot.Task{ID: 1, Class: "noisy", Goal: 0.5, Exec: sc.holderExec, Penalty: sc.holderPenalty, Cancelled: sc.holderCancelled, First: 0, N: 1})
-	s.Usage = append(s.Usage, snapshot.Usage{Usage: task.Usage{Resource: 1, Held: 1, Hold: sc.holderHold}, Task: 0, Res: 0})
+	s.Usage = append(s.Usage, snapshot.Usage{Usage: task.Usage{Resource: 1, Held: 1, Hold: sc.holderHold, Wait: sc.holderWait}, Task: 0, Res: 0})
 	for i, v := range sc.victims {
 		goal := v.goal
 		if goal == 0 {
 			goal = 0.5
 		}
-		s.Tasks = append(s.Tasks, snapshot.Task{ID: uint64(i + 2), Class: "light", Goal: goal, Exec: v.exec, First: int32(i + 1), N: 1})
+		class := v.class
+		if class == "" {
+			class = "light"
+		}
+		s.Tasks = append(s.Tasks, snapshot.Task{ID: uint64(i + 2), Class: class, Goal: goal, Exec: v.exec, First: int32(i + 1), N: 1})
 		s.Usage = append(s.Usage, snapshot.Usage{Usage: task.Usage{Resource: 1, Waiting: 1, Wait: v.wait}, Task: int32(i + 1), Res: 0})
 	}
 	return s
@@ -66,6 +73,13 @@ func TestDetection(t *testing.T) {
 			victims: []victim{{exec: ms, wait: ms}}}, nil},
 		{"one penalty for many victims", scene{holderExec: 10 * ms, holderHold: 100 * ms,
 			victims: []victim{{exec: 100 * ms, wait: 90 * ms}, {exec: 50 * ms, wait: 40 * ms}}}, []time.Duration{p1}},
+		// A noisy request of a stream waited for the lock behind its
+		// peers before it took it: it is beyond its own goal, and noisy
+		// all the same.
+		{"holder deferred by its peers", scene{holderExec: 110 * ms, holderHold: 20 * ms, holderWait: 90 * ms,
+			victims: []victim{{exec: 15 * ms, wait: 15 * ms}}}, []time.Duration{penalty.DefaultMinPenalty}},
+		{"waiter of the holder's class", scene{holderExec: 10 * ms, holderHold: 100 * ms,
+			victims: []victim{{exec: 100 * ms, wait: 90 * ms, class: "noisy"}}}, nil},
 		{"long runner: minimum penalty", scene{holderExec: time.Second, holderHold: time.Second,
 			victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}, []time.Duration{penalty.DefaultMinPenalty}},
 	}

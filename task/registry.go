@@ -43,6 +43,8 @@ type Registry struct {
 	hookBlocked  atomic.Int64
 	hooksRunning atomic.Int64
 	unended      atomic.Int64
+
+	carry carrier // penalties ended tasks left to their class
 }
 
 type shard struct {
@@ -155,6 +157,9 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 	sh.live = append(sh.live, t)
 	sh.begun++
 	sh.mu.Unlock()
+	if d := r.carry.take(spec.Class, now); d > 0 {
+		t.Penalize(d)
+	}
 	return &t.ctx, t
 }
 

@@ -369,6 +369,11 @@ func (t *Task) End(err error) {
 		}
 		if t.state.CompareAndSwap(s, s|stateEnded) {
 			now := t.reg.clock.Now()
+			if s&(statePenalized|stateCancelled) == statePenalized {
+				// Ended before its next safe point: the next task of its
+				// class serves the penalty (see carry.go).
+				t.reg.carry.leave(t.spec.Class, time.Duration(t.blk.meta.penalty.Load()), now)
+			}
 			t.reg.end(t, now, err, s)
 			if p := t.lazy.Load(); p != nil {
 				p.cancel(nil)

@@ -41,7 +41,9 @@ import (
 // context after each one; the rows are paced against the update's start,
 // so timer overshoot does not lengthen the hold and runs repeat). 100 ms after the update took its locks the
 // backup requests the global lock exclusively; once it has it, it copies
-// for 20 ms and releases it.
+// for 20 ms and releases it. Its noisy client (--culprit stream) runs
+// updates of 4 rows (20 ms) of table 0 from 4 connections, back to back,
+// for half the run, the first of them starting the backup.
 func init() {
 	bench.Register(bench.Case{
 		Suite: suite, Name: "backup-lock", Models: "A-c1",
@@ -97,6 +99,19 @@ func buildBackupLock(env *bench.Env) (*bench.Service, error) {
 		err = sleep(ctx, backupCopy)
 	}
 
+	// update updates n rows of table 0; withBackup starts the backup
+	// once it holds its locks, and waits for it before returning.
+	update := func(ctx context.Context, n int64, withBackup bool) error {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		return write(ctx, tables[0], func() error {
+			if withBackup {
+				wg.Go(func() { backup(context.WithoutCancel(ctx)) })
+			}
+			return steps(ctx, n, row)
+		})
+	}
+
 	return &bench.Service{
 		Rate:    200,
 		Workers: 64,
@@ -105,20 +120,9 @@ func buildBackupLock(env *bench.Env) (*bench.Service, error) {
 				return sleep(ctx, time.Millisecond)
 			})
 		},
-		Culprit: func(ctx context.Context) error {
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			return write(ctx, tables[0], func() error {
-				wg.Go(func() { backup(context.WithoutCancel(ctx)) })
-				t, start := moirai.From(ctx), time.Now()
-				for i := range rows {
-					if err := paceTo(ctx, start, int64(i), row); err != nil {
-						return err
-					}
-					t.Progress(i+1, rows)
-				}
-				return nil
-			})
-		},
+		Culprit: func(ctx context.Context) error { return update(ctx, rows, true) },
+		// The noisy client: updates of 4 rows (20 ms) of table 0; the
+		// first one starts the backup.
+		Noisy: func(ctx context.Context, i int) error { return update(ctx, noisySteps, i == 0) },
 	}, nil
 }

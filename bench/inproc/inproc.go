@@ -15,6 +15,8 @@ package inproc
 import (
 	"context"
 	"time"
+
+	"github.com/moirai-go/moirai"
 )
 
 const suite = "inproc"
@@ -31,6 +33,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return context.Cause(ctx)
 	}
 }
+
+// steps does n steps of length d, paced against its start, reporting the
+// task's progress after each and returning the context's cause if it is
+// done first: a long operation that can be stopped between steps.
+func steps(ctx context.Context, n int64, d time.Duration) error {
+	t, start := moirai.From(ctx), time.Now()
+	for i := range n {
+		if err := paceTo(ctx, start, i, d); err != nil {
+			return err
+		}
+		t.Progress(i+1, n)
+	}
+	return nil
+}
+
+// noisySteps is how many steps of its culprit's work a noisy client's
+// request does: about 20 ms where a step is 5 ms.
+const noisySteps = 4
 
 // paceTo waits until the end of the i-th step of length d after start, or
 // until ctx is done (returning its cause). Pacing long work against its

@@ -25,7 +25,8 @@ import (
 // half the run, one chunk of 64 keys at a time (5 ms of simulated page
 // reads each, paced against the scan's start so timer overshoot does not
 // lengthen the hold), reporting progress and checking its context after
-// each chunk.
+// each chunk. Its noisy client (--culprit stream) runs range reads of 4
+// chunks (20 ms) from 4 connections, back to back, for half the run.
 func init() {
 	bench.Register(bench.Case{
 		Suite: suite, Name: "kv-range", Models: "A-c16",
@@ -45,6 +46,26 @@ func buildKVRange(env *bench.Env) (*bench.Service, error) {
 	index := env.Ctl.RWMutex("kv:index")
 	chunks := int64(env.Duration / 2 / chunk)
 	values := make([]uint64, chunks*chunkKeys) // guarded by index
+	// scan reads n chunks from chunk first under the read lock.
+	scan := func(ctx context.Context, first, n int64) error {
+		if err := index.RLock(ctx); err != nil {
+			return err
+		}
+		defer index.RUnlock(ctx)
+		t, start := moirai.From(ctx), time.Now()
+		var sum uint64
+		for c := range n {
+			for _, v := range values[(first+c)*chunkKeys : (first+c+1)*chunkKeys] {
+				sum += v
+			}
+			if err := paceTo(ctx, start, c, chunk); err != nil {
+				return err
+			}
+			t.Progress(c+1, n)
+		}
+		_ = sum
+		return nil
+	}
 	return &bench.Service{
 		Rate:    200,
 		Workers: 64,
@@ -66,24 +87,11 @@ func buildKVRange(env *bench.Env) (*bench.Service, error) {
 			values[key] = uint64(i)
 			return sleep(ctx, time.Millisecond)
 		},
-		Culprit: func(ctx context.Context) error {
-			if err := index.RLock(ctx); err != nil {
-				return err
-			}
-			defer index.RUnlock(ctx)
-			t, start := moirai.From(ctx), time.Now()
-			var sum uint64
-			for c := range chunks {
-				for _, v := range values[c*chunkKeys : (c+1)*chunkKeys] {
-					sum += v
-				}
-				if err := paceTo(ctx, start, int64(c), chunk); err != nil {
-					return err
-				}
-				t.Progress(c+1, chunks)
-			}
-			_ = sum
-			return nil
+		Culprit: func(ctx context.Context) error { return scan(ctx, 0, chunks) },
+		// The noisy client: range reads of 4 chunks (20 ms) each, over
+		// successive ranges.
+		Noisy: func(ctx context.Context, i int) error {
+			return scan(ctx, int64(i)*noisySteps%(chunks-noisySteps+1), noisySteps)
 		},
 	}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/bench"
 )
 
@@ -15,7 +14,9 @@ import (
 // Parameters: inserts arrive at 200/s, each holding the table lock for
 // 1 ms of simulated work; 64 worker slots. A quarter into the run the
 // culprit takes the lock and scans rows for half the run (rows of 5 ms,
-// reporting progress and checking its context after each one).
+// reporting progress and checking its context after each one). Its noisy
+// client (--culprit stream) runs such transactions of 4 rows (20 ms) from
+// 4 connections, back to back, for half the run.
 func init() {
 	bench.Register(bench.Case{
 		Suite: suite, Name: "table-lock", Models: "A-c4, P-c1",
@@ -46,16 +47,16 @@ func buildTableLock(env *bench.Env) (*bench.Service, error) {
 				return err
 			}
 			defer table.Unlock()
-			t, start := moirai.From(ctx), time.Now()
-			for i := range rows {
-				// Paced from the start, so timer overshoot does not stretch
-				// the hold.
-				if err := paceTo(ctx, start, int64(i), row); err != nil {
-					return err
-				}
-				t.Progress(i+1, rows)
+			return steps(ctx, rows, row)
+		},
+		// The noisy client runs short transactions of the same kind, each
+		// locking the table for 4 rows (20 ms).
+		Noisy: func(ctx context.Context, _ int) error {
+			if err := table.Lock(ctx); err != nil {
+				return err
 			}
-			return nil
+			defer table.Unlock()
+			return steps(ctx, noisySteps, row)
 		},
 	}, nil
 }

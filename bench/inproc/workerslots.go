@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/bench"
 )
 
@@ -17,7 +16,9 @@ import (
 // a slot for 5 ms (about 12 % of the pool). A quarter into the run the
 // culprit, a parallel scan, takes 7 of the 8 slots and works for half the
 // run in steps of 10 ms, reporting progress; the fast requests are left
-// one slot, which they need at 100 % utilization.
+// one slot, which they need at 100 % utilization. Its noisy client
+// (--culprit stream) sends slow requests of one slot and 40 ms from 7
+// connections, back to back, for half the run.
 func init() {
 	bench.Register(bench.Case{
 		Suite: suite, Name: "worker-slots", Models: "A-c2/c9/c15, P-c3/c12",
@@ -32,7 +33,7 @@ func init() {
 func buildWorkerSlots(env *bench.Env) (*bench.Service, error) {
 	slots := env.Ctl.Semaphore("worker-slots", 8)
 	const step = 10 * time.Millisecond
-	steps := int64(env.Duration / 2 / step)
+	n := int64(env.Duration / 2 / step)
 	return &bench.Service{
 		Rate:    200,
 		Workers: 16, // the front pool: requests waiting for a slot hold a worker
@@ -50,16 +51,18 @@ func buildWorkerSlots(env *bench.Env) (*bench.Service, error) {
 				return err
 			}
 			defer p.Release()
-			t, start := moirai.From(ctx), time.Now()
-			for i := range steps {
-				// Paced from the start, so timer overshoot does not stretch
-				// the hold.
-				if err := paceTo(ctx, start, int64(i), step); err != nil {
-					return err
-				}
-				t.Progress(i+1, steps)
-			}
-			return nil
+			return steps(ctx, n, step)
 		},
+		// The noisy client: 7 connections, each sending slow requests
+		// that hold one slot for 4 steps (40 ms).
+		Noisy: func(ctx context.Context, _ int) error {
+			p, err := slots.Acquire(ctx, 1)
+			if err != nil {
+				return err
+			}
+			defer p.Release()
+			return steps(ctx, noisySteps, step)
+		},
+		NoisyClients: 12,
 	}, nil
 }
