@@ -561,11 +561,11 @@ type loadgen struct {
 	// clients instead of the culprit request.
 	noisy      int
 	noisyUntil time.Duration
-	drain     time.Duration // after duration, for requests in flight
-	seed      uint64
-	name      string
-	rec       *recorder
-	start     time.Time
+	drain      time.Duration // after duration, for requests in flight
+	seed       uint64
+	name       string
+	rec        *recorder
+	start      time.Time
 }
 
 func (l *loadgen) run(ctx context.Context) error {
