@@ -32,8 +32,14 @@
 // snapshots seen is within 10 % of the goal and whose current one is too)
 // and who has waited at least 2 ms makes each holder that has held the
 // resource longer than the waiter has waited ("held it first") noisy,
-// unless the holder is beyond its own goal (a victim too: penalizing it
-// would cascade). A holder that itself waits for another resource is a
+// unless both are of the same class: requests of one kind queued for a
+// resource are a queue of equals, not one activity interfering with
+// another; nor when the waiter's class was found noisy more often than
+// the holder's (a noisy request waiting for a slot that a light request
+// holds is not that light request's victim). A holder is noisy even if
+// it waited itself before it took the
+// resource (the requests of a noisy stream queue behind one another). A
+// holder that itself waits for another resource is a
 // link of a chain, not noisy: detection follows its wait, up to four
 // links, to the holders there (a request holding a worker slot while it
 // waits for the table lock is not the one to penalize; the scan holding
@@ -53,6 +59,19 @@
 // bound). A new task of a class starts from the length the class reached,
 // so repeated noisy requests converge too; [Policy.Stats] reports the
 // adaptations before each class's length stopped changing by 5 %.
+//
+// # Streams of requests
+//
+// pBox keeps a penalty on the noisy pBox, which outlives one activity: a
+// connection's next statement serves what its last one earned. A request
+// here is a task of its own that often takes its resource once, so the
+// penalty it earns while holding is still pending when it ends. The
+// registry passes such a penalty to the next task of the same class to
+// begin (within task.CarryFor, at most 16 waiting per class), which serves
+// it at its first acquisition, before it holds anything. A noisy stream
+// (a report run over and over, a bulk client's statements) is thus held
+// back request by request, each time its requests were seen deferring
+// others.
 //
 // # Safe points
 //

@@ -87,6 +87,7 @@ type length struct {
 	steps  int // adaptations that changed p by more than 5 %
 	fixed  int // adaptations since the last such change
 	policy string
+	n      int // penalties decided (kept per class: how noisy it was)
 }
 
 // Stats counts what the policy decided.
@@ -212,6 +213,14 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			if decided[n.task] || nt.Cancelled || nt.Penalty > 0 || (nt.Class != "" && nt.Class == vt.Class) {
 				continue
 			}
+			// Nor is a noisy task, waiting, the victim of a quieter one:
+			// when the waiter's class was found noisy more often than
+			// the holder's, the holder is a victim that happens to hold
+			// the resource, and a penalty would hit the requests it was
+			// meant to protect.
+			if p.quieter(nt.Class, vt.Class) {
+				continue
+			}
 			decided[n.task] = true
 			d := p.next(nt, vt, tds[v], tfs[v])
 			out = append(out, policy.Decision{
@@ -269,6 +278,17 @@ func noisy(s *snapshot.Snapshot, holders map[int32][]hold, waits map[int][]snaps
 		}
 	}
 	return out
+}
+
+// quieter reports whether class holder was found noisy fewer times than
+// class waiter (which was, at least once).
+func (p *Policy) quieter(holder, waiter string) bool {
+	w := p.classes[waiter]
+	if waiter == "" || w == nil {
+		return false
+	}
+	h := p.classes[holder]
+	return h == nil || h.n < w.n
 }
 
 // goalOf returns a task's isolation goal, the default if it has none.
@@ -335,6 +355,10 @@ func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64) time.
 	}
 	if nt.Class != "" {
 		c := *l
+		if prev := p.classes[nt.Class]; prev != nil {
+			c.n = prev.n
+		}
+		c.n++
 		p.classes[nt.Class] = &c
 	}
 	p.stats.Penalties++

@@ -20,8 +20,9 @@ type scene struct {
 	holderPenalty          time.Duration
 	holderCancelled        bool
 	// holderWait is how long the holder itself waited for the lock.
-	holderWait time.Duration
-	victims    []victim
+	holderWait  time.Duration
+	holderClass string // "noisy" if empty
+	victims     []victim
 }
 
 type victim struct {
@@ -32,7 +33,11 @@ type victim struct {
 
 func (sc scene) snapshot() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Resources: []snapshot.Resource{{ID: 1, Name: "table", Kind: resource.KindLock}}}
-	s.Tasks = append(s.Tasks, snapshot.Task{ID: 1, Class: "noisy", Goal: 0.5, Exec: sc.holderExec, Penalty: sc.holderPenalty, Cancelled: sc.holderCancelled, First: 0, N: 1})
+	hc := sc.holderClass
+	if hc == "" {
+		hc = "noisy"
+	}
+	s.Tasks = append(s.Tasks, snapshot.Task{ID: 1, Class: hc, Goal: 0.5, Exec: sc.holderExec, Penalty: sc.holderPenalty, Cancelled: sc.holderCancelled, First: 0, N: 1})
 	s.Usage = append(s.Usage, snapshot.Usage{Usage: task.Usage{Resource: 1, Held: 1, Hold: sc.holderHold, Wait: sc.holderWait}, Task: 0, Res: 0})
 	for i, v := range sc.victims {
 		goal := v.goal
@@ -183,5 +188,26 @@ func TestChain(t *testing.T) {
 	ds := penalty.New().Decide(s)
 	if len(ds) != 1 || ds[0].Task != 1 {
 		t.Fatalf("decisions %+v; want the scan (task 1) penalized once", ds)
+	}
+}
+
+// TestNoisyWaiterIsNoVictim: once a class was found noisy, its requests
+// waiting for a resource that a request of a quieter class holds do not
+// make that request noisy.
+func TestNoisyWaiterIsNoVictim(t *testing.T) {
+	p := penalty.New()
+	noisy := scene{holderExec: 10 * ms, holderHold: 100 * ms, victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}
+	if ds := p.Decide(noisy.snapshot()); len(ds) != 1 {
+		t.Fatalf("the noisy holder: %d decisions, want 1", len(ds))
+	}
+	// A light request holds a worker slot; a noisy request waits for it.
+	reversed := scene{holderClass: "light", holderExec: 10 * ms, holderHold: 8 * ms,
+		victims: []victim{{exec: 6 * ms, wait: 6 * ms, class: "noisy"}}}
+	if ds := p.Decide(reversed.snapshot()); len(ds) != 0 {
+		t.Errorf("a light holder was penalized for deferring a noisy waiter: %+v", ds)
+	}
+	// Before any class was found noisy, the same scene is interference.
+	if ds := penalty.New().Decide(reversed.snapshot()); len(ds) != 1 {
+		t.Errorf("fresh policy: %d decisions, want 1", len(ds))
 	}
 }

@@ -22,7 +22,8 @@ func (t *Task) Flagged() bool {
 // Penalize asks the task to pause for d (at most [MaxPenalty]) at its next
 // safe point: the next time it acquires an instrumented resource, or begins
 // an activity, while holding none (pBox's penalty). A new penalty replaces
-// one not yet served. Penalize does nothing on a nil, ended or cancelled
+// one not yet served. A penalty still pending when the task ends passes to
+// the next task of its class to begin, within [CarryFor]. Penalize does nothing on a nil, ended or cancelled
 // task (a cancelled task's penalties are dropped) and for d ≤ 0. It is
 // safe for concurrent use; policies never call it directly: the controller
 // does.

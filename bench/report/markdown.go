@@ -52,6 +52,10 @@ func MarkdownAll(w io.Writer, rs []*bench.Results) error {
 		heading := "## Machine and parameters"
 		if i > 0 {
 			heading += " of suite " + mdCode(suiteOf(r))
+			if c := r.Params["culprit"]; c != "" {
+				// Say which of two runs of one suite this is.
+				heading += " (culprit: " + mdText(strings.SplitN(c, ":", 2)[0]) + ")"
+			}
 		}
 		markdownResults(p, r, heading)
 	}
