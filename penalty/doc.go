@@ -34,9 +34,11 @@
 // resource longer than the waiter has waited ("held it first") noisy,
 // unless both are of the same class: requests of one kind queued for a
 // resource are a queue of equals, not one activity interfering with
-// another; nor when the waiter's class was found noisy more often than
-// the holder's (a noisy request waiting for a slot that a light request
-// holds is not that light request's victim). A holder is noisy even if
+// another; nor when the tasks of the waiter's class have been seen
+// holding resources longer than those of the holder's, on a moving
+// average over the snapshots (a heavy request waiting for a worker slot
+// that a light request holds is not that light request's victim). A
+// holder is noisy even if
 // it waited itself before it took the
 // resource (the requests of a noisy stream queue behind one another). A
 // holder that itself waits for another resource is a

@@ -67,8 +67,11 @@ type Policy struct {
 
 	tasks   map[uint64]*record // per live task
 	classes map[string]*length // the length reached by each class
-	seen    uint64             // generation of the current Decide
-	watch   bool
+	// holds is, per class, a moving average of how long its tasks had
+	// held a resource when a snapshot saw them hold it.
+	holds map[string]time.Duration
+	seen  uint64 // generation of the current Decide
+	watch bool
 
 	stats Stats
 }
@@ -87,7 +90,6 @@ type length struct {
 	steps  int // adaptations that changed p by more than 5 %
 	fixed  int // adaptations since the last such change
 	policy string
-	n      int // penalties decided (kept per class: how noisy it was)
 }
 
 // Stats counts what the policy decided.
@@ -104,7 +106,7 @@ type Stats struct {
 func New(opts ...Option) *Policy {
 	p := &Policy{
 		min: DefaultMinPenalty, max: DefaultMaxPenalty,
-		tasks: map[uint64]*record{}, classes: map[string]*length{},
+		tasks: map[uint64]*record{}, classes: map[string]*length{}, holds: map[string]time.Duration{},
 	}
 	for _, o := range opts {
 		o(p)
@@ -189,6 +191,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	for _, u := range s.Usage {
 		if u.Held > 0 {
 			holders[u.Res] = append(holders[u.Res], hold{int(u.Task), u.Res, u.Hold})
+			p.sawHold(s.Tasks[u.Task].Class, u.Hold)
 		}
 		if u.Waiting > 0 {
 			waits[int(u.Task)] = append(waits[int(u.Task)], u)
@@ -213,12 +216,12 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			if decided[n.task] || nt.Cancelled || nt.Penalty > 0 || (nt.Class != "" && nt.Class == vt.Class) {
 				continue
 			}
-			// Nor is a noisy task, waiting, the victim of a quieter one:
-			// when the waiter's class was found noisy more often than
-			// the holder's, the holder is a victim that happens to hold
-			// the resource, and a penalty would hit the requests it was
-			// meant to protect.
-			if p.quieter(nt.Class, vt.Class) {
+			// Nor is a heavy task, waiting, the victim of a light one:
+			// when the waiter's class holds resources longer than the
+			// holder's, the holder is a victim that happens to hold the
+			// resource, and a penalty would hit the requests it was meant
+			// to protect.
+			if p.lighter(nt.Class, vt.Class) {
 				continue
 			}
 			decided[n.task] = true
@@ -280,16 +283,38 @@ func noisy(s *snapshot.Snapshot, holders map[int32][]hold, waits map[int][]snaps
 	return out
 }
 
-// quieter reports whether class holder was found noisy fewer times than
-// class waiter (which was, at least once).
-func (p *Policy) quieter(holder, waiter string) bool {
-	w := p.classes[waiter]
-	if waiter == "" || w == nil {
+// lighter reports whether the tasks of class holder have been seen
+// holding resources for shorter than those of class waiter. A class never
+// seen holding is lighter than one that was.
+func (p *Policy) lighter(holder, waiter string) bool {
+	w, ok := p.holds[waiter]
+	if waiter == "" || holder == "" || !ok {
 		return false
 	}
-	h := p.classes[holder]
-	return h == nil || h.n < w.n
+	return p.holds[holder] < w
 }
+
+// holdSmoothing is the weight of the moving average of a class's holds:
+// a new observation counts for 1/holdSmoothing.
+const holdSmoothing = 16
+
+// sawHold folds a hold of a task of the class into the class's average.
+func (p *Policy) sawHold(class string, d time.Duration) {
+	if class == "" {
+		return
+	}
+	if h, ok := p.holds[class]; ok {
+		p.holds[class] = h + (d-h)/holdSmoothing
+		return
+	}
+	if len(p.holds) >= maxClasses {
+		return // a service with unbounded classes: keep the first ones
+	}
+	p.holds[class] = d
+}
+
+// maxClasses bounds the classes whose holds the policy remembers.
+const maxClasses = 4096
 
 // goalOf returns a task's isolation goal, the default if it has none.
 func goalOf(t *snapshot.Task) float64 {
@@ -355,10 +380,6 @@ func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64) time.
 	}
 	if nt.Class != "" {
 		c := *l
-		if prev := p.classes[nt.Class]; prev != nil {
-			c.n = prev.n
-		}
-		c.n++
 		p.classes[nt.Class] = &c
 	}
 	p.stats.Penalties++

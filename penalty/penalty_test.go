@@ -191,9 +191,9 @@ func TestChain(t *testing.T) {
 	}
 }
 
-// TestNoisyWaiterIsNoVictim: once a class was found noisy, its requests
-// waiting for a resource that a request of a quieter class holds do not
-// make that request noisy.
+// TestNoisyWaiterIsNoVictim: the requests of a class seen holding
+// resources for long, waiting for a resource that a request of a class
+// seen holding briefly holds, do not make that request noisy.
 func TestNoisyWaiterIsNoVictim(t *testing.T) {
 	p := penalty.New()
 	noisy := scene{holderExec: 10 * ms, holderHold: 100 * ms, victims: []victim{{exec: 100 * ms, wait: 90 * ms}}}
@@ -206,7 +206,8 @@ func TestNoisyWaiterIsNoVictim(t *testing.T) {
 	if ds := p.Decide(reversed.snapshot()); len(ds) != 0 {
 		t.Errorf("a light holder was penalized for deferring a noisy waiter: %+v", ds)
 	}
-	// Before any class was found noisy, the same scene is interference.
+	// Before the heavy class was seen holding, the same scene is
+	// interference.
 	if ds := penalty.New().Decide(reversed.snapshot()); len(ds) != 1 {
 		t.Errorf("fresh policy: %d decisions, want 1", len(ds))
 	}
