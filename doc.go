@@ -52,13 +52,15 @@
 //
 // # Penalties
 //
-// [WithPenalties](true) adds pBox's penalties (package penalty) to the
-// defaults: a task that defers others beyond their isolation goal on a
-// shared resource is delayed, adaptively, at its next acquisition while it
-// holds nothing. Precedence: penalties act on every tick, cancellation only
-// under resource overload; a penalized task remains a cancellation
-// candidate; a cancellation drops the pending penalty, and a cancelled task
-// is never penalized. They are off by default until measured to help.
+// The defaults include pBox's penalties (package penalty;
+// [WithPenalties](false) leaves them out): a task that defers others
+// beyond their isolation goal on a shared resource is delayed, adaptively,
+// at its next acquisition while it holds nothing, and a request that ends
+// before it passes the penalty to the next request of its class.
+// Precedence: penalties act on every tick, cancellation only under
+// resource overload; a penalized task remains a cancellation candidate; a
+// cancellation drops the pending penalty, and a cancelled task is never
+// penalized.
 //
 // A cancelled request need not be lost: [Retry] (and the httpmw
 // middleware's re-execution) runs it again, once and not cancellable, when

@@ -119,9 +119,9 @@ type Controller struct {
 // the [detect.SLO] detector on the objective of [WithSLO] and the
 // [detect.Collapse] detector (throughput below half the recent best), and
 // the multi-objective [cancel.Atropos] policy, which acts only on tasks
-// begun with Spec.Cancellable set. [WithPenalties](true) adds pBox's
-// penalties ([penalty.Policy]), which delay the tasks that defer others
-// beyond their isolation goal.
+// begun with Spec.Cancellable set, and pBox's penalties
+// ([penalty.Policy]), which delay the tasks that defer others beyond their
+// isolation goal ([WithPenalties](false) leaves them out).
 func New(opts ...Option) *Controller {
 	cfg := defaults()
 	for _, o := range opts {

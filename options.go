@@ -46,6 +46,7 @@ func defaults() config {
 		minCancelGap: 100 * time.Millisecond,
 		hookTimeout:  time.Second,
 		unendedGrace: 10 * time.Second,
+		penalties:    true,
 	}
 }
 
@@ -162,12 +163,13 @@ func WithDecisionObserver(fn func(policy.Record)) Option {
 }
 
 // WithPenalties turns pBox's penalties (package penalty) on or off in the
-// default configuration. They are off by default until they are shown to
-// help: a penalty is served at the noisy task's next acquisition, and the
-// culprits of the evaluation cases take their resource once and hold it,
-// so none was ever served there (see docs/DESIGN-NOTES.md). It has no
-// effect when mechanisms are configured with [WithPolicy] or
-// [WithDetector]: add a penalty.Policy there.
+// default configuration; they are on by default, beside targeted
+// cancellation. They act on interference below overload: a noisy stream
+// of requests (a report run again and again, a bulk client) that keeps a
+// shared resource busy while others wait; see docs/PENALTIES.md for what
+// they do on the evaluation cases. It has no effect when mechanisms are
+// configured with [WithPolicy] or [WithDetector]: add a penalty.Policy
+// there.
 func WithPenalties(on bool) Option {
 	return func(c *config) { c.penalties = on }
 }

@@ -220,3 +220,91 @@ func TestPenaltiesLockOrdering(t *testing.T) {
 		}
 	})
 }
+
+// noisyStreamScenario is noisyScenario with the noisy work as a stream of
+// requests: two clients send, back to back, requests that each take the
+// lock once for 8 ms. It returns the light requests' mean latency and how
+// many noisy requests served a penalty.
+func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.Duration, penalized int64) {
+	t.Helper()
+	table := ctl.Mutex("table")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var served atomic.Int64
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy", Cancellable: true})
+				err := table.Lock(ctx)
+				if err == nil {
+					time.Sleep(8 * time.Millisecond)
+					table.Unlock()
+				}
+				if tk.Penalties() > 0 {
+					served.Add(1)
+				}
+				tk.End(err)
+			}
+		})
+	}
+	var total atomic.Int64
+	const n = 400
+	var lw sync.WaitGroup
+	for i := range n {
+		time.Sleep(time.Duration(2000+(i*1237)%6000) * time.Microsecond)
+		lw.Go(func() {
+			start := time.Now()
+			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light", Cancellable: true})
+			err := table.Lock(ctx)
+			if err == nil {
+				time.Sleep(time.Millisecond)
+				table.Unlock()
+			}
+			tk.End(err)
+			total.Add(int64(time.Since(start)))
+		})
+	}
+	lw.Wait()
+	close(stop)
+	wg.Wait()
+	return time.Duration(total.Load() / n), served.Load()
+}
+
+// TestDefaultPenalizesNoisyStream: the default controller holds back a
+// noisy stream of requests, each taking the lock once, through the
+// penalties its requests leave to the next; WithPenalties(false) does not.
+func TestDefaultPenalizesNoisyStream(t *testing.T) {
+	var without, with time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithPenalties(false))
+		defer ctl.Close()
+		var served int64
+		without, served = noisyStreamScenario(t, ctl)
+		if served != 0 || len(ctl.Decisions()) != 0 {
+			t.Errorf("without penalties: %d noisy requests penalized, %d decisions", served, len(ctl.Decisions()))
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New()
+		defer ctl.Close()
+		var served int64
+		with, served = noisyStreamScenario(t, ctl)
+		if served == 0 {
+			t.Errorf("no noisy request served a penalty; %d decisions", len(ctl.Decisions()))
+		}
+		for _, d := range ctl.Decisions() {
+			if d.Action != policy.Penalize || d.TaskClass != "noisy" {
+				t.Errorf("decision %+v; want penalties of noisy requests only", d)
+			}
+		}
+	})
+	if with >= without*3/4 {
+		t.Errorf("light mean latency %v with the defaults, %v without penalties; want at least a quarter less", with, without)
+	}
+	t.Logf("light mean latency: %v without penalties, %v with the defaults", without, with)
+}

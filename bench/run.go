@@ -60,6 +60,9 @@ type Options struct {
 	// culprit's class from CulpritAt for half the run, as pBox's noisy
 	// connections. Cases without a noisy client send their culprit.
 	Stream bool
+	// NoisyClients, if positive, replaces every case's Service.NoisyClients
+	// in a Stream run.
+	NoisyClients int
 
 	// watch, if set, is told of each run's controller when the run
 	// starts, and the function it returns when the run is over: with the
@@ -104,6 +107,9 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 			res.Params = map[string]string{}
 		}
 		res.Params["culprit"] = "stream: each case's noisy client where it has one"
+		if o.NoisyClients > 0 {
+			res.Params["noisy clients"] = strconv.Itoa(o.NoisyClients)
+		}
 	}
 	if o.NoCulprit {
 		return executeNoCulprit(ctx, o, res)
@@ -418,6 +424,9 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		load.culpritAt = time.Duration(at * float64(o.Duration))
 		if o.Stream && svc.Noisy != nil {
 			load.noisy = svc.NoisyClients
+			if o.NoisyClients > 0 {
+				load.noisy = o.NoisyClients
+			}
 			if load.noisy <= 0 {
 				load.noisy = 4
 			}

@@ -35,6 +35,7 @@ type benchFlags struct {
 	out         string
 	noCulprit   bool
 	culprit     string
+	noisy       int
 	metrics     bool
 	// The cpu suite's.
 	warmup time.Duration
@@ -171,6 +172,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
 	fl.StringVar(&f.culprit, "culprit", "once", "suite inproc: how the culprit comes: once (one long request, the Atropos cases) or stream (the case's noisy client, shorter requests back to back from 4 connections for half the run, the pBox cases; cases without one send their culprit once)")
+	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
 	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres and mysql: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s unless set)")
 	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, postgres and mysql: runs of every (case, controller) pair, interleaved (postgres and mysql: pooled into one row)")
@@ -219,6 +221,9 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.culprit != "once" && f.culprit != "stream" {
 		return usageErrorf("--culprit %q: want once or stream", f.culprit)
 	}
+	if cmd.Flags().Changed("noisy-clients") && (f.culprit != "stream" || f.noisy < 1 || f.noisy > 256) {
+		return usageErrorf("--noisy-clients %d: want 1 to 256, with --culprit stream", f.noisy)
+	}
 	if f.out != "" {
 		// Fail before the run, not after it.
 		if err := checkWritable(f.out); err != nil {
@@ -227,7 +232,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	}
 	errOut := cmd.ErrOrStderr()
 	res, err := bench.Execute(cmd.Context(), bench.Options{
-		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Stream: f.culprit == "stream", Metrics: f.metrics, Progress: progressBar(errOut),
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Stream: f.culprit == "stream", NoisyClients: f.noisy, Metrics: f.metrics, Progress: progressBar(errOut),
 	})
 	if err != nil && res == nil {
 		return err

@@ -105,6 +105,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad only", []string{"demo", "--only", "both"}, "--only"},
 		{"flag of another suite", []string{"bench", "run", "--suite", "dagor", "--rounds", "2"}, "--rounds applies to suites cpu, postgres and mysql only"},
 		{"bad culprit shape", []string{"bench", "run", "--culprit", "twice"}, `--culprit "twice": want once or stream`},
+		{"noisy clients without a stream", []string{"bench", "run", "--noisy-clients", "8"}, "--noisy-clients 8: want 1 to 256, with --culprit stream"},
 		{"culprit shape on the dagor suite", []string{"bench", "run", "--suite", "dagor", "--culprit", "stream"}, "--culprit applies to suite inproc only"},
 		{"no-culprit on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--no-culprit"}, "--no-culprit applies to"},
 		{"alert interval above interval", []string{"guard", "--dsn", "postgres://x@127.0.0.1:1/db", "--alert-interval", "1s"}, "--alert-interval"},
