@@ -93,8 +93,7 @@
 //
 // # Precedence
 //
-// With cancellation in the same controller (moirai.New with
-// moirai.WithPenalties(true)):
+// With cancellation in the same controller (moirai.New's defaults):
 // penalties run on every step, cancellation only while an overload
 // detector fires; a penalized task remains a cancellation candidate; a
 // cancellation drops the task's pending penalty, and a cancelled task is
@@ -103,6 +102,6 @@
 //
 // # Usage
 //
-//	ctl := moirai.New()                                  // penalties and cancellation
+//	ctl := moirai.New()                                  // penalties and cancellation (the defaults)
 //	ctl := moirai.New(moirai.WithPolicy(penalty.New())) // penalties only
 package penalty

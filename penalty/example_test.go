@@ -8,8 +8,8 @@ import (
 	"github.com/moirai-go/moirai/penalty"
 )
 
-// Penalties beside the default cancellation: moirai.WithPenalties(true), or
-// penalty.New() in the list of mechanisms.
+// Penalties are in moirai.New's defaults, beside cancellation; with
+// mechanisms of your own, put penalty.New() in the list.
 func ExamplePolicy() {
 	p := penalty.New()
 	ctl := moirai.New(moirai.WithPolicy(p))

@@ -245,27 +245,24 @@ func decisionOf(r policy.Record, start time.Time) Decision {
 }
 
 // CulpritCancelled reports whether the controller cancelled the culprit.
-func (s *Summary) CulpritCancelled() bool {
-	for _, d := range s.Decisions {
-		if d.Outcome == policy.Acted.String() && d.Class == classReport {
-			return true
-		}
-	}
-	return false
-}
+func (s *Summary) CulpritCancelled() bool { return s.CulpritsCancelled() > 0 }
 
 // InsertsCancelled counts the inserts the controller cancelled: its
 // victims, had it chosen them.
-func (s *Summary) InsertsCancelled() int { return s.acted(classInsert) }
+func (s *Summary) InsertsCancelled() int { return s.acted(classInsert, policy.Cancel) }
 
 // CulpritsCancelled counts the culprit's cancellations (0 or 1).
-func (s *Summary) CulpritsCancelled() int { return s.acted(classReport) }
+func (s *Summary) CulpritsCancelled() int { return s.acted(classReport, policy.Cancel) }
 
-// acted counts the decisions acted on tasks of class.
-func (s *Summary) acted(class string) int {
+// CulpritPenalties counts the penalties the culprit was given (between
+// its batches, before the cancellation).
+func (s *Summary) CulpritPenalties() int { return s.acted(classReport, policy.Penalize) }
+
+// acted counts the decisions of the action acted on tasks of class.
+func (s *Summary) acted(class string, action policy.Action) int {
 	n := 0
 	for _, d := range s.Decisions {
-		if d.Outcome == policy.Acted.String() && d.Class == class {
+		if d.Outcome == policy.Acted.String() && d.Class == class && d.Action == action.String() {
 			n++
 		}
 	}

@@ -585,6 +585,7 @@ func printCompare(out io.Writer, cfg Config, none, with *Summary) error {
 				"culprit": culpritShort(s), "culprit_error": s.CulpritErr,
 				"culprit_batches": s.CulpritBatches, "culprit_done": s.CulpritDone, "culprit_batch": s.CulpritBatch,
 				"culprit_cancelled": s.CulpritCancelled(), "inserts_cancelled": s.InsertsCancelled(),
+				"culprit_penalties": s.CulpritPenalties(),
 				"decisions": len(s.Decisions),
 			}
 		}
@@ -610,6 +611,7 @@ func printCompare(out io.Writer, cfg Config, none, with *Summary) error {
 	fmt.Fprintf(tw, "culprit\t%s\t%s\n", culpritShort(none), culpritShort(with))
 	fmt.Fprintf(tw, "cancelled: culprit / inserts\t%d / %d\t%d / %d\n",
 		none.CulpritsCancelled(), none.InsertsCancelled(), with.CulpritsCancelled(), with.InsertsCancelled())
+	fmt.Fprintf(tw, "penalties: culprit\t%d\t%d\n", none.CulpritPenalties(), with.CulpritPenalties())
 	fmt.Fprintf(tw, "decisions\t%s\t%s\n", decisionCount(none), decisionCount(with))
 	tw.Flush()
 	if with.CulpritCancelled() {
