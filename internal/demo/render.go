@@ -586,7 +586,7 @@ func printCompare(out io.Writer, cfg Config, none, with *Summary) error {
 				"culprit_batches": s.CulpritBatches, "culprit_done": s.CulpritDone, "culprit_batch": s.CulpritBatch,
 				"culprit_cancelled": s.CulpritCancelled(), "inserts_cancelled": s.InsertsCancelled(),
 				"culprit_penalties": s.CulpritPenalties(),
-				"decisions": len(s.Decisions),
+				"decisions":         len(s.Decisions),
 			}
 		}
 		json.NewEncoder(w).Encode(map[string]any{
