@@ -58,7 +58,8 @@ type Options struct {
 	// Stream sends, in place of each case's one culprit request, its noisy
 	// client (Service.Noisy): a stream of shorter requests of the
 	// culprit's class from CulpritAt for half the run, as pBox's noisy
-	// connections. Cases without a noisy client send their culprit.
+	// connections; a client whose request was not served waits 10 ms
+	// before its next. Cases without a noisy client send their culprit.
 	Stream bool
 	// NoisyClients, if positive, replaces every case's Service.NoisyClients
 	// in a Stream run.
@@ -589,7 +590,7 @@ func (l *loadgen) run(ctx context.Context) error {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
-	send := func(path string, culprit bool) {
+	send := func(path string, culprit bool) (outcome string) {
 		at := time.Since(l.start)
 		req, _ := http.NewRequestWithContext(reqCtx, http.MethodPost, l.url+path, nil)
 		resp, err := client.Do(req)
@@ -609,6 +610,7 @@ func (l *loadgen) run(ctx context.Context) error {
 			}
 		}
 		l.rec.add(r)
+		return r.outcome
 	}
 	if l.culpritAt > 0 && l.noisy > 0 {
 		var n atomic.Int64
@@ -622,7 +624,13 @@ func (l *loadgen) run(ctx context.Context) error {
 					return
 				}
 				for ctx.Err() == nil && time.Since(l.start) < l.noisyUntil {
-					send(fmt.Sprintf("/noisy?i=%d", n.Add(1)-1), true)
+					if send(fmt.Sprintf("/noisy?i=%d", n.Add(1)-1), true) != outcomeOK {
+						// A refused or failed request is retried after a
+						// client's pause, not in a tight loop.
+						if sleepCtx(ctx, noisyRetry) != nil {
+							return
+						}
+					}
 				}
 			})
 		}
@@ -673,6 +681,23 @@ func (l *loadgen) run(ctx context.Context) error {
 	<-ctx.Done()
 	wg.Wait() // the drain: until every request ended or reqCtx expired
 	return nil
+}
+
+// noisyRetry is how long a noisy client waits after a request that was
+// not served before it sends the next.
+const noisyRetry = 10 * time.Millisecond
+
+// sleepCtx waits for d or until ctx is done, and returns ctx's error in
+// the latter case.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // hash is FNV-1a, to derive a case's random stream from its name.
