@@ -287,6 +287,14 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 // candidate for cancellation.
 func (c *Controller) penalizeLocked(t *task.Task, d policy.Decision, rec *policy.Record) {
 	switch {
+	case t == nil && d.Class != "" && d.Delay > 0 && !c.cfg.dryRun:
+		// The task ended since the snapshot, as a short request of a
+		// noisy stream often has: its class's next task serves it, as
+		// it would have had the task ended with the penalty pending.
+		c.tasks.LeavePenalty(d.Class, d.Delay)
+		rec.TaskClass = d.Class
+		rec.Outcome, rec.Note = policy.Acted, "task ended: left to the next task of its class"
+		c.penalties++
 	case t == nil:
 		rec.Outcome, rec.Note = policy.Skipped, "task is not live"
 	case t.Cancelled():

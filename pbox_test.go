@@ -44,16 +44,24 @@ func noisyScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.Duratio
 			table.Unlock()
 		}
 	})
+	lightMean = lightLoad(ctl, table, false)
+	close(stop)
+	wg.Wait()
+	return lightMean, noisyPenalties
+}
+
+// lightLoad sends 400 light requests that take the lock for 1 ms each,
+// arriving irregularly 5 ms apart on average (so that the loop's ticks do
+// not fall in phase with them), and returns their mean latency.
+func lightLoad(ctl *moirai.Controller, table *moirai.Mutex, cancellable bool) time.Duration {
 	var total atomic.Int64
 	const n = 400
 	var lw sync.WaitGroup
 	for i := range n {
-		// Irregular arrivals, 5 ms apart on average, so that the loop's
-		// ticks do not fall in phase with the requests.
 		time.Sleep(time.Duration(2000+(i*1237)%6000) * time.Microsecond)
 		lw.Go(func() {
 			start := time.Now()
-			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light", Cancellable: cancellable})
 			err := table.Lock(ctx)
 			if err == nil {
 				time.Sleep(time.Millisecond)
@@ -64,9 +72,7 @@ func noisyScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.Duratio
 		})
 	}
 	lw.Wait()
-	close(stop)
-	wg.Wait()
-	return time.Duration(total.Load() / n), noisyPenalties
+	return time.Duration(total.Load() / n)
 }
 
 func TestPenaltiesReduceInterference(t *testing.T) {
@@ -252,27 +258,10 @@ func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.D
 			}
 		})
 	}
-	var total atomic.Int64
-	const n = 400
-	var lw sync.WaitGroup
-	for i := range n {
-		time.Sleep(time.Duration(2000+(i*1237)%6000) * time.Microsecond)
-		lw.Go(func() {
-			start := time.Now()
-			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light", Cancellable: true})
-			err := table.Lock(ctx)
-			if err == nil {
-				time.Sleep(time.Millisecond)
-				table.Unlock()
-			}
-			tk.End(err)
-			total.Add(int64(time.Since(start)))
-		})
-	}
-	lw.Wait()
+	lightMean = lightLoad(ctl, table, true)
 	close(stop)
 	wg.Wait()
-	return time.Duration(total.Load() / n), served.Load()
+	return lightMean, served.Load()
 }
 
 // TestDefaultPenalizesNoisyStream: the default controller holds back a
@@ -307,4 +296,40 @@ func TestDefaultPenalizesNoisyStream(t *testing.T) {
 		t.Errorf("light mean latency %v with the defaults, %v without penalties; want at least a quarter less", with, without)
 	}
 	t.Logf("light mean latency: %v without penalties, %v with the defaults", without, with)
+}
+
+// TestPenaltyOfEndedTask: a penalty decided on a task that ended before
+// the controller acted on it goes to the next task of its class; without
+// a class it is skipped.
+func TestPenaltyOfEndedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &script{}
+		ctl := moirai.New(moirai.WithPolicy(sc))
+		defer ctl.Close()
+		_, gone := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy"})
+		gone.End(nil)
+		var once sync.Once
+		sc.mu.Lock()
+		sc.next = func(*snapshot.Snapshot) []policy.Decision {
+			var ds []policy.Decision
+			once.Do(func() {
+				ds = []policy.Decision{
+					{Action: policy.Penalize, Task: gone.ID(), Class: "noisy", Delay: 30 * time.Millisecond, Reason: "test"},
+					{Action: policy.Penalize, Task: gone.ID(), Delay: 30 * time.Millisecond, Reason: "test, no class"},
+				}
+			})
+			return ds
+		}
+		sc.mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		recs := ctl.Decisions()
+		if len(recs) != 2 || recs[0].Outcome != policy.Acted || recs[0].TaskClass != "noisy" || recs[1].Outcome != policy.Skipped {
+			t.Fatalf("decisions %+v; want the classed one acted, the other skipped", recs)
+		}
+		_, next := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy"})
+		defer next.End(nil)
+		if next.Penalty() != 30*time.Millisecond {
+			t.Errorf("next task of the class: penalty %v, want 30ms", next.Penalty())
+		}
+	})
 }

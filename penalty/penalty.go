@@ -229,6 +229,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			out = append(out, policy.Decision{
 				Action: policy.Penalize,
 				Task:   nt.ID,
+				Class:  nt.Class,
 				Delay:  d,
 				Reason: fmt.Sprintf("defers task %d on %s: t_f %.2f > goal %.2f", vt.ID, s.Resources[n.res].Name, tfs[v], vt.Goal),
 				Details: []slog.Attr{

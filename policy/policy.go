@@ -43,6 +43,10 @@ type Decision struct {
 	Policy string // the deciding policy's name
 	Action Action
 	Task   uint64 // the task acted on
+	// Class is the task's class as the snapshot showed it (optional): a
+	// Penalize decision on a task that has ended by the time it is acted
+	// on passes to the next task of this class.
+	Class string
 	// Delay is the length of a Penalize decision.
 	Delay time.Duration
 	// Reason says in one line why; Details carries the evidence (contention

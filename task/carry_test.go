@@ -54,6 +54,12 @@ func TestPenaltyCarriesToClass(t *testing.T) {
 			t.Errorf("carried %d after served, cancelled and unclassed tasks", got)
 		}
 
+		// A penalty decided on a task that ended before it was given.
+		e.reg.LeavePenalty("report", 2*task.MaxPenalty)
+		if _, tk := e.begin(t, task.Spec{Class: "report"}); tk.Penalty() != task.MaxPenalty {
+			t.Errorf("left penalty: %v, want the bound %v", tk.Penalty(), task.MaxPenalty)
+		}
+
 		// An old penalty is forgotten.
 		_, stale := e.begin(t, task.Spec{Class: "report"})
 		stale.Penalize(time.Millisecond)
