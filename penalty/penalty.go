@@ -8,6 +8,7 @@ import (
 
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
 )
 
 // Defaults of the policy's parameters.
@@ -67,9 +68,9 @@ type Policy struct {
 
 	tasks   map[uint64]*record // per live task
 	classes map[string]*length // the length reached by each class
-	// holds is, per class, a moving average of how long its tasks had
-	// held a resource when a snapshot saw them hold it.
-	holds map[string]time.Duration
+	// holds is, per class and resource, a moving average of how long its
+	// tasks had held the resource when a snapshot saw them hold it.
+	holds map[holdKey]time.Duration
 	seen  uint64 // generation of the current Decide
 	watch bool
 
@@ -106,7 +107,7 @@ type Stats struct {
 func New(opts ...Option) *Policy {
 	p := &Policy{
 		min: DefaultMinPenalty, max: DefaultMaxPenalty,
-		tasks: map[uint64]*record{}, classes: map[string]*length{}, holds: map[string]time.Duration{},
+		tasks: map[uint64]*record{}, classes: map[string]*length{}, holds: map[holdKey]time.Duration{},
 	}
 	for _, o := range opts {
 		o(p)
@@ -191,7 +192,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	for _, u := range s.Usage {
 		if u.Held > 0 {
 			holders[u.Res] = append(holders[u.Res], hold{int(u.Task), u.Res, u.Hold})
-			p.sawHold(s.Tasks[u.Task].Class, u.Hold)
+			p.sawHold(s.Tasks[u.Task].Class, s.Resources[u.Res].ID, u.Hold)
 		}
 		if u.Waiting > 0 {
 			waits[int(u.Task)] = append(waits[int(u.Task)], u)
@@ -221,7 +222,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			// holder's, the holder is a victim that happens to hold the
 			// resource, and a penalty would hit the requests it was meant
 			// to protect.
-			if p.lighter(nt.Class, vt.Class) {
+			if p.lighter(nt.Class, vt.Class, s.Resources[n.res].ID) {
 				continue
 			}
 			decided[n.task] = true
@@ -284,38 +285,49 @@ func noisy(s *snapshot.Snapshot, holders map[int32][]hold, waits map[int][]snaps
 	return out
 }
 
+// holdKey names a class's holds of one resource.
+type holdKey struct {
+	class string
+	res   task.ResourceID
+}
+
 // lighter reports whether the tasks of class holder have been seen
-// holding resources for shorter than those of class waiter. A class never
-// seen holding is lighter than one that was.
-func (p *Policy) lighter(holder, waiter string) bool {
-	w, ok := p.holds[waiter]
+// holding resource res for shorter than those of class waiter. A class
+// never seen holding it is lighter than one that was. The comparison is
+// per resource: a request's hold of a worker slot lasts as long as the
+// request, waits included, and says nothing of how long it holds a lock.
+func (p *Policy) lighter(holder, waiter string, res task.ResourceID) bool {
+	w, ok := p.holds[holdKey{waiter, res}]
 	if waiter == "" || holder == "" || !ok {
 		return false
 	}
-	return p.holds[holder] < w
+	return p.holds[holdKey{holder, res}] < w
 }
 
 // holdSmoothing is the weight of the moving average of a class's holds:
 // a new observation counts for 1/holdSmoothing.
 const holdSmoothing = 16
 
-// sawHold folds a hold of a task of the class into the class's average.
-func (p *Policy) sawHold(class string, d time.Duration) {
+// sawHold folds a hold of res by a task of the class into the class's
+// average for res.
+func (p *Policy) sawHold(class string, res task.ResourceID, d time.Duration) {
 	if class == "" {
 		return
 	}
-	if h, ok := p.holds[class]; ok {
-		p.holds[class] = h + (d-h)/holdSmoothing
+	k := holdKey{class, res}
+	if h, ok := p.holds[k]; ok {
+		p.holds[k] = h + (d-h)/holdSmoothing
 		return
 	}
-	if len(p.holds) >= maxClasses {
+	if len(p.holds) >= maxHolds {
 		return // a service with unbounded classes: keep the first ones
 	}
-	p.holds[class] = d
+	p.holds[k] = d
 }
 
-// maxClasses bounds the classes whose holds the policy remembers.
-const maxClasses = 4096
+// maxHolds bounds the (class, resource) pairs whose holds the policy
+// remembers.
+const maxHolds = 16384
 
 // goalOf returns a task's isolation goal, the default if it has none.
 func goalOf(t *snapshot.Task) float64 {

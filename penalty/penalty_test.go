@@ -212,3 +212,40 @@ func TestNoisyWaiterIsNoVictim(t *testing.T) {
 		t.Errorf("fresh policy: %d decisions, want 1", len(ds))
 	}
 }
+
+// TestHoldsComparedPerResource: a light request's long hold of a worker
+// slot (held while it waited for the lock) does not make its class heavy
+// on the lock.
+func TestHoldsComparedPerResource(t *testing.T) {
+	res := []snapshot.Resource{{ID: 1, Name: "lock", Kind: resource.KindLock}, {ID: 2, Name: "slots", Kind: resource.KindQueue}}
+	p := penalty.New()
+	// A noisy request holds the lock for 20 ms; a light one has held a
+	// slot for 80 ms, waiting for the lock for 10.
+	a := &snapshot.Snapshot{Resources: res,
+		Tasks: []snapshot.Task{
+			{ID: 1, Class: "noisy", Goal: 0.5, Exec: 20 * ms, First: 0, N: 1},
+			{ID: 2, Class: "light", Goal: 0.5, Exec: 12 * ms, First: 1, N: 2},
+		},
+		Usage: []snapshot.Usage{
+			{Usage: task.Usage{Resource: 1, Held: 1, Hold: 20 * ms}, Task: 0, Res: 0},
+			{Usage: task.Usage{Resource: 2, Held: 1, Hold: 80 * ms}, Task: 1, Res: 1},
+			{Usage: task.Usage{Resource: 1, Waiting: 1, Wait: 10 * ms}, Task: 1, Res: 0},
+		}}
+	if ds := p.Decide(a); len(ds) != 1 || ds[0].Task != 1 || ds[0].Class != "noisy" {
+		t.Fatalf("first snapshot: %+v, want the noisy request penalized, with its class", ds)
+	}
+	// Later a light request holds the lock for 5 ms and a noisy one has
+	// just started waiting for it.
+	b := &snapshot.Snapshot{Resources: res,
+		Tasks: []snapshot.Task{
+			{ID: 3, Class: "light", Goal: 0.5, Exec: 5 * ms, First: 0, N: 1},
+			{ID: 4, Class: "noisy", Goal: 0.5, Exec: 3 * ms, First: 1, N: 1},
+		},
+		Usage: []snapshot.Usage{
+			{Usage: task.Usage{Resource: 1, Held: 1, Hold: 5 * ms}, Task: 0, Res: 0},
+			{Usage: task.Usage{Resource: 1, Waiting: 1, Wait: 3 * ms}, Task: 1, Res: 0},
+		}}
+	if ds := p.Decide(b); len(ds) != 0 {
+		t.Errorf("a light holder of the lock was penalized for deferring a noisy waiter: %+v", ds)
+	}
+}
