@@ -35,7 +35,7 @@
 // unless both are of the same class: requests of one kind queued for a
 // resource are a queue of equals, not one activity interfering with
 // another; nor when the tasks of the waiter's class have been seen
-// holding resources longer than those of the holder's, on a moving
+// holding that resource longer than those of the holder's, on a moving
 // average over the snapshots (a heavy request waiting for a worker slot
 // that a light request holds is not that light request's victim). A
 // holder is noisy even if
