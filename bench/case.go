@@ -9,7 +9,9 @@
 // sends it light requests open-loop (Poisson arrivals at the case's rate,
 // from a seeded source, so two runs with the same seed send the same
 // schedule). A quarter of the way into the run (by default) it sends the
-// culprit. Every request's {start, end, outcome} streams into a recorder;
+// culprit, or, with Options.Stream, starts the case's noisy client: pBox's
+// shape of the culprit, shorter requests of its class sent back to back
+// for half the run. Every request's {start, end, outcome} streams into a recorder;
 // summaries (HDR histograms) and time series are computed once, at the end.
 //
 // For each case the same invocation first runs the case without its

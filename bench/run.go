@@ -616,11 +616,7 @@ func (l *loadgen) run(ctx context.Context) error {
 		var n atomic.Int64
 		for range l.noisy {
 			wg.Go(func() {
-				t := time.NewTimer(l.culpritAt)
-				defer t.Stop()
-				select {
-				case <-t.C:
-				case <-ctx.Done():
+				if sleepCtx(ctx, l.culpritAt) != nil {
 					return
 				}
 				for ctx.Err() == nil && time.Since(l.start) < l.noisyUntil {
@@ -636,12 +632,8 @@ func (l *loadgen) run(ctx context.Context) error {
 		}
 	} else if l.culpritAt > 0 {
 		wg.Go(func() {
-			t := time.NewTimer(l.culpritAt)
-			defer t.Stop()
-			select {
-			case <-t.C:
+			if sleepCtx(ctx, l.culpritAt) == nil {
 				send("/culprit", true)
-			case <-ctx.Done():
 			}
 		})
 	}

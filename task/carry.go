@@ -36,6 +36,9 @@ type carrier struct {
 	waiting atomic.Int32 // classes with penalties waiting
 	mu      sync.Mutex
 	byClass map[string]carried
+	// expires is the earliest clock value at which a class's penalties
+	// are forgotten: take sweeps the map only once it has passed.
+	expires int64
 }
 
 // leave records a penalty that a task of the class ended without serving.
@@ -59,6 +62,9 @@ func (c *carrier) leave(class string, d time.Duration, now int64) {
 	k.n = min(k.n+1, maxCarried)
 	k.until = now + int64(CarryFor)
 	c.byClass[class] = k
+	if c.waiting.Load() == 1 || k.until < c.expires {
+		c.expires = k.until
+	}
 }
 
 // take returns the penalty a task of the class beginning now must serve,
@@ -69,12 +75,8 @@ func (c *carrier) take(class string, now int64) time.Duration {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Forget the expired ones, so that waiting drops back to 0.
-	for cl, k := range c.byClass {
-		if k.until < now {
-			delete(c.byClass, cl)
-			c.waiting.Add(-1)
-		}
+	if now > c.expires {
+		c.sweep(now)
 	}
 	k, ok := c.byClass[class]
 	if !ok {
@@ -95,6 +97,20 @@ func (c *carrier) take(class string, now int64) time.Duration {
 // a penalty decided on a task that ended before it could be given.
 func (r *Registry) LeavePenalty(class string, d time.Duration) {
 	r.carry.leave(class, min(d, MaxPenalty), r.clock.Now())
+}
+
+// sweep forgets the expired classes, so that waiting drops back to 0
+// when none is left, and notes when the next one expires.
+func (c *carrier) sweep(now int64) {
+	c.expires = 1<<63 - 1
+	for cl, k := range c.byClass {
+		if k.until < now {
+			delete(c.byClass, cl)
+			c.waiting.Add(-1)
+		} else {
+			c.expires = min(c.expires, k.until)
+		}
+	}
 }
 
 // Carried returns how many penalties wait for a task of the class to
