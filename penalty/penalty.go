@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
 )
 
 // Defaults of the policy's parameters.
 const (
-	// DefaultMaxPenalty bounds every penalty the policy asks for.
+	// DefaultMaxPenalty bounds the penalties the policy asks for, but
+	// those of a stream that queues behind itself for longer.
 	DefaultMaxPenalty = 100 * time.Millisecond
 	// DefaultMinPenalty is the first penalty when p1's formula gives none
 	// (the noisy task ran longer than the victim was deferred).
@@ -39,8 +41,10 @@ const (
 // Option configures a [Policy].
 type Option func(*Policy)
 
-// WithMaxPenalty sets the cap of every penalty (default
-// [DefaultMaxPenalty]; at most task.MaxPenalty is ever served).
+// WithMaxPenalty sets the cap of penalties (default [DefaultMaxPenalty]).
+// A noisy class whose requests queue behind one another in front of the
+// resource for longer is capped at that time instead (see the package
+// documentation); at most task.MaxPenalty is ever served.
 func WithMaxPenalty(d time.Duration) Option {
 	return func(p *Policy) {
 		if d > 0 {
@@ -71,6 +75,10 @@ type Policy struct {
 	// holds is, per class and resource, a moving average of how long its
 	// tasks had held the resource when a snapshot saw them hold it.
 	holds map[holdKey]time.Duration
+	// done is, per class and resource, moving averages of how long its
+	// tasks held the resource and waited for it in all, and of the
+	// penalties they served, as last seen before they ended.
+	done  map[holdKey]spent
 	seen  uint64 // generation of the current Decide
 	watch bool
 
@@ -80,9 +88,24 @@ type Policy struct {
 // record is what the policy remembers of a task.
 type record struct {
 	seen   uint64
+	class  string
 	avgTf  float64 // running average of t_f over the snapshots seen
 	n      int
 	length length // as a noisy task
+	served time.Duration
+	used   []used // per resource it held or waited for: its time so far
+}
+
+// used is how long a task has held a resource and waited for it in all.
+type used struct {
+	res        task.ResourceID
+	hold, wait time.Duration
+}
+
+// spent is what the tasks of a class that ended spent on a resource, on
+// a moving average: holding it, waiting for it, serving penalties.
+type spent struct {
+	hold, wait, served time.Duration
 }
 
 // length is an adaptive penalty length and how it got there.
@@ -107,7 +130,8 @@ type Stats struct {
 func New(opts ...Option) *Policy {
 	p := &Policy{
 		min: DefaultMinPenalty, max: DefaultMaxPenalty,
-		tasks: map[uint64]*record{}, classes: map[string]*length{}, holds: map[holdKey]time.Duration{},
+		tasks: map[uint64]*record{}, classes: map[string]*length{},
+		holds: map[holdKey]time.Duration{}, done: map[holdKey]spent{},
 	}
 	for _, o := range opts {
 		o(p)
@@ -167,10 +191,16 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 		tds[i], tfs[i] = Interference(s, i)
 		r := p.tasks[t.ID]
 		if r == nil {
-			r = &record{}
+			r = &record{class: t.Class}
 			p.tasks[t.ID] = r
 		}
 		r.seen = p.seen
+		r.served = t.PenaltyServed
+		for _, u := range s.UsageOf(i) {
+			if u.Hold > 0 || u.Wait > 0 {
+				r.sawUsed(u.Resource, u.Hold, u.Wait)
+			}
+		}
 		if !math.IsInf(tfs[i], 0) {
 			r.n++
 			r.avgTf += (tfs[i] - r.avgTf) / float64(r.n)
@@ -181,6 +211,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	}
 	for id, r := range p.tasks {
 		if r.seen != p.seen {
+			p.ended(r)
 			delete(p.tasks, id)
 		}
 	}
@@ -226,7 +257,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 				continue
 			}
 			decided[n.task] = true
-			d := p.next(nt, vt, tds[v], tfs[v])
+			d := p.next(nt, vt, tds[v], tfs[v], p.capFor(s, nt.Class, n.res))
 			out = append(out, policy.Decision{
 				Action: policy.Penalize,
 				Task:   nt.ID,
@@ -349,9 +380,85 @@ func (p *Policy) victim(t *snapshot.Task, tf float64) bool {
 	return r != nil && r.n > 1 && r.avgTf >= historyShare*goal && tf >= historyShare*goal
 }
 
+// sawUsed records that the task has held resource res for hold and
+// waited for it for wait, in all.
+func (r *record) sawUsed(res task.ResourceID, hold, wait time.Duration) {
+	for i := range r.used {
+		if r.used[i].res == res {
+			r.used[i].hold, r.used[i].wait = hold, wait
+			return
+		}
+	}
+	if len(r.used) < maxUsed {
+		r.used = append(r.used, used{res, hold, wait})
+	}
+}
+
+// maxUsed bounds the resources whose use the policy follows per task.
+const maxUsed = 8
+
+// ended folds what a task that has left the snapshots spent into its
+// class's averages.
+func (p *Policy) ended(r *record) {
+	if r.class == "" {
+		return
+	}
+	for _, u := range r.used {
+		k := holdKey{r.class, u.res}
+		d, ok := p.done[k]
+		switch {
+		case ok:
+			d.hold += (u.hold - d.hold) / doneSmoothing
+			d.wait += (u.wait - d.wait) / doneSmoothing
+			d.served += (r.served - d.served) / doneSmoothing
+		case len(p.done) < maxHolds:
+			d = spent{u.hold, u.wait, r.served}
+		default:
+			continue
+		}
+		p.done[k] = d
+	}
+}
+
+// doneSmoothing is the weight of the moving averages of what the tasks
+// of a class spent: a task that ended counts for 1/doneSmoothing.
+const doneSmoothing = 8
+
+// capFor returns the cap of a penalty of a task of the class for deferring
+// others on resource ri: the policy's cap, or, if longer, how long the
+// class's tasks are held back in front of the resource beyond waiting for
+// the hold in progress. That is, over the class's tasks that ended, the
+// penalties they served plus their waits for the resource, less half of
+// one hold (for a queue of capacity c, of 1/c of one). A stream that
+// takes a lock back to back queues behind itself: each of its requests
+// waits for the others' holds and the victims' between them. A penalty
+// that long moves that wait from the lock's queue, where the victims wait
+// behind it, into the penalty, where they do not, and leaves the stream's
+// own latency about where it was. The estimate holds while the penalties
+// served are shorter than the stream's queue (the lock's queue makes up
+// the difference) and shrinks once they are longer (the requests find
+// the lock free or nearly so), so it settles where the stream stops
+// queueing behind itself. Never above task.MaxPenalty.
+func (p *Policy) capFor(s *snapshot.Snapshot, class string, ri int32) time.Duration {
+	if class == "" || ri < 0 || int(ri) >= len(s.Resources) {
+		return p.max
+	}
+	r := &s.Resources[ri]
+	d, ok := p.done[holdKey{class, r.ID}]
+	if !ok {
+		return p.max
+	}
+	c := int64(1)
+	if r.Kind == resource.KindQueue && r.Capacity > 1 {
+		c = r.Capacity
+	}
+	held := d.served + d.wait - d.hold/time.Duration(2*c)
+	return max(p.max, min(held, task.MaxPenalty))
+}
+
 // next returns the noisy task's next penalty length, adapting the length
-// it (or, for a new task, its class) reached before.
-func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64) time.Duration {
+// it (or, for a new task, its class) reached before, and capped at cap.
+func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64, cap time.Duration) time.Duration {
 	r := p.tasks[nt.ID]
 	l := &r.length
 	if l.p == 0 {
@@ -381,8 +488,8 @@ func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64) time.
 			p.stats.ScoreBased++
 		}
 	}
-	if l.p > p.max {
-		l.p = p.max
+	if l.p > cap {
+		l.p = cap
 		p.stats.Capped++
 	}
 	if old == 0 || math.Abs(float64(l.p-old)) > converged*float64(old) {

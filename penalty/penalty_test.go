@@ -249,3 +249,50 @@ func TestHoldsComparedPerResource(t *testing.T) {
 		t.Errorf("a light holder of the lock was penalized for deferring a noisy waiter: %+v", ds)
 	}
 }
+
+// ended is a snapshot in which a request of the noisy class holds the
+// lock, having waited wait for it and served a penalty of served; the
+// next snapshot, without it, ends it.
+func ended(id uint64, hold, wait, served time.Duration) *snapshot.Snapshot {
+	return &snapshot.Snapshot{
+		Resources: []snapshot.Resource{{ID: 1, Name: "table", Kind: resource.KindLock}},
+		Tasks:     []snapshot.Task{{ID: id, Class: "noisy", Goal: 0.5, Exec: hold + wait, PenaltyServed: served, First: 0, N: 1}},
+		Usage:     []snapshot.Usage{{Usage: task.Usage{Resource: 1, Held: 1, Hold: hold, Wait: wait}, Task: 0, Res: 0}},
+	}
+}
+
+// TestCapFollowsStreamQueue: the cap of a noisy class's penalties is the
+// larger of the policy's cap and how long its requests that ended were
+// held back in front of the resource (penalties served plus waits, less
+// half a hold).
+func TestCapFollowsStreamQueue(t *testing.T) {
+	settle := func(wait, served time.Duration) time.Duration {
+		p := penalty.New()
+		for i := range 8 {
+			p.Decide(ended(uint64(1+i), 20*ms, wait, served))
+		}
+		var d time.Duration
+		for range 40 {
+			ds := p.Decide(scene{holderExec: 30 * ms, holderHold: 30 * ms, victims: []victim{{exec: 30 * ms, wait: 25 * ms}}}.snapshot())
+			if len(ds) != 1 {
+				t.Fatalf("decisions %+v, want the holder penalized", ds)
+			}
+			d = ds[0].Delay
+		}
+		return d
+	}
+	for _, tt := range []struct {
+		name         string
+		wait, served time.Duration
+		want         time.Duration
+	}{
+		{"a short queue: the policy's cap", 30 * ms, 0, penalty.DefaultMaxPenalty},
+		{"a long queue", 150 * ms, 0, 140 * ms},
+		{"penalties served and the rest of the queue", 60 * ms, 100 * ms, 150 * ms},
+		{"the bound", 3 * time.Second, 0, task.MaxPenalty},
+	} {
+		if got := settle(tt.wait, tt.served); got != tt.want {
+			t.Errorf("%s: length settled at %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
