@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,13 @@ func init() {
 	bench.Register(bench.Case{
 		Suite: "test", Name: "broken", Models: "test",
 		Build: func(*bench.Env) (*bench.Service, error) { return nil, errors.New("cannot start") },
+	})
+	bench.RegisterController(bench.Controller{
+		Name: "test-told",
+		Options: func(slo time.Duration) []moirai.Option {
+			told.Store(int64(slo))
+			return []moirai.Option{moirai.WithTraceOnly()}
+		},
 	})
 	bench.RegisterController(bench.Controller{
 		Name: "test-panics",
@@ -264,5 +272,42 @@ func TestExecuteStream(t *testing.T) {
 	}
 	if pb := res.Rows[1]; pb.Penalties == 0 || pb.VictimsCancelled != 0 {
 		t.Errorf("pbox row: %d penalties, %d victims cancelled", pb.Penalties, pb.VictimsCancelled)
+	}
+}
+
+// told is the objective the last run told controller test-told.
+var told atomic.Int64
+
+// TestSLOScale: the objective a controller is told is the case's times
+// the scale; the metrics keep the case's.
+func TestSLOScale(t *testing.T) {
+	cs, err := bench.SelectCases("test", "lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctls, err := bench.SelectControllers("test-told")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, scale := range []float64{0, 0.25} {
+		res, err := bench.Execute(context.Background(), bench.Options{
+			Suite: "test", Cases: cs, Controllers: ctls, Duration: time.Second, Seed: 7, SLOScale: scale,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := cs[0].SLO
+		if want == 0 {
+			want = 50 * time.Millisecond
+		}
+		if scale > 0 {
+			want = time.Duration(float64(want) * scale)
+			if res.Params["objective told the controllers"] == "" {
+				t.Errorf("params %v do not name the scale", res.Params)
+			}
+		}
+		if got := time.Duration(told.Load()); got != want {
+			t.Errorf("scale %v: controller told %v, want %v", scale, got, want)
+		}
 	}
 }

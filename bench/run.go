@@ -64,6 +64,10 @@ type Options struct {
 	// NoisyClients, if positive, replaces every case's Service.NoisyClients
 	// in a Stream run.
 	NoisyClients int
+	// SLOScale, if positive, multiplies the objective each controller is
+	// told (its detector's, its admission's); the metrics (SLO attainment,
+	// the floor of p99_norm's base) keep the case's own.
+	SLOScale float64
 
 	// watch, if set, is told of each run's controller when the run
 	// starts, and the function it returns when the run is over: with the
@@ -102,6 +106,12 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 			every = 100 * time.Millisecond
 		}
 		res.Params = map[string]string{"metrics": "collector and decisions, scraped every " + every.String()}
+	}
+	if o.SLOScale > 0 {
+		if res.Params == nil {
+			res.Params = map[string]string{}
+		}
+		res.Params["objective told the controllers"] = strconv.FormatFloat(o.SLOScale, 'g', -1, 64) + " × the case's"
 	}
 	if o.Stream {
 		if res.Params == nil {
@@ -348,9 +358,14 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Delay: r.Delay, Note: r.TaskClass + done + r.Policy + ": " + r.Reason})
 	}
 	slo := c.slo()
+	// The objective the controller is told; the metrics keep the case's.
+	told := slo
+	if o.SLOScale > 0 {
+		told = time.Duration(float64(slo) * o.SLOScale)
+	}
 	var opts []moirai.Option
 	if ctl.Options != nil {
-		opts = ctl.Options(slo)
+		opts = ctl.Options(told)
 	}
 	var dec *metrics.Decisions
 	if o.Metrics {
@@ -378,7 +393,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	}
 	var adm Admitter
 	if ctl.Admitter != nil {
-		adm = ctl.Admitter(slo)
+		adm = ctl.Admitter(told)
 	}
 	srv := &server{ctl: mc, svc: svc, adm: adm, reexecute: ctl.Reexecute, rec: rec}
 	if svc.Workers > 0 {

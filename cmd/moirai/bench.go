@@ -36,6 +36,7 @@ type benchFlags struct {
 	noCulprit   bool
 	culprit     string
 	noisy       int
+	sloScale    float64
 	metrics     bool
 	// The cpu suite's.
 	warmup time.Duration
@@ -172,6 +173,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
 	fl.StringVar(&f.culprit, "culprit", "once", "suite inproc: how the culprit comes: once (one long request, the Atropos cases) or stream (the case's noisy client, shorter requests back to back from 4 connections for half the run, the pBox cases; cases without one send their culprit once)")
+	fl.Float64Var(&f.sloScale, "slo-scale", 0, "suite inproc: tell the controllers an objective this many times each case's (the metrics keep the case's)")
 	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
 	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres and mysql: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s unless set)")
@@ -221,6 +223,9 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.culprit != "once" && f.culprit != "stream" {
 		return usageErrorf("--culprit %q: want once or stream", f.culprit)
 	}
+	if cmd.Flags().Changed("slo-scale") && !(f.sloScale > 0 && f.sloScale <= 100) {
+		return usageErrorf("--slo-scale %v: want a factor above 0 and at most 100", f.sloScale)
+	}
 	if cmd.Flags().Changed("noisy-clients") && (f.culprit != "stream" || f.noisy < 1 || f.noisy > 256) {
 		return usageErrorf("--noisy-clients %d: want 1 to 256, with --culprit stream", f.noisy)
 	}
@@ -232,7 +237,7 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	}
 	errOut := cmd.ErrOrStderr()
 	res, err := bench.Execute(cmd.Context(), bench.Options{
-		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Stream: f.culprit == "stream", NoisyClients: f.noisy, Metrics: f.metrics, Progress: progressBar(errOut),
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Stream: f.culprit == "stream", NoisyClients: f.noisy, SLOScale: f.sloScale, Metrics: f.metrics, Progress: progressBar(errOut),
 	})
 	if err != nil && res == nil {
 		return err

@@ -106,6 +106,8 @@ func TestUsageErrors(t *testing.T) {
 		{"flag of another suite", []string{"bench", "run", "--suite", "dagor", "--rounds", "2"}, "--rounds applies to suites cpu, postgres and mysql only"},
 		{"bad culprit shape", []string{"bench", "run", "--culprit", "twice"}, `--culprit "twice": want once or stream`},
 		{"noisy clients without a stream", []string{"bench", "run", "--noisy-clients", "8"}, "--noisy-clients 8: want 1 to 256, with --culprit stream"},
+		{"bad objective scale", []string{"bench", "run", "--slo-scale", "0"}, "--slo-scale 0: want a factor above 0"},
+		{"objective scale on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--slo-scale", "0.5"}, "--slo-scale applies to suite inproc only"},
 		{"culprit shape on the dagor suite", []string{"bench", "run", "--suite", "dagor", "--culprit", "stream"}, "--culprit applies to suite inproc only"},
 		{"no-culprit on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--no-culprit"}, "--no-culprit applies to"},
 		{"alert interval above interval", []string{"guard", "--dsn", "postgres://x@127.0.0.1:1/db", "--alert-interval", "1s"}, "--alert-interval"},
