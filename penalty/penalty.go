@@ -1,9 +1,11 @@
 package penalty
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/moirai-go/moirai/policy"
@@ -195,10 +197,12 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			p.tasks[t.ID] = r
 		}
 		r.seen = p.seen
-		r.served = t.PenaltyServed
-		for _, u := range s.UsageOf(i) {
-			if u.Hold > 0 || u.Wait > 0 {
-				r.sawUsed(u.Resource, u.Hold, u.Wait)
+		if t.Class != "" { // what a class's tasks spend sets its cap
+			r.served = t.PenaltyServed
+			for _, u := range s.UsageOf(i) {
+				if u.Hold > 0 || u.Wait > 0 {
+					r.sawUsed(u.Resource, u.Hold, u.Wait)
+				}
 			}
 		}
 		if !math.IsInf(tfs[i], 0) {
@@ -229,6 +233,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			waits[int(u.Task)] = append(waits[int(u.Task)], u)
 		}
 	}
+	w := &walker{s: s, holders: holders, waits: waits}
 	var out []policy.Decision
 	decided := map[int]bool{}
 	for _, u := range s.Usage {
@@ -241,7 +246,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			continue
 		}
 		p.watch = true
-		for _, n := range noisy(s, holders, waits, v, u, map[int]bool{v: true}, 0) {
+		for _, n := range w.noisy(v, u) {
 			nt := &s.Tasks[n.task]
 			// A task is not deferred by its own kind: requests of one
 			// class queued for a resource are a queue of equals.
@@ -288,32 +293,72 @@ type hold struct {
 // the root of a chain.
 const maxChain = 4
 
-// noisy returns the tasks that defer task w in its wait u: the holders of
-// u's resource that held it first (have held it at least as long as w has
+// maxExamined is how many holders noisy examines for one victim, the
+// longest holders first. It bounds a step's work when thousands of tasks
+// hold a resource that thousands wait for: without it, every victim went
+// through every holder (a second per step for 10,000 of each).
+const maxExamined = 32
+
+// walker finds, for one victim at a time, the tasks that defer it.
+type walker struct {
+	s       *snapshot.Snapshot
+	holders map[int32][]hold // per resource
+	sorted  map[int32]bool   // holders sorted, the longest hold first
+	waits   map[int][]snapshot.Usage
+	seen    []int
+	budget  int
+	out     []hold
+}
+
+// noisy returns the tasks that defer task v in its wait u: the holders of
+// u's resource that held it first (have held it at least as long as v has
 // waited). A holder that is itself waiting for another resource is a
 // victim in a chain, not noisy: noisy follows its wait to the holders
 // there instead (a request that holds a worker slot while it waits for
 // the table lock defers the requests queued for slots, but the scan that
-// holds the lock is the one to penalize).
-func noisy(s *snapshot.Snapshot, holders map[int32][]hold, waits map[int][]snapshot.Usage, w int, u snapshot.Usage, seen map[int]bool, depth int) []hold {
-	var out []hold
-	for _, h := range holders[u.Res] {
-		if seen[h.task] || s.Tasks[h.task].ID == 0 || h.hold <= u.Wait {
+// holds the lock is the one to penalize). At most [maxExamined] holders
+// are examined, the longest first. The result is valid until the next
+// call.
+func (w *walker) noisy(v int, u snapshot.Usage) []hold {
+	w.seen = append(w.seen[:0], v)
+	w.budget = maxExamined
+	w.out = w.out[:0]
+	w.walk(u, 0)
+	return w.out
+}
+
+func (w *walker) walk(u snapshot.Usage, depth int) {
+	hs := w.holders[u.Res]
+	if !w.sorted[u.Res] {
+		slices.SortFunc(hs, func(a, b hold) int { return cmp.Compare(b.hold, a.hold) })
+		if w.sorted == nil {
+			w.sorted = map[int32]bool{}
+		}
+		w.sorted[u.Res] = true
+	}
+	for _, h := range hs {
+		if h.hold <= u.Wait || w.budget <= 0 {
+			return // the longest first: none of the rest held it first
+		}
+		if slices.Contains(w.seen, h.task) {
 			continue
 		}
-		seen[h.task] = true
-		hw := waits[h.task]
+		w.budget--
+		w.seen = append(w.seen, h.task)
+		if w.s.Tasks[h.task].ID == 0 {
+			continue
+		}
+		hw := w.waits[h.task]
 		if len(hw) == 0 {
-			out = append(out, hold{h.task, u.Res, h.hold})
+			w.out = append(w.out, hold{h.task, u.Res, h.hold})
 			continue
 		}
 		if depth < maxChain {
 			for _, x := range hw {
-				out = append(out, noisy(s, holders, waits, h.task, x, seen, depth+1)...)
+				w.walk(x, depth+1)
 			}
 		}
 	}
-	return out
 }
 
 // holdKey names a class's holds of one resource.
@@ -429,7 +474,7 @@ const doneSmoothing = 8
 // class's tasks are held back in front of the resource beyond waiting for
 // the hold in progress. That is, over the class's tasks that ended, the
 // penalties they served plus their waits for the resource, less half of
-// one hold (for a queue of capacity c, of 1/c of one). A stream that
+// one hold (for a queue of capacity c, 1/2c of one). A stream that
 // takes a lock back to back queues behind itself: each of its requests
 // waits for the others' holds and the victims' between them. A penalty
 // that long moves that wait from the lock's queue, where the victims wait
@@ -457,8 +502,8 @@ func (p *Policy) capFor(s *snapshot.Snapshot, class string, ri int32) time.Durat
 }
 
 // next returns the noisy task's next penalty length, adapting the length
-// it (or, for a new task, its class) reached before, and capped at cap.
-func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64, cap time.Duration) time.Duration {
+// it (or, for a new task, its class) reached before, and capped at limit.
+func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64, limit time.Duration) time.Duration {
 	r := p.tasks[nt.ID]
 	l := &r.length
 	if l.p == 0 {
@@ -488,8 +533,8 @@ func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64, cap t
 			p.stats.ScoreBased++
 		}
 	}
-	if l.p > cap {
-		l.p = cap
+	if l.p > limit {
+		l.p = limit
 		p.stats.Capped++
 	}
 	if old == 0 || math.Abs(float64(l.p-old)) > converged*float64(old) {

@@ -296,3 +296,57 @@ func TestCapFollowsStreamQueue(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecide feeds the policy a sequence of snapshots built from arbitrary
+// numbers, negative and huge ones included, in which tasks come and go:
+// every penalty must be positive and within task.MaxPenalty, and name a
+// live task of the snapshot that is neither cancelled nor already
+// penalized.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, int64(20*ms), int64(5*ms))
+	f.Add([]byte{255, 0, 255, 0, 128, 64, 32, 16, 8, 4, 2, 1}, int64(-1), int64(1<<62))
+	f.Add([]byte{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4}, int64(3*time.Second), int64(-7))
+	f.Fuzz(func(t *testing.T, data []byte, hold, wait int64) {
+		if len(data) < 4 {
+			return
+		}
+		p := penalty.New()
+		for gen := range 6 {
+			s := &snapshot.Snapshot{At: time.Duration(gen) * 10 * ms}
+			nres := 1 + int(data[0]%3)
+			for r := range nres {
+				s.Resources = append(s.Resources, snapshot.Resource{
+					ID: task.ResourceID(r + 1), Name: string(rune('a' + r)),
+					Kind: resource.Kind(data[r%len(data)] % 6), Capacity: int64(data[(r+1)%len(data)]) - 10,
+				})
+			}
+			for i := 1; i+2 < len(data); i += 3 {
+				if (int(data[i])+gen)%4 == 0 {
+					continue // this task is gone in this snapshot
+				}
+				b := data[i]
+				s.Tasks = append(s.Tasks, snapshot.Task{
+					ID: uint64(i), Class: string(rune('x' + b%3)), Goal: float64(int(data[i+1])-20) / 10,
+					Cancelled: b&8 == 8, Penalty: time.Duration(b&16) * ms, PenaltyServed: time.Duration(wait) * time.Duration(b&1),
+					Exec: time.Duration(wait) + time.Duration(data[i+2])*ms, First: int32(len(s.Usage)), N: 1,
+				})
+				u := task.Usage{Resource: task.ResourceID(1 + int(data[i+1])%nres), Hold: time.Duration(hold) * time.Duration(1+gen)}
+				if b&4 == 4 {
+					u.Waiting, u.Wait = 1, time.Duration(wait)+time.Duration(data[i+2])*ms
+				} else {
+					u.Held = int64(data[i+2]) - 3
+				}
+				s.Usage = append(s.Usage, snapshot.Usage{Usage: u, Task: int32(len(s.Tasks) - 1), Res: int32(int(data[i+1]) % nres)})
+			}
+			for _, d := range p.Decide(s) {
+				i := s.TaskByID(d.Task)
+				if i < 0 || s.Tasks[i].Cancelled || s.Tasks[i].Penalty > 0 {
+					t.Fatalf("penalized task %d: %+v", d.Task, s.Tasks[max(i, 0)])
+				}
+				if d.Delay <= 0 || d.Delay > task.MaxPenalty {
+					t.Fatalf("penalty of %v", d.Delay)
+				}
+			}
+		}
+	})
+}
