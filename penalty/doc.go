@@ -43,7 +43,9 @@
 // resource (the requests of a noisy stream queue behind one another). A
 // holder that itself waits for another resource is a
 // link of a chain, not noisy: detection follows its wait, up to four
-// links, to the holders there (a request holding a worker slot while it
+// links and 32 holders per victim (the longest holders first, so that a
+// step's work stays bounded with thousands of holders), to the holders
+// there (a request holding a worker slot while it
 // waits for the table lock is not the one to penalize; the scan holding
 // the lock is). The policy is [policy.Continuous]: it runs on every step of the
 // loop, detector or not, and asks for the fine tick while it sees a
