@@ -58,19 +58,19 @@
 // victim's deferring time beyond its goal dwarfs the penalty (more than
 // [Delta] times it), the gap-based policy p' = p · gap/δ; otherwise the
 // score-based policy p' = p · (1 + score/α), α = [Alpha], with score the
-// victim's t_f over its goal minus one (0 to α). Lengths are capped at
-// [WithMaxPenalty] (default 100 ms), or, when longer, at how long the
-// noisy class's requests are held back in front of the resource: over its
-// tasks that ended (moving averages), the penalties they served plus
-// their waits for the resource, less half of one of their holds (1/2c of
-// one for a queue of capacity c). A stream of requests taking a lock back
-// to back queues behind itself; a penalty that long moves that wait from
-// the lock's queue, where victims wait behind it, into the penalty, where
-// they do not, and leaves the stream's own latency about where it was.
-// The estimate stays put while the penalties are shorter than the
-// stream's queue (the lock's queue makes up the difference) and shrinks
-// once they are longer, so it settles where the stream stops queueing
-// behind itself. task.MaxPenalty (1 s) is the hard
+// victim's t_f over its goal minus one (0 to α). [WithMaxPenalty] caps
+// every length. Without it, lengths are capped at 100 ms, or, when longer,
+// at how long the noisy class's requests are held back in front of the
+// resource: over its tasks that ended (moving averages), the penalties
+// they served plus their waits for the resource, less half of one of their
+// holds (1/2c of one for a queue of capacity c). A stream of requests
+// taking a lock back to back queues behind itself; a penalty that long
+// moves that wait from the lock's queue, where victims wait behind it,
+// into the penalty, where they do not, and leaves the stream's own latency
+// about where it was. The estimate stays put while the penalties are
+// shorter than the stream's queue (the lock's queue makes up the
+// difference) and shrinks once they are longer, so it settles where the
+// stream stops queueing behind itself. task.MaxPenalty (1 s) is the hard
 // bound. A new task of a class starts from the length the class reached,
 // so repeated noisy requests converge too; [Policy.Stats] reports the
 // adaptations before each class's length stopped changing by 5 %.

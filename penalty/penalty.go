@@ -17,7 +17,8 @@ import (
 // Defaults of the policy's parameters.
 const (
 	// DefaultMaxPenalty bounds the penalties the policy asks for, but
-	// those of a stream that queues behind itself for longer.
+	// those of a stream that queues behind itself for longer, unless
+	// WithMaxPenalty sets a cap.
 	DefaultMaxPenalty = 100 * time.Millisecond
 	// DefaultMinPenalty is the first penalty when p1's formula gives none
 	// (the noisy task ran longer than the victim was deferred).
@@ -43,14 +44,14 @@ const (
 // Option configures a [Policy].
 type Option func(*Policy)
 
-// WithMaxPenalty sets the cap of penalties (default [DefaultMaxPenalty]).
-// A noisy class whose requests queue behind one another in front of the
-// resource for longer is capped at that time instead (see the package
-// documentation); at most task.MaxPenalty is ever served.
+// WithMaxPenalty sets a cap on every penalty. Without it the cap is
+// [DefaultMaxPenalty], or, for a noisy class whose requests queue behind
+// one another in front of the resource for longer, that time (see the
+// package documentation). At most task.MaxPenalty is ever served.
 func WithMaxPenalty(d time.Duration) Option {
 	return func(p *Policy) {
 		if d > 0 {
-			p.max = d
+			p.max, p.fixed = d, true
 		}
 	}
 }
@@ -71,6 +72,7 @@ func WithMinPenalty(d time.Duration) Option {
 // methods are called from the controller's goroutine only.
 type Policy struct {
 	min, max time.Duration
+	fixed    bool // max set by WithMaxPenalty: a cap for streams too
 
 	tasks   map[uint64]*record // per live task
 	classes map[string]*length // the length reached by each class
@@ -485,7 +487,7 @@ const doneSmoothing = 8
 // the lock free or nearly so), so it settles where the stream stops
 // queueing behind itself. Never above task.MaxPenalty.
 func (p *Policy) capFor(s *snapshot.Snapshot, class string, ri int32) time.Duration {
-	if class == "" || ri < 0 || int(ri) >= len(s.Resources) {
+	if p.fixed || class == "" || ri < 0 || int(ri) >= len(s.Resources) {
 		return p.max
 	}
 	r := &s.Resources[ri]

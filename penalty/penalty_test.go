@@ -266,8 +266,8 @@ func ended(id uint64, hold, wait, served time.Duration) *snapshot.Snapshot {
 // held back in front of the resource (penalties served plus waits, less
 // half a hold).
 func TestCapFollowsStreamQueue(t *testing.T) {
-	settle := func(wait, served time.Duration) time.Duration {
-		p := penalty.New()
+	settle := func(wait, served time.Duration, opts ...penalty.Option) time.Duration {
+		p := penalty.New(opts...)
 		for i := range 8 {
 			p.Decide(ended(uint64(1+i), 20*ms, wait, served))
 		}
@@ -294,6 +294,10 @@ func TestCapFollowsStreamQueue(t *testing.T) {
 		if got := settle(tt.wait, tt.served); got != tt.want {
 			t.Errorf("%s: length settled at %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	// A cap the user sets holds for streams too.
+	if got := settle(150*ms, 0, penalty.WithMaxPenalty(100*ms)); got != 100*ms {
+		t.Errorf("with WithMaxPenalty(100ms): length settled at %v", got)
 	}
 }
 
