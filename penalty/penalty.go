@@ -264,7 +264,8 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 				continue
 			}
 			decided[n.task] = true
-			d := p.next(nt, vt, tds[v], tfs[v], p.capFor(s, nt.Class, n.res))
+			limit := p.capFor(s, nt.Class, n.res)
+			d := p.next(nt, vt, tds[v], tfs[v], limit)
 			out = append(out, policy.Decision{
 				Action: policy.Penalize,
 				Task:   nt.ID,
@@ -277,6 +278,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 					slog.Duration("victim_exec", vt.Exec),
 					slog.Duration("noisy_exec", nt.Exec),
 					slog.Duration("noisy_hold", n.hold),
+					slog.Duration("cap", limit),
 				},
 			})
 		}

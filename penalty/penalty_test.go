@@ -278,6 +278,15 @@ func TestCapFollowsStreamQueue(t *testing.T) {
 				t.Fatalf("decisions %+v, want the holder penalized", ds)
 			}
 			d = ds[0].Delay
+			var capped time.Duration
+			for _, a := range ds[0].Details {
+				if a.Key == "cap" {
+					capped = a.Value.Duration()
+				}
+			}
+			if capped < d {
+				t.Fatalf("decision's details say cap %v, below its penalty %v", capped, d)
+			}
 		}
 		return d
 	}
