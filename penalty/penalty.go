@@ -474,7 +474,8 @@ func (p *Policy) ended(r *record) {
 const doneSmoothing = 8
 
 // capFor returns the cap of a penalty of a task of the class for deferring
-// others on resource ri: the policy's cap, or, if longer, how long the
+// others on resource ri: the policy's cap (always, if WithMaxPenalty set
+// it), or, if longer, how long the
 // class's tasks are held back in front of the resource beyond waiting for
 // the hold in progress. That is, over the class's tasks that ended, the
 // penalties they served plus their waits for the resource, less half of
