@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/sleep"
 	"github.com/moirai-go/moirai/metrics"
 	"github.com/moirai-go/moirai/policy"
 )
@@ -631,14 +632,14 @@ func (l *loadgen) run(ctx context.Context) error {
 		var n atomic.Int64
 		for range l.noisy {
 			wg.Go(func() {
-				if sleepCtx(ctx, l.culpritAt) != nil {
+				if sleep.For(ctx, l.culpritAt) != nil {
 					return
 				}
 				for ctx.Err() == nil && time.Since(l.start) < l.noisyUntil {
 					if send(fmt.Sprintf("/noisy?i=%d", n.Add(1)-1), true) != outcomeOK {
 						// A refused or failed request is retried after a
 						// client's pause, not in a tight loop.
-						if sleepCtx(ctx, noisyRetry) != nil {
+						if sleep.For(ctx, noisyRetry) != nil {
 							return
 						}
 					}
@@ -647,7 +648,7 @@ func (l *loadgen) run(ctx context.Context) error {
 		}
 	} else if l.culpritAt > 0 {
 		wg.Go(func() {
-			if sleepCtx(ctx, l.culpritAt) == nil {
+			if sleep.For(ctx, l.culpritAt) == nil {
 				send("/culprit", true)
 			}
 		})
@@ -693,19 +694,6 @@ func (l *loadgen) run(ctx context.Context) error {
 // noisyRetry is how long a noisy client waits after a request that was
 // not served before it sends the next.
 const noisyRetry = 10 * time.Millisecond
-
-// sleepCtx waits for d or until ctx is done, and returns ctx's error in
-// the latter case.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // hash is FNV-1a, to derive a case's random stream from its name.
 func hash(s string) uint64 {

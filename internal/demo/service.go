@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/sleep"
 )
 
 // Task classes: the statement shapes of the two kinds of request.
@@ -141,7 +142,7 @@ func (s *service) report(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if b+1 < batches {
 			// Commit, then begin the next transaction: by then the
 			// waiters are queued ahead of the culprit's next Lock.
-			if err := sleepCtx(ctx, commitGap); err != nil {
+			if err := sleep.For(ctx, commitGap); err != nil {
 				return err
 			}
 		}
@@ -153,18 +154,6 @@ func (s *service) report(ctx context.Context, w http.ResponseWriter, r *http.Req
 
 // commitGap is the pause between two of the culprit's transactions.
 const commitGap = 10 * time.Millisecond
-
-// sleepCtx sleeps for d or until ctx is done, and then returns its cause.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
 
 // scan simulates reading rows for d, checking ctx at every row batch (a
 // safe point) and reporting the rows done.
