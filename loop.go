@@ -74,6 +74,14 @@ func (c *Controller) step() time.Duration {
 			rec := c.actLocked(d, false)
 			if rec.Action == policy.Cancel {
 				cancels++
+				if rec.Outcome == policy.Acted {
+					// The policies after this one see the task as
+					// cancelled, as the next snapshot will show it: a
+					// penalty decided on it now would only be skipped.
+					if i := c.snap.TaskByID(rec.Task); i >= 0 {
+						c.snap.Tasks[i].Cancelled = true
+					}
+				}
 			}
 			recs = append(recs, rec)
 		}

@@ -169,6 +169,49 @@ func TestPenaltyPrecedence(t *testing.T) {
 	})
 }
 
+// TestCancelSeenBySamePass: a policy that runs after the one that cancels
+// a task, in the same step, sees the task cancelled, and so does not
+// penalize it (the decision would only be skipped).
+func TestCancelSeenBySamePass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cancels, penalties := &script{}, &script{}
+		ctl := moirai.New(moirai.WithPolicy(cancels, penalties))
+		defer ctl.Close()
+		_, tk := ctl.Begin(context.Background(), moirai.Spec{Cancellable: true})
+		defer tk.End(nil)
+
+		var once atomic.Bool
+		cancels.next = func(*snapshot.Snapshot) []policy.Decision {
+			if once.Swap(true) {
+				return nil
+			}
+			return []policy.Decision{{Action: policy.Cancel, Task: tk.ID(), Reason: "test"}}
+		}
+		penalties.next = func(s *snapshot.Snapshot) []policy.Decision {
+			var ds []policy.Decision
+			for _, st := range s.Tasks {
+				if !st.Cancelled {
+					ds = append(ds, policy.Decision{Action: policy.Penalize, Task: st.ID, Delay: time.Millisecond, Reason: "test"})
+				}
+			}
+			return ds
+		}
+		time.Sleep(300 * time.Millisecond)
+		ds := ctl.Decisions()
+		if len(ds) == 0 {
+			t.Fatal("no decision")
+		}
+		for _, d := range ds {
+			if d.Action != policy.Cancel || d.Outcome != policy.Acted {
+				t.Errorf("decision %+v; want the one cancellation only", d)
+			}
+		}
+		if !tk.Cancelled() {
+			t.Error("task not cancelled")
+		}
+	})
+}
+
 // TestPenaltiesLockOrdering penalizes every task on every step while tasks
 // take two locks in order: no deadlock, and no penalty is served while a
 // task holds a lock (the holds last exactly their critical sections).
