@@ -59,21 +59,40 @@
 // [Delta] times it), the gap-based policy p' = p · gap/δ; otherwise the
 // score-based policy p' = p · (1 + score/α), α = [Alpha], with score the
 // victim's t_f over its goal minus one (0 to α). [WithMaxPenalty] caps
-// every length. Without it, lengths are capped at 100 ms, or, when longer,
+// every length. Without it, a length is capped at 100 ms, or, when longer,
 // at how long the noisy class's requests are held back in front of the
 // resource: over its tasks that ended (moving averages), the penalties
 // they served plus their waits for the resource, less half of one of their
 // holds (1/2c of one for a queue of capacity c). A stream of requests
 // taking a lock back to back queues behind itself; a penalty that long
 // moves that wait from the lock's queue, where victims wait behind it,
-// into the penalty, where they do not, and leaves the stream's own latency
-// about where it was. The estimate stays put while the penalties are
-// shorter than the stream's queue (the lock's queue makes up the
-// difference) and shrinks once they are longer, so it settles where the
-// stream stops queueing behind itself. task.MaxPenalty (1 s) is the hard
-// bound. A new task of a class starts from the length the class reached,
-// so repeated noisy requests converge too; [Policy.Stats] reports the
-// adaptations before each class's length stopped changing by 5 %.
+// into the penalty, where they do not.
+//
+// # Slowdown budget
+//
+// A penalty slows the stream it throttles. Once a class has been
+// penalized on a lock or a queue and followed for 8 snapshots, its cap is
+// instead the one that keeps its requests within β times their
+// uncontrolled latency L0 (β = [DefaultMaxSlowdown], 1.4;
+// [WithMaxSlowdown]): cap = (β·L0 − h − w)/max(f, ½), with h and w its
+// requests' hold of the resource and wait for it, and f the share of them
+// that served a penalty (moving averages over the class's tasks that
+// ended; a task's last sighting counts half a snapshot window more of
+// what it was doing). L0 comes from what penalties do not change: n
+// requests of the class live at once (a client's connections), each
+// holding for h, on c slots of which the other classes hold a share ρ,
+// queue for n·h/(c·(1−ρ)) (n and ρ moving averages over the snapshots);
+// a stream that does not queue behind itself takes h + w. The cap moves
+// only when the budget changes by more than 20 %, so that the penalties'
+// own noise does not move it. When two tasks of the class have held a
+// lock at once (readers of a shared lock), the queue model does not hold
+// and the budget only cuts the cap above. A class is forgotten after 256
+// snapshots without a live task; at most 1,024 are followed.
+//
+// task.MaxPenalty (1 s) bounds every penalty. A new task of a class
+// starts from the length the class reached, so repeated noisy requests
+// converge too; [Policy.Stats] reports the adaptations before each
+// class's length stopped changing by 5 %.
 //
 // # Streams of requests
 //

@@ -17,8 +17,8 @@ import (
 // Defaults of the policy's parameters.
 const (
 	// DefaultMaxPenalty bounds the penalties the policy asks for, but
-	// those of a stream that queues behind itself for longer, unless
-	// WithMaxPenalty sets a cap.
+	// those of a stream that queues behind itself for longer or has a
+	// slowdown budget, unless WithMaxPenalty sets a cap.
 	DefaultMaxPenalty = 100 * time.Millisecond
 	// DefaultMinPenalty is the first penalty when p1's formula gives none
 	// (the noisy task ran longer than the victim was deferred).
@@ -39,20 +39,42 @@ const (
 	// converged is the relative change below which a penalty length
 	// counts as fixed.
 	converged = 0.05
+	// DefaultMaxSlowdown is how much slower than it would run uncontrolled
+	// the policy lets a noisy stream become: its penalties' cap is set so
+	// that its requests take at most this many times their uncontrolled
+	// latency (see WithMaxSlowdown).
+	DefaultMaxSlowdown = 1.4
 )
 
 // Option configures a [Policy].
 type Option func(*Policy)
 
-// WithMaxPenalty sets a cap on every penalty. Without it the cap is
-// [DefaultMaxPenalty], or, for a noisy class whose requests queue behind
-// one another in front of the resource for longer, that time (see the
-// package documentation). At most task.MaxPenalty is ever served.
+// WithMaxPenalty sets a cap on every penalty. Without it the cap is a
+// noisy stream's slowdown budget (see [WithMaxSlowdown]), or, until the
+// policy has followed the stream long enough, [DefaultMaxPenalty] or the
+// time its requests queue behind one another in front of the resource if
+// longer (see the package documentation). At most task.MaxPenalty is
+// ever served.
 func WithMaxPenalty(d time.Duration) Option {
 	return func(p *Policy) {
 		if d > 0 {
 			p.max, p.fixed = d, true
 		}
+	}
+}
+
+// WithMaxSlowdown sets how many times its uncontrolled latency a noisy
+// stream's requests may take under penalties (default
+// [DefaultMaxSlowdown]); the cap of its penalties on a lock or a queue
+// follows from it (see the package documentation). A factor of 1 or less,
+// NaN or ±Inf turns the budget off: the cap is then [DefaultMaxPenalty],
+// or the stream's own queue when longer. WithMaxPenalty overrides both.
+func WithMaxSlowdown(x float64) Option {
+	return func(p *Policy) {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x <= 1 {
+			x = 0
+		}
+		p.slowdown = x
 	}
 }
 
@@ -72,7 +94,8 @@ func WithMinPenalty(d time.Duration) Option {
 // methods are called from the controller's goroutine only.
 type Policy struct {
 	min, max time.Duration
-	fixed    bool // max set by WithMaxPenalty: a cap for streams too
+	fixed    bool    // max set by WithMaxPenalty: a cap for streams too
+	slowdown float64 // the streams' slowdown budget, 0: none
 
 	tasks   map[uint64]*record // per live task
 	classes map[string]*length // the length reached by each class
@@ -82,9 +105,13 @@ type Policy struct {
 	// done is, per class and resource, moving averages of how long its
 	// tasks held the resource and waited for it in all, and of the
 	// penalties they served, as last seen before they ended.
-	done  map[holdKey]spent
-	seen  uint64 // generation of the current Decide
-	watch bool
+	done map[holdKey]spent
+	// streams are the classes penalized for deferring others on a
+	// resource, followed from their first penalty on to set their cap.
+	streams map[holdKey]*stream
+	window  time.Duration // the last snapshot's
+	seen    uint64        // generation of the current Decide
+	watch   bool
 
 	stats Stats
 }
@@ -100,16 +127,20 @@ type record struct {
 	used   []used // per resource it held or waited for: its time so far
 }
 
-// used is how long a task has held a resource and waited for it in all.
+// used is how long a task has held a resource and waited for it in all,
+// and whether it held it or waited for it when last seen.
 type used struct {
-	res        task.ResourceID
-	hold, wait time.Duration
+	res              task.ResourceID
+	hold, wait       time.Duration
+	holding, waiting bool
 }
 
 // spent is what the tasks of a class that ended spent on a resource, on
-// a moving average: holding it, waiting for it, serving penalties.
+// a moving average: holding it, waiting for it, serving penalties; and
+// the share of them that served a penalty.
 type spent struct {
 	hold, wait, served time.Duration
+	penalized          float64
 }
 
 // length is an adaptive penalty length and how it got there.
@@ -136,6 +167,7 @@ func New(opts ...Option) *Policy {
 		min: DefaultMinPenalty, max: DefaultMaxPenalty,
 		tasks: map[uint64]*record{}, classes: map[string]*length{},
 		holds: map[holdKey]time.Duration{}, done: map[holdKey]spent{},
+		streams: map[holdKey]*stream{}, slowdown: DefaultMaxSlowdown,
 	}
 	for _, o := range opts {
 		o(p)
@@ -184,13 +216,24 @@ func Interference(s *snapshot.Snapshot, i int) (td time.Duration, tf float64) {
 func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	p.seen++
 	p.watch = false
+	p.window = s.Window
 	n := len(s.Tasks)
 	tds := make([]time.Duration, n)
 	tfs := make([]float64, n)
+	var live map[string]int // per followed class, its live tasks
+	if len(p.streams) > 0 {
+		live = map[string]int{}
+		for k := range p.streams {
+			live[k.class] = 0
+		}
+	}
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
 		if t.ID == 0 {
 			continue
+		}
+		if c, ok := live[t.Class]; ok {
+			live[t.Class] = c + 1
 		}
 		tds[i], tfs[i] = Interference(s, i)
 		r := p.tasks[t.ID]
@@ -203,7 +246,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			r.served = t.PenaltyServed
 			for _, u := range s.UsageOf(i) {
 				if u.Hold > 0 || u.Wait > 0 {
-					r.sawUsed(u.Resource, u.Hold, u.Wait)
+					r.sawUsed(u)
 				}
 			}
 		}
@@ -226,14 +269,31 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	// waits for.
 	holders := make(map[int32][]hold)
 	waits := make(map[int][]snapshot.Usage)
+	var held map[holdKey]tally // per followed stream, its holds now
+	if live != nil {
+		held = map[holdKey]tally{}
+	}
 	for _, u := range s.Usage {
 		if u.Held > 0 {
 			holders[u.Res] = append(holders[u.Res], hold{int(u.Task), u.Res, u.Hold})
-			p.sawHold(s.Tasks[u.Task].Class, s.Resources[u.Res].ID, u.Hold)
+			class := s.Tasks[u.Task].Class
+			p.sawHold(class, s.Resources[u.Res].ID, u.Hold)
+			if _, ok := live[class]; ok {
+				k := holdKey{class, s.Resources[u.Res].ID}
+				if _, ok := p.streams[k]; ok {
+					h := held[k]
+					h.units += u.Held
+					h.holders++
+					held[k] = h
+				}
+			}
 		}
 		if u.Waiting > 0 {
 			waits[int(u.Task)] = append(waits[int(u.Task)], u)
 		}
+	}
+	if live != nil {
+		p.follow(s, live, held)
 	}
 	w := &walker{s: s, holders: holders, waits: waits}
 	var out []policy.Decision
@@ -429,17 +489,19 @@ func (p *Policy) victim(t *snapshot.Task, tf float64) bool {
 	return r != nil && r.n > 1 && r.avgTf >= historyShare*goal && tf >= historyShare*goal
 }
 
-// sawUsed records that the task has held resource res for hold and
-// waited for it for wait, in all.
-func (r *record) sawUsed(res task.ResourceID, hold, wait time.Duration) {
+// sawUsed records what the task has done with a resource so far: held
+// it and waited for it, in all, and whether it holds it or waits for it
+// now.
+func (r *record) sawUsed(u snapshot.Usage) {
+	v := used{u.Resource, u.Hold, u.Wait, u.Held > 0, u.Waiting > 0}
 	for i := range r.used {
-		if r.used[i].res == res {
-			r.used[i].hold, r.used[i].wait = hold, wait
+		if r.used[i].res == u.Resource {
+			r.used[i] = v
 			return
 		}
 	}
 	if len(r.used) < maxUsed {
-		r.used = append(r.used, used{res, hold, wait})
+		r.used = append(r.used, v)
 	}
 }
 
@@ -452,7 +514,19 @@ func (p *Policy) ended(r *record) {
 	if r.class == "" {
 		return
 	}
+	pen := 0.0
+	if r.served > 0 {
+		pen = 1
+	}
 	for _, u := range r.used {
+		// The task went on holding or waiting after the last snapshot
+		// saw it, for half a window on average.
+		if u.holding {
+			u.hold += p.window / 2
+		}
+		if u.waiting {
+			u.wait += p.window / 2
+		}
 		k := holdKey{r.class, u.res}
 		d, ok := p.done[k]
 		switch {
@@ -460,8 +534,9 @@ func (p *Policy) ended(r *record) {
 			d.hold += (u.hold - d.hold) / doneSmoothing
 			d.wait += (u.wait - d.wait) / doneSmoothing
 			d.served += (r.served - d.served) / doneSmoothing
+			d.penalized += (pen - d.penalized) / doneSmoothing
 		case len(p.done) < maxHolds:
-			d = spent{u.hold, u.wait, r.served}
+			d = spent{u.hold, u.wait, r.served, pen}
 		default:
 			continue
 		}
@@ -474,36 +549,163 @@ func (p *Policy) ended(r *record) {
 const doneSmoothing = 8
 
 // capFor returns the cap of a penalty of a task of the class for deferring
-// others on resource ri: the policy's cap (always, if WithMaxPenalty set
-// it), or, if longer, how long the
+// others on resource ri. WithMaxPenalty's cap, if set, is the cap. On a
+// lock or a queue, once the class has been followed for [minSamples]
+// snapshots, it is the class's slowdown budget (see budget). Otherwise it
+// is the stream rule: [DefaultMaxPenalty], or, if longer, how long the
 // class's tasks are held back in front of the resource beyond waiting for
 // the hold in progress. That is, over the class's tasks that ended, the
 // penalties they served plus their waits for the resource, less half of
-// one hold (for a queue of capacity c, 1/2c of one). A stream that
-// takes a lock back to back queues behind itself: each of its requests
-// waits for the others' holds and the victims' between them. A penalty
-// that long moves that wait from the lock's queue, where the victims wait
-// behind it, into the penalty, where they do not, and leaves the stream's
-// own latency about where it was. The estimate holds while the penalties
-// served are shorter than the stream's queue (the lock's queue makes up
-// the difference) and shrinks once they are longer (the requests find
-// the lock free or nearly so), so it settles where the stream stops
-// queueing behind itself. Never above task.MaxPenalty.
+// one hold (for a queue of capacity c, 1/2c of one): a penalty that long
+// moves a stream's queueing behind itself from the resource's queue,
+// where the victims wait behind it, into the penalty, where they do not.
+// Never above task.MaxPenalty.
 func (p *Policy) capFor(s *snapshot.Snapshot, class string, ri int32) time.Duration {
 	if p.fixed || class == "" || ri < 0 || int(ri) >= len(s.Resources) {
 		return p.max
 	}
 	r := &s.Resources[ri]
-	d, ok := p.done[holdKey{class, r.ID}]
+	k := holdKey{class, r.ID}
+	st := p.streams[k]
+	if st == nil && len(p.streams) < maxStreams {
+		st = &stream{}
+		p.streams[k] = st
+	}
+	d, ok := p.done[k]
 	if !ok {
 		return p.max
 	}
-	c := int64(1)
-	if r.Kind == resource.KindQueue && r.Capacity > 1 {
-		c = r.Capacity
-	}
+	c := capacityOf(r)
 	held := d.served + d.wait - d.hold/time.Duration(2*c)
-	return max(p.max, min(held, task.MaxPenalty))
+	queue := max(p.max, min(held, task.MaxPenalty))
+	if p.slowdown <= 1 || st == nil || st.samples < minSamples ||
+		(r.Kind != resource.KindLock && r.Kind != resource.KindQueue) {
+		return queue
+	}
+	b := p.budget(st, d, c)
+	if st.shared {
+		// Tasks of the class hold the resource together (readers of a
+		// shared lock): the queue model behind the budget does not
+		// hold, so the budget only cuts the stream rule's cap.
+		b = min(b, queue)
+	}
+	if st.cap == 0 || math.Abs(float64(b-st.cap)) > deadband*float64(st.cap) {
+		st.cap = b
+	}
+	return st.cap
+}
+
+// capacityOf returns how many tasks can hold the resource at once, as the
+// policy's queue model counts them: a queue's capacity, 1 for the rest.
+func capacityOf(r *snapshot.Resource) int64 {
+	if r.Kind == resource.KindQueue && r.Capacity > 1 {
+		return r.Capacity
+	}
+	return 1
+}
+
+// budget returns the cap that keeps a stream's requests within the
+// policy's slowdown factor β of their uncontrolled latency L0. Each
+// request holds the resource for h and waits for it for w (moving
+// averages over the class's tasks that ended, as they are under the
+// penalties now), and a share f of them serves a penalty, so a cap of
+// (β·L0 − h − w)/f keeps a request at β·L0 on average. L0 is estimated
+// from what penalties do not change: n requests of the class live at once
+// (a client's connections sending back to back keep n fixed), each
+// holding for h, on c slots, of which the other classes hold a share ρ,
+// queue for n·h/(c·(1−ρ)); a stream that does not queue behind itself
+// takes h+w. f is taken as at least ½, so that the cap at most doubles
+// what the average penalty may be. The result is between the policy's
+// minimum penalty and task.MaxPenalty.
+func (p *Policy) budget(st *stream, d spent, c int64) time.Duration {
+	h, w := float64(d.hold), float64(d.wait)
+	free := max(1-st.rho, minFree)
+	l0 := max(h+w, st.n*h/(float64(c)*free))
+	b := (p.slowdown*l0 - h - w) / max(d.penalized, 0.5)
+	if math.IsNaN(b) {
+		return p.max
+	}
+	return time.Duration(min(max(b, float64(p.min)), float64(task.MaxPenalty)))
+}
+
+// stream is what the policy follows of a class penalized for deferring
+// others on one resource, to set its budget: moving averages, over the
+// snapshots where the class has live tasks, of how many it has and of the
+// share of the resource the other classes hold.
+type stream struct {
+	n, rho  float64
+	samples int
+	idle    int           // snapshots in a row without a live task
+	shared  bool          // two tasks of the class seen holding it at once
+	cap     time.Duration // the last cap given, 0: none yet
+}
+
+// tally is a followed class's holds of its resource in one snapshot.
+type tally struct {
+	units   int64
+	holders int
+}
+
+const (
+	// minSamples is how many snapshots a stream is followed for before
+	// its budget sets its cap.
+	minSamples = 8
+	// forgetAfter is how many snapshots in a row without a live task of
+	// its class a stream is forgotten after.
+	forgetAfter = 256
+	// maxStreams bounds the streams followed.
+	maxStreams = 1024
+	// streamSmoothing is the weight of a stream's moving averages: a
+	// snapshot counts for 1/streamSmoothing.
+	streamSmoothing = 32
+	// deadband is the relative change of a stream's budget below which
+	// its cap stays as it was, so that the penalties' noise does not
+	// move the cap that sets them.
+	deadband = 0.2
+	// minFree bounds from below the share of a resource left to a stream
+	// in its uncontrolled-latency estimate.
+	minFree = 0.1
+)
+
+// follow folds one snapshot into the followed streams: the live tasks of
+// each class and what the class holds of its resource. Streams without a
+// live task for forgetAfter snapshots are forgotten.
+func (p *Policy) follow(s *snapshot.Snapshot, live map[string]int, held map[holdKey]tally) {
+	var index map[task.ResourceID]int
+	for k, st := range p.streams {
+		n := live[k.class]
+		if n == 0 {
+			if st.idle++; st.idle >= forgetAfter {
+				delete(p.streams, k)
+			}
+			continue
+		}
+		st.idle = 0
+		if index == nil {
+			index = make(map[task.ResourceID]int, len(s.Resources))
+			for i := range s.Resources {
+				index[s.Resources[i].ID] = i
+			}
+		}
+		ri, ok := index[k.res]
+		if !ok {
+			continue
+		}
+		r := &s.Resources[ri]
+		h := held[k]
+		if h.holders > 1 && r.Kind == resource.KindLock {
+			st.shared = true
+		}
+		rho := float64(r.Held-h.units) / float64(capacityOf(r))
+		rho = min(max(rho, 0), 1)
+		if st.samples == 0 {
+			st.n, st.rho = float64(n), rho
+		} else {
+			st.n += (float64(n) - st.n) / streamSmoothing
+			st.rho += (rho - st.rho) / streamSmoothing
+		}
+		st.samples++
+	}
 }
 
 // next returns the noisy task's next penalty length, adapting the length

@@ -2,6 +2,7 @@ package penalty_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -261,13 +262,13 @@ func ended(id uint64, hold, wait, served time.Duration) *snapshot.Snapshot {
 	}
 }
 
-// TestCapFollowsStreamQueue: the cap of a noisy class's penalties is the
-// larger of the policy's cap and how long its requests that ended were
-// held back in front of the resource (penalties served plus waits, less
-// half a hold).
+// TestCapFollowsStreamQueue: without a slowdown budget, the cap of a noisy
+// class's penalties is the larger of the policy's cap and how long its
+// requests that ended were held back in front of the resource (penalties
+// served plus waits, less half a hold).
 func TestCapFollowsStreamQueue(t *testing.T) {
 	settle := func(wait, served time.Duration, opts ...penalty.Option) time.Duration {
-		p := penalty.New(opts...)
+		p := penalty.New(append([]penalty.Option{penalty.WithMaxSlowdown(0)}, opts...)...)
 		for i := range 8 {
 			p.Decide(ended(uint64(1+i), 20*ms, wait, served))
 		}
@@ -324,7 +325,7 @@ func FuzzDecide(f *testing.F) {
 			return
 		}
 		p := penalty.New()
-		for gen := range 6 {
+		for gen := range 12 { // the budget needs 8 snapshots of a stream
 			s := &snapshot.Snapshot{At: time.Duration(gen) * 10 * ms}
 			nres := 1 + int(data[0]%3)
 			for r := range nres {
@@ -362,4 +363,180 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// capOf returns the cap a penalty decision's details name.
+func capOf(t *testing.T, d policy.Decision) time.Duration {
+	t.Helper()
+	for _, a := range d.Details {
+		if a.Key == "cap" {
+			return a.Value.Duration()
+		}
+	}
+	t.Fatalf("decision %+v names no cap", d)
+	return 0
+}
+
+// stream is a snapshot of a noisy stream of n requests on the table lock:
+// one holds it for 10 ms (two, if shared), the others wait for it, and a
+// light request waits behind them. With other set, a request of another
+// class holds the lock instead, and every noisy request waits.
+func stream(n int, shared, other bool) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Window: 10 * ms, Resources: []snapshot.Resource{{ID: 1, Name: "table", Kind: resource.KindLock}}}
+	add := func(id uint64, class string, u task.Usage, exec time.Duration) {
+		s.Tasks = append(s.Tasks, snapshot.Task{ID: id, Class: class, Goal: 0.5, Exec: exec, First: int32(len(s.Usage)), N: 1})
+		s.Usage = append(s.Usage, snapshot.Usage{Usage: u, Task: int32(len(s.Tasks) - 1), Res: 0})
+	}
+	holding := 1
+	if shared {
+		holding = 2
+	}
+	if other {
+		holding = 0
+		add(99, "other", task.Usage{Resource: 1, Held: 1, Hold: 40 * ms}, 40*ms)
+	}
+	for i := range n {
+		u := task.Usage{Resource: 1, Waiting: 1, Wait: 5 * ms}
+		if i < holding {
+			u = task.Usage{Resource: 1, Held: 1, Hold: 30 * ms}
+		}
+		add(uint64(i+1), "noisy", u, 30*ms)
+	}
+	add(100, "light", task.Usage{Resource: 1, Waiting: 1, Wait: 25 * ms}, 30*ms)
+	for i := range s.Usage {
+		if s.Usage[i].Held > 0 {
+			s.Resources[0].Held++
+			s.Resources[0].Holders++
+		}
+	}
+	return s
+}
+
+// TestCapKeepsSlowdownBudget: once followed, a noisy stream's cap keeps
+// its requests within β of their uncontrolled latency L0, estimated from
+// its width n, its hold h, and the share ρ of the lock others hold:
+// cap = (β·L0 − h − w)/max(f, ½), L0 = max(h+w, n·h/(1−ρ)).
+func TestCapKeepsSlowdownBudget(t *testing.T) {
+	settle := func(served time.Duration, every int, opts ...penalty.Option) time.Duration {
+		p := penalty.New(opts...)
+		// Its requests that ended held the lock for 20 ms and waited
+		// 30 ms for it (served: after a penalty).
+		for i := range 8 {
+			p.Decide(ended(uint64(1000+i), 20*ms, 30*ms, served))
+		}
+		p.Decide(&snapshot.Snapshot{})
+		var c time.Duration
+		for i := range 400 {
+			for _, d := range p.Decide(stream(4, false, every > 0 && i%every == 0)) {
+				c = capOf(t, d)
+			}
+		}
+		return c
+	}
+	for _, tt := range []struct {
+		name   string
+		served time.Duration
+		every  int // another class holds the lock every this many snapshots
+		opts   []penalty.Option
+		lo, hi time.Duration
+	}{
+		// L0 = 4·20 = 80 ms; 1.4·80 − 20 − 30 = 62 ms.
+		{name: "every request penalized", served: 10 * ms, lo: 62 * ms, hi: 62 * ms},
+		// f = 0 counts as ½: 124 ms.
+		{name: "none penalized yet", lo: 124 * ms, hi: 124 * ms},
+		// β = 2: 2·80 − 50 = 110 ms.
+		{name: "a budget of 2", served: 10 * ms, opts: []penalty.Option{penalty.WithMaxSlowdown(2)}, lo: 110 * ms, hi: 110 * ms},
+		// ρ = ½: L0 = 160 ms, 1.4·160 − 50 = 174 ms, within the 20 %
+		// deadband the cap moves by.
+		{name: "others hold the lock half the time", served: 10 * ms, every: 2, lo: 145 * ms, hi: 209 * ms},
+	} {
+		if got := settle(tt.served, tt.every, tt.opts...); got < tt.lo || got > tt.hi {
+			t.Errorf("%s: cap %v, want %v to %v", tt.name, got, tt.lo, tt.hi)
+		}
+	}
+	// A factor of 1 or less turns the budget off: the stream rule's cap.
+	for _, x := range []float64{1, 0.5, math.NaN(), math.Inf(1)} {
+		if got := settle(10*ms, 0, penalty.WithMaxSlowdown(x)); got != penalty.DefaultMaxPenalty {
+			t.Errorf("WithMaxSlowdown(%v): cap %v, want %v", x, got, penalty.DefaultMaxPenalty)
+		}
+	}
+	// WithMaxPenalty overrides the budget.
+	if got := settle(10*ms, 0, penalty.WithMaxPenalty(30*ms)); got != 30*ms {
+		t.Errorf("WithMaxPenalty(30ms): cap %v", got)
+	}
+}
+
+// TestSharedStreamOnlyCut: a class whose requests hold a lock together
+// (readers) does not queue behind itself as the budget's model has it:
+// the budget only cuts the stream rule's cap (100 ms here), never raises
+// it.
+func TestSharedStreamOnlyCut(t *testing.T) {
+	p := penalty.New()
+	for i := range 8 {
+		p.Decide(ended(uint64(1000+i), 20*ms, 30*ms, 0))
+	}
+	p.Decide(&snapshot.Snapshot{})
+	var c time.Duration
+	for range 100 {
+		for _, d := range p.Decide(stream(4, true, false)) {
+			c = capOf(t, d)
+		}
+	}
+	if c != penalty.DefaultMaxPenalty {
+		t.Errorf("cap %v, want %v (the budget alone would give 124ms)", c, penalty.DefaultMaxPenalty)
+	}
+}
+
+// TestHoldSeenLastCorrected: a request seen holding the lock when last
+// seen held it on for half a window on average after that; its class's
+// average hold counts it. With a 10 ms window, a request last seen with
+// 20 ms of hold and 150 ms of wait counts for 25 ms of hold, and the
+// stream rule's cap is 150 − 25/2 = 137.5 ms.
+func TestHoldSeenLastCorrected(t *testing.T) {
+	p := penalty.New(penalty.WithMaxSlowdown(0))
+	for i := range 8 {
+		s := ended(uint64(1+i), 20*ms, 150*ms, 0)
+		s.Window = 10 * ms
+		p.Decide(s)
+	}
+	sc := scene{holderExec: 30 * ms, holderHold: 30 * ms, victims: []victim{{exec: 30 * ms, wait: 25 * ms}}}.snapshot()
+	sc.Window = 10 * ms
+	ds := p.Decide(sc)
+	if len(ds) != 1 {
+		t.Fatalf("decisions %+v, want the holder penalized", ds)
+	}
+	if got, want := capOf(t, ds[0]), 137500*time.Microsecond; got != want {
+		t.Errorf("cap %v, want %v", got, want)
+	}
+}
+
+// TestStreamFollowedThenForgotten: a stream's budget sets its cap only
+// after 8 snapshots of it, and a stream without a live request for 256
+// snapshots is forgotten: its cap is the stream rule's again until it
+// has been followed anew.
+func TestStreamFollowedThenForgotten(t *testing.T) {
+	p := penalty.New()
+	for i := range 8 {
+		p.Decide(ended(uint64(1000+i), 20*ms, 30*ms, 10*ms))
+	}
+	p.Decide(&snapshot.Snapshot{})
+	caps := func(n int) []time.Duration {
+		var out []time.Duration
+		for range n {
+			for _, d := range p.Decide(stream(4, false, false)) {
+				out = append(out, capOf(t, d))
+			}
+		}
+		return out
+	}
+	want := []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 62 * ms, 62 * ms}
+	if got := caps(10); !slices.Equal(got, want) {
+		t.Fatalf("caps %v, want %v", got, want)
+	}
+	for range 256 {
+		p.Decide(&snapshot.Snapshot{})
+	}
+	if got := caps(1); len(got) != 1 || got[0] != penalty.DefaultMaxPenalty {
+		t.Errorf("after 256 idle snapshots: caps %v, want the stream rule's %v", got, penalty.DefaultMaxPenalty)
+	}
 }
