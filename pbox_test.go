@@ -108,6 +108,12 @@ type script struct {
 	next func(s *snapshot.Snapshot) []policy.Decision
 }
 
+func (p *script) set(next func(s *snapshot.Snapshot) []policy.Decision) {
+	p.mu.Lock()
+	p.next = next
+	p.mu.Unlock()
+}
+
 func (p *script) Name() string   { return "script" }
 func (p *script) Watching() bool { return true }
 func (p *script) Decide(s *snapshot.Snapshot) []policy.Decision {
@@ -181,13 +187,13 @@ func TestCancelSeenBySamePass(t *testing.T) {
 		defer tk.End(nil)
 
 		var once atomic.Bool
-		cancels.next = func(*snapshot.Snapshot) []policy.Decision {
+		cancels.set(func(*snapshot.Snapshot) []policy.Decision {
 			if once.Swap(true) {
 				return nil
 			}
 			return []policy.Decision{{Action: policy.Cancel, Task: tk.ID(), Reason: "test"}}
-		}
-		penalties.next = func(s *snapshot.Snapshot) []policy.Decision {
+		})
+		penalties.set(func(s *snapshot.Snapshot) []policy.Decision {
 			var ds []policy.Decision
 			for _, st := range s.Tasks {
 				if !st.Cancelled {
@@ -195,7 +201,7 @@ func TestCancelSeenBySamePass(t *testing.T) {
 				}
 			}
 			return ds
-		}
+		})
 		time.Sleep(300 * time.Millisecond)
 		ds := ctl.Decisions()
 		if len(ds) == 0 {

@@ -114,7 +114,8 @@ type Options struct {
 	// Warmup is the unmeasured start of each run (DAGOR's level needs it
 	// to settle); Duration the measured part after it, three times as
 	// long for the mixed workload. Before the runs, M's saturated rate
-	// is measured for up to a second of warm-up and three of counting.
+	// is measured: a quarter of Duration of warm-up (¼ s to 1 s), then
+	// Duration of counting (1 s to 3 s).
 	Warmup, Duration time.Duration
 	Seed             uint64
 	// M's capacity: Workers slots, Service per call; C = Workers/Service.
@@ -289,7 +290,30 @@ func startPair(ctx context.Context, o Options, ctl string) (cc *grpc.ClientConn,
 		return nil, nil, err
 	}
 	stops = append(stops, cc.Close)
+	// The client connects on its first call: make that call now, so that
+	// connecting (slow on a loaded machine or under the race detector)
+	// does not eat into the warm-up or the measured part.
+	if err := ready(ctx, cc, o.Deadline); err != nil {
+		stop()
+		return nil, nil, err
+	}
 	return cc, stop, nil
+}
+
+// ready calls A until a one-call task succeeds, for up to 10 s.
+func ready(ctx context.Context, cc *grpc.ClientConn, deadline time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		if runTask(ctx, cc, deadline, "ready", 1).ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dagorsuite: A and M did not answer a call within 10s: %w", context.Cause(ctx))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // saturatedRate measures the rate at which M completes calls when it is
@@ -297,7 +321,8 @@ func startPair(ctx context.Context, o Options, ctl string) (cc *grpc.ClientConn,
 // M queues up to four times its workers and refuses the rest, A does not
 // throttle (sre's bounded line; at this overload its client-side
 // throttle, K = 2, stays open), and the rate is the calls completed over
-// three seconds after a second of warm-up. It is below the nominal
+// three seconds after a second of warm-up (at the suite's durations; see
+// Options.Duration for shorter runs). It is below the nominal
 // capacity C by what a call costs beyond its service time (the timer's
 // lateness, the hand-over of the worker slot); it is what the optimum is
 // computed from. Arrivals are random as in the runs: driven in lockstep
@@ -311,13 +336,20 @@ func saturatedRate(ctx context.Context, o Options) (float64, error) {
 		return 0, err
 	}
 	defer stop()
-	warm, measure := min(time.Second, o.Duration/4), min(3*time.Second, o.Duration)
+	// At least a second counted, whatever the runs' duration: a shorter
+	// window on a loaded machine can close before the first calls
+	// (their connections made) come back.
+	warm, measure := min(time.Second, max(o.Duration/4, 250*time.Millisecond)), min(3*time.Second, max(o.Duration, time.Second))
 	start := time.Now()
-	var done atomic.Int64
+	var done, sent, ok atomic.Int64
 	rng := rand.New(rand.NewPCG(o.Seed, 1))
 	err = arrivals(ctx, rng, warm+measure, func(time.Duration) float64 { return 1.25 * o.Capacity() }, func(time.Duration) func() {
 		return func() {
+			sent.Add(1)
 			out := runTask(ctx, cc, o.Deadline, "calibration", 1)
+			if out.ok {
+				ok.Add(1)
+			}
 			if at := time.Since(start); out.ok && at >= warm && at < warm+measure {
 				done.Add(1)
 			}
@@ -327,7 +359,7 @@ func saturatedRate(ctx context.Context, o Options) (float64, error) {
 		return 0, err
 	}
 	if done.Load() == 0 {
-		return 0, errors.New("no call completed")
+		return 0, fmt.Errorf("no call completed in the %v measured (%d tasks sent, %d succeeded)", measure, sent.Load(), ok.Load())
 	}
 	return float64(done.Load()) / measure.Seconds(), nil
 }
