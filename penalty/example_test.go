@@ -26,6 +26,17 @@ func ExampleOption() {
 	// Output: pbox
 }
 
+// A noisy stream's penalties are sized to keep its requests within a
+// factor of their uncontrolled latency: 1.4 by default, 1.2 here for a
+// stream whose own latency matters more.
+func ExampleWithMaxSlowdown() {
+	p := penalty.New(penalty.WithMaxSlowdown(1.2))
+	ctl := moirai.New(moirai.WithPolicy(p))
+	defer ctl.Close()
+	fmt.Println(p.Name())
+	// Output: pbox
+}
+
 // Stats reports the penalties decided, how their lengths adapted, and per
 // noisy class how many adaptations it took to reach a fixed length.
 func ExampleStats() {

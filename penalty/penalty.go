@@ -522,10 +522,10 @@ func (p *Policy) ended(r *record) {
 		// The task went on holding or waiting after the last snapshot
 		// saw it, for half a window on average.
 		if u.holding {
-			u.hold += 0
+			u.hold += p.window / 2
 		}
 		if u.waiting {
-			u.wait += 0
+			u.wait += p.window / 2
 		}
 		k := holdKey{r.class, u.res}
 		d, ok := p.done[k]
