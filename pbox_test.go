@@ -278,14 +278,15 @@ func TestPenaltiesLockOrdering(t *testing.T) {
 
 // noisyStreamScenario is noisyScenario with the noisy work as a stream of
 // requests: two clients send, back to back, requests that each take the
-// lock once for 8 ms. It returns the light requests' mean latency and how
-// many noisy requests served a penalty.
-func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.Duration, penalized int64) {
+// lock once for 8 ms. It returns the light requests' mean latency, the
+// noisy requests' mean latency, and how many noisy requests served a
+// penalty.
+func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean, noisyMean time.Duration, penalized int64) {
 	t.Helper()
 	table := ctl.Mutex("table")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var served atomic.Int64
+	var served, noisy, noisyTotal atomic.Int64
 	for range 2 {
 		wg.Go(func() {
 			for {
@@ -294,6 +295,7 @@ func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.D
 					return
 				default:
 				}
+				start := time.Now()
 				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy", Cancellable: true})
 				err := table.Lock(ctx)
 				if err == nil {
@@ -304,25 +306,28 @@ func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.D
 					served.Add(1)
 				}
 				tk.End(err)
+				noisy.Add(1)
+				noisyTotal.Add(int64(time.Since(start)))
 			}
 		})
 	}
 	lightMean = lightLoad(ctl, table, true)
 	close(stop)
 	wg.Wait()
-	return lightMean, served.Load()
+	return lightMean, time.Duration(noisyTotal.Load() / max(noisy.Load(), 1)), served.Load()
 }
 
 // TestDefaultPenalizesNoisyStream: the default controller holds back a
 // noisy stream of requests, each taking the lock once, through the
-// penalties its requests leave to the next; WithPenalties(false) does not.
+// penalties its requests leave to the next, within the slowdown the
+// penalty policy allows the stream; WithPenalties(false) does not.
 func TestDefaultPenalizesNoisyStream(t *testing.T) {
-	var without, with time.Duration
+	var without, with, noisyWithout, noisyWith time.Duration
 	synctest.Test(t, func(t *testing.T) {
 		ctl := moirai.New(moirai.WithPenalties(false))
 		defer ctl.Close()
 		var served int64
-		without, served = noisyStreamScenario(t, ctl)
+		without, noisyWithout, served = noisyStreamScenario(t, ctl)
 		if served != 0 || len(ctl.Decisions()) != 0 {
 			t.Errorf("without penalties: %d noisy requests penalized, %d decisions", served, len(ctl.Decisions()))
 		}
@@ -331,7 +336,7 @@ func TestDefaultPenalizesNoisyStream(t *testing.T) {
 		ctl := moirai.New()
 		defer ctl.Close()
 		var served int64
-		with, served = noisyStreamScenario(t, ctl)
+		with, noisyWith, served = noisyStreamScenario(t, ctl)
 		if served == 0 {
 			t.Errorf("no noisy request served a penalty; %d decisions", len(ctl.Decisions()))
 		}
@@ -344,7 +349,12 @@ func TestDefaultPenalizesNoisyStream(t *testing.T) {
 	if with >= without*3/4 {
 		t.Errorf("light mean latency %v with the defaults, %v without penalties; want at least a quarter less", with, without)
 	}
-	t.Logf("light mean latency: %v without penalties, %v with the defaults", without, with)
+	// The budget aims at penalty.DefaultMaxSlowdown; the limit
+	// is 1.5.
+	if slow := float64(noisyWith) / float64(noisyWithout); slow > 1.5 {
+		t.Errorf("noisy mean latency %v with the defaults, %v without penalties: %.2f× slower, want at most 1.5×", noisyWith, noisyWithout, slow)
+	}
+	t.Logf("light mean latency: %v without penalties, %v with the defaults; noisy: %v and %v", without, with, noisyWithout, noisyWith)
 }
 
 // TestPenaltyOfEndedTask: a penalty decided on a task that ended before

@@ -73,7 +73,7 @@
 // A penalty slows the stream it throttles. Once a class has been
 // penalized on a lock or a queue and followed for 8 snapshots, its cap is
 // instead the one that keeps its requests within β times their
-// uncontrolled latency L0 (β = [DefaultMaxSlowdown], 1.4;
+// uncontrolled latency L0 (β = [DefaultMaxSlowdown], 1.3;
 // [WithMaxSlowdown]): cap = (β·L0 − h − w)/max(f, ½), with h and w its
 // requests' hold of the resource and wait for it, and f the share of them
 // that served a penalty (moving averages over the class's tasks that

@@ -27,7 +27,7 @@ func ExampleOption() {
 }
 
 // A noisy stream's penalties are sized to keep its requests within a
-// factor of their uncontrolled latency: 1.4 by default, 1.2 here for a
+// factor of their uncontrolled latency: 1.3 by default, 1.2 here for a
 // stream whose own latency matters more.
 func ExampleWithMaxSlowdown() {
 	p := penalty.New(penalty.WithMaxSlowdown(1.2))

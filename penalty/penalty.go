@@ -43,7 +43,7 @@ const (
 	// the policy lets a noisy stream become: its penalties' cap is set so
 	// that its requests take at most this many times their uncontrolled
 	// latency (see WithMaxSlowdown).
-	DefaultMaxSlowdown = 1.4
+	DefaultMaxSlowdown = 1.3
 )
 
 // Option configures a [Policy].

@@ -440,15 +440,15 @@ func TestCapKeepsSlowdownBudget(t *testing.T) {
 		opts   []penalty.Option
 		lo, hi time.Duration
 	}{
-		// L0 = 4·20 = 80 ms; 1.4·80 − 20 − 30 = 62 ms.
-		{name: "every request penalized", served: 10 * ms, lo: 62 * ms, hi: 62 * ms},
-		// f = 0 counts as ½: 124 ms.
-		{name: "none penalized yet", lo: 124 * ms, hi: 124 * ms},
+		// L0 = 4·20 = 80 ms; 1.3·80 − 20 − 30 = 54 ms.
+		{name: "every request penalized", served: 10 * ms, lo: 54 * ms, hi: 54 * ms},
+		// f = 0 counts as ½: 108 ms.
+		{name: "none penalized yet", lo: 108 * ms, hi: 108 * ms},
 		// β = 2: 2·80 − 50 = 110 ms.
 		{name: "a budget of 2", served: 10 * ms, opts: []penalty.Option{penalty.WithMaxSlowdown(2)}, lo: 110 * ms, hi: 110 * ms},
-		// ρ = ½: L0 = 160 ms, 1.4·160 − 50 = 174 ms, within the 20 %
+		// ρ = ½: L0 = 160 ms, 1.3·160 − 50 = 158 ms, within the 20 %
 		// deadband the cap moves by.
-		{name: "others hold the lock half the time", served: 10 * ms, every: 2, lo: 145 * ms, hi: 209 * ms},
+		{name: "others hold the lock half the time", served: 10 * ms, every: 2, lo: 132 * ms, hi: 190 * ms},
 	} {
 		if got := settle(tt.served, tt.every, tt.opts...); got < tt.lo || got > tt.hi {
 			t.Errorf("%s: cap %v, want %v to %v", tt.name, got, tt.lo, tt.hi)
@@ -483,7 +483,7 @@ func TestSharedStreamOnlyCut(t *testing.T) {
 		}
 	}
 	if c != penalty.DefaultMaxPenalty {
-		t.Errorf("cap %v, want %v (the budget alone would give 124ms)", c, penalty.DefaultMaxPenalty)
+		t.Errorf("cap %v, want %v (the budget alone would give 108ms)", c, penalty.DefaultMaxPenalty)
 	}
 }
 
@@ -529,7 +529,7 @@ func TestStreamFollowedThenForgotten(t *testing.T) {
 		}
 		return out
 	}
-	want := []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 62 * ms, 62 * ms}
+	want := []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 54 * ms, 54 * ms}
 	if got := caps(10); !slices.Equal(got, want) {
 		t.Fatalf("caps %v, want %v", got, want)
 	}
