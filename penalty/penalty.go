@@ -276,16 +276,13 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	for _, u := range s.Usage {
 		if u.Held > 0 {
 			holders[u.Res] = append(holders[u.Res], hold{int(u.Task), u.Res, u.Hold})
-			class := s.Tasks[u.Task].Class
-			p.sawHold(class, s.Resources[u.Res].ID, u.Hold)
-			if _, ok := live[class]; ok {
-				k := holdKey{class, s.Resources[u.Res].ID}
-				if _, ok := p.streams[k]; ok {
-					h := held[k]
-					h.units += u.Held
-					h.holders++
-					held[k] = h
-				}
+			k := holdKey{s.Tasks[u.Task].Class, s.Resources[u.Res].ID}
+			p.sawHold(k.class, k.res, u.Hold)
+			if _, ok := p.streams[k]; ok && held != nil {
+				h := held[k]
+				h.units += u.Held
+				h.holders++
+				held[k] = h
 			}
 		}
 		if u.Waiting > 0 {
@@ -566,10 +563,14 @@ func (p *Policy) capFor(s *snapshot.Snapshot, class string, ri int32) time.Durat
 	}
 	r := &s.Resources[ri]
 	k := holdKey{class, r.ID}
-	st := p.streams[k]
-	if st == nil && len(p.streams) < maxStreams {
-		st = &stream{}
-		p.streams[k] = st
+	// Only a stream that can have a budget is followed.
+	var st *stream
+	if p.slowdown > 1 && (r.Kind == resource.KindLock || r.Kind == resource.KindQueue) {
+		st = p.streams[k]
+		if st == nil && len(p.streams) < maxStreams {
+			st = &stream{}
+			p.streams[k] = st
+		}
 	}
 	d, ok := p.done[k]
 	if !ok {
@@ -578,8 +579,7 @@ func (p *Policy) capFor(s *snapshot.Snapshot, class string, ri int32) time.Durat
 	c := capacityOf(r)
 	held := d.served + d.wait - d.hold/time.Duration(2*c)
 	queue := max(p.max, min(held, task.MaxPenalty))
-	if p.slowdown <= 1 || st == nil || st.samples < minSamples ||
-		(r.Kind != resource.KindLock && r.Kind != resource.KindQueue) {
+	if st == nil || st.samples < minSamples {
 		return queue
 	}
 	b := p.budget(st, d, c)

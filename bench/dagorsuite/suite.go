@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/moirai-go/moirai/bench"
+	"github.com/moirai-go/moirai/internal/sleep"
 )
 
 // Suite is the suite's name in rows and on the command line.
@@ -304,16 +305,12 @@ func startPair(ctx context.Context, o Options, ctl string) (cc *grpc.ClientConn,
 func ready(ctx context.Context, cc *grpc.ClientConn, deadline time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for {
-		if runTask(ctx, cc, deadline, "ready", 1).ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dagorsuite: A and M did not answer a call within 10s: %w", context.Cause(ctx))
-		case <-time.After(10 * time.Millisecond):
+	for !runTask(ctx, cc, deadline, "ready", 1).ok {
+		if err := sleep.For(ctx, 10*time.Millisecond); err != nil {
+			return fmt.Errorf("dagorsuite: A and M did not answer a call within 10s: %w", err)
 		}
 	}
+	return nil
 }
 
 // saturatedRate measures the rate at which M completes calls when it is
