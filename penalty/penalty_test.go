@@ -279,13 +279,7 @@ func TestCapFollowsStreamQueue(t *testing.T) {
 				t.Fatalf("decisions %+v, want the holder penalized", ds)
 			}
 			d = ds[0].Delay
-			var capped time.Duration
-			for _, a := range ds[0].Details {
-				if a.Key == "cap" {
-					capped = a.Value.Duration()
-				}
-			}
-			if capped < d {
+			if capped := capOf(t, ds[0]); capped < d {
 				t.Fatalf("decision's details say cap %v, below its penalty %v", capped, d)
 			}
 		}
