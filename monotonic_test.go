@@ -27,7 +27,7 @@ var wallClockAllowed = map[string]string{
 // (Round(0), Truncate(0)) in a non-test file of the library, outside the
 // list above. The harness, the commands and the demo are not the library.
 func TestMonotonicOnly(t *testing.T) {
-	skip := []string{"bench", "cmd", "internal/demo", "analysis", "docs", "scripts", ".ci"}
+	skip := []string{"bench", "cmd", "analysis", "docs", "scripts", ".ci"}
 	fset := token.NewFileSet()
 	var found []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

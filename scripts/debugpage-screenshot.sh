@@ -1,8 +1,8 @@
 #!/bin/sh
 # debugpage-screenshot.sh regenerates docs/debugpage.png: the live page in
 # headless Chromium after a real cancellation, with live tasks holding and
-# waiting (debugpage.TestPageInChromium). Needs chromium
+# waiting (bench/browser.TestPageInChromium). Needs chromium
 # (scripts/install-chromium.sh).
 set -eu
 cd "$(dirname "$0")/.."
-MOIRAI_SCREENSHOT="$PWD/docs/debugpage.png" go test ./debugpage -run '^TestPageInChromium$' -count=1 -v
+MOIRAI_SCREENSHOT="$PWD/docs/debugpage.png" go test ./bench/browser -run '^TestPageInChromium$' -count=1 -v

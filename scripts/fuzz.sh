@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh: run every fuzz target of the module for a while each and
-# keep what they found interesting as committed seed corpus.
+# scripts/fuzz.sh: run every fuzz target of every module of the workspace
+# (go.work) for a while each and keep what they found interesting as
+# committed seed corpus.
 #
 #   scripts/fuzz.sh                 every target, 5 minutes each, 2 at a time
 #   FUZZTIME=30s JOBS=1 scripts/fuzz.sh
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-5m}
 jobs=${JOBS:-2}
 keep=${KEEP:-1}
-pkgs=("${@:-./...}")
+pkgs=("${@:-github.com/moirai-go/moirai/...}")
 cache=$(go env GOCACHE)/fuzz
 log=$(mktemp -d)
 

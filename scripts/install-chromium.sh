@@ -1,6 +1,6 @@
 #!/bin/sh
 # install-chromium.sh installs Debian's headless-capable Chromium, which the
-# live page's browser test (debugpage.TestPageInChromium) and the
+# live page's browser test (bench/browser.TestPageInChromium) and the
 # screenshot command (scripts/debugpage-screenshot.sh) drive. Idempotent:
 # it installs only when no chromium is on the PATH.
 set -eu

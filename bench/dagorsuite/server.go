@@ -17,7 +17,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/grpcmw"
-	"github.com/moirai-go/moirai/internal/grpcserve"
+	"github.com/moirai-go/moirai/bench/internal/grpcserve"
 )
 
 // Roles of the suite's server processes.

@@ -2,13 +2,20 @@ module github.com/moirai-go/moirai/bench/peers
 
 go 1.25.0
 
-replace github.com/moirai-go/moirai => ../..
+replace (
+	github.com/moirai-go/moirai => ../..
+	github.com/moirai-go/moirai/bench => ..
+	github.com/moirai-go/moirai/grpcmw => ../../grpcmw
+	github.com/moirai-go/moirai/guard => ../../guard
+	github.com/moirai-go/moirai/metrics => ../../metrics
+)
 
 require (
 	github.com/alibaba/sentinel-golang v1.0.4
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-kratos/aegis v0.2.0
 	github.com/moirai-go/moirai v0.0.0-00010101000000-000000000000
+	github.com/moirai-go/moirai/bench v0.0.0-00010101000000-000000000000
 	github.com/platinummonkey/go-concurrency-limits v0.8.0
 )
 
@@ -21,6 +28,8 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/lufia/plan9stats v0.0.0-20230110061619-bbe2e5e100de // indirect
+	github.com/moirai-go/moirai/grpcmw v0.0.0-00010101000000-000000000000 // indirect
+	github.com/moirai-go/moirai/metrics v0.0.0-00010101000000-000000000000 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20221212215047-62379fc7944b // indirect

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/moirai-go/moirai/internal/demo"
+	"github.com/moirai-go/moirai/bench/demo"
 )
 
 func newDemoCommand(g *globalFlags) *cobra.Command {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/moirai-go/moirai"
-	"github.com/moirai-go/moirai/internal/demo"
+	"github.com/moirai-go/moirai/bench/demo"
 )
 
 func TestDemoLivePageFollowsTheRun(t *testing.T) {

@@ -1,4 +1,4 @@
-package debugpage_test
+package browser_test
 
 import (
 	"context"
