@@ -11,14 +11,14 @@ import (
 
 // Defaults of [NewDAGOR], DAGOR's (SoCC'18 §4).
 const (
-	DefaultDAGORWindow      = time.Second
-	DefaultDAGORWindowCount = 2000
-	DefaultDAGORThreshold   = 20 * time.Millisecond
-	DefaultDAGORAlpha       = 0.05
-	DefaultDAGORBeta        = 0.01
-	// DefaultDAGORGrace is how long after a cut continuations are still
+	DefaultWindow      = time.Second
+	DefaultWindowCount = 2000
+	DefaultThreshold   = 20 * time.Millisecond
+	DefaultAlpha       = 0.05
+	DefaultBeta        = 0.01
+	// DefaultGrace is how long after a cut continuations are still
 	// admitted at the level before it (see [DAGOR.AdmitContinuation]).
-	DefaultDAGORGrace = time.Second
+	DefaultGrace = time.Second
 )
 
 // Sizes of the compound admission level.
@@ -62,7 +62,7 @@ func prioIndex(p task.Priority) int32 {
 	return b*UserLevels + u
 }
 
-// dagorConfig is what DAGOROptions set.
+// dagorConfig is what Options set.
 type dagorConfig struct {
 	window      time.Duration
 	windowCount int64
@@ -72,13 +72,13 @@ type dagorConfig struct {
 	regular     func(bool)
 }
 
-// A DAGOROption configures [NewDAGOR].
-type DAGOROption func(*dagorConfig)
+// An Option configures [NewDAGOR].
+type Option func(*dagorConfig)
 
-// WithDAGORWindow sets the detection window: it closes after d or after n
+// WithWindow sets the detection window: it closes after d or after n
 // started requests, whichever comes first (1 s and 2,000 by default).
 // Non-positive values leave the defaults.
-func WithDAGORWindow(d time.Duration, n int) DAGOROption {
+func WithWindow(d time.Duration, n int) Option {
 	return func(c *dagorConfig) {
 		if d > 0 {
 			c.window = d
@@ -89,9 +89,9 @@ func WithDAGORWindow(d time.Duration, n int) DAGOROption {
 	}
 }
 
-// WithDAGORThreshold sets the average queueing time above which a window
+// WithThreshold sets the average queueing time above which a window
 // counts as overloaded (20 ms by default). A non-positive d leaves it.
-func WithDAGORThreshold(d time.Duration) DAGOROption {
+func WithThreshold(d time.Duration) Option {
 	return func(c *dagorConfig) {
 		if d > 0 {
 			c.threshold = d
@@ -99,10 +99,10 @@ func WithDAGORThreshold(d time.Duration) DAGOROption {
 	}
 }
 
-// WithDAGORSteps sets α, the fraction by which the admitted load shrinks
+// WithSteps sets α, the fraction by which the admitted load shrinks
 // after an overloaded window, and β, the fraction by which it grows after
 // a calm one (5 % and 1 % by default). Values outside (0, 1) leave them.
-func WithDAGORSteps(alpha, beta float64) DAGOROption {
+func WithSteps(alpha, beta float64) Option {
 	return func(c *dagorConfig) {
 		if alpha > 0 && alpha < 1 {
 			c.alpha = alpha
@@ -113,13 +113,13 @@ func WithDAGORSteps(alpha, beta float64) DAGOROption {
 	}
 }
 
-// WithDAGORGrace sets how long after the level falls a continuation (a
+// WithGrace sets how long after the level falls a continuation (a
 // call of a task that an earlier call already got through, see
 // [DAGOR.AdmitContinuation]) is still admitted at the level before the
 // fall (1 s by default, about a request's deadline). A negative d turns
 // continuations off: they are admitted as any request; 0 leaves the
 // default.
-func WithDAGORGrace(d time.Duration) DAGOROption {
+func WithGrace(d time.Duration) Option {
 	return func(c *dagorConfig) {
 		if d != 0 {
 			c.grace = max(d, 0)
@@ -127,11 +127,11 @@ func WithDAGORGrace(d time.Duration) DAGOROption {
 	}
 }
 
-// WithDAGOROverloadHook sets a function called at the end of every window
+// WithOverloadHook sets a function called at the end of every window
 // with whether the window was overloaded. It is how a controller learns that
 // the server is in "regular" overload (queueing, not a contended resource);
 // see moirai.WithRegularOverload.
-func WithDAGOROverloadHook(f func(overloaded bool)) DAGOROption {
+func WithOverloadHook(f func(overloaded bool)) Option {
 	return func(c *dagorConfig) { c.regular = f }
 }
 
@@ -183,14 +183,14 @@ type DAGOR struct {
 
 // NewDAGOR returns a DAGOR admitter that admits everything until its first
 // overloaded window.
-func NewDAGOR(opts ...DAGOROption) *DAGOR {
+func NewDAGOR(opts ...Option) *DAGOR {
 	d := &DAGOR{cfg: dagorConfig{
-		window:      DefaultDAGORWindow,
-		windowCount: DefaultDAGORWindowCount,
-		threshold:   DefaultDAGORThreshold,
-		alpha:       DefaultDAGORAlpha,
-		beta:        DefaultDAGORBeta,
-		grace:       DefaultDAGORGrace,
+		window:      DefaultWindow,
+		windowCount: DefaultWindowCount,
+		threshold:   DefaultThreshold,
+		alpha:       DefaultAlpha,
+		beta:        DefaultBeta,
+		grace:       DefaultGrace,
 	}}
 	for _, o := range opts {
 		o(&d.cfg)
@@ -241,7 +241,7 @@ func (d *DAGOR) arrive(i int32) {
 
 // AdmitContinuation is [DAGOR.AdmitPriority] for a call of a task that an
 // earlier call already got through (to this server or another): for the
-// grace period after the level falls ([WithDAGORGrace]), such a call is
+// grace period after the level falls ([WithGrace]), such a call is
 // admitted at the level before the fall (the highest such level when the
 // level fell more than once in the period). DAGOR gives all the calls of a
 // task one priority so that a task is admitted or rejected whole, but that

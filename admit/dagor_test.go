@@ -126,7 +126,7 @@ func newFluid(capacity, feed float64) *fluid { return newTaskFluid(capacity, fee
 // newTaskFluid feeds feed times the capacity in tasks of calls calls, each
 // service ms after the one before.
 func newTaskFluid(capacity, feed float64, calls, service int) *fluid {
-	return &fluid{d: admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30)), cap: capacity,
+	return &fluid{d: admit.NewDAGOR(admit.WithWindow(100*time.Millisecond, 1<<30)), cap: capacity,
 		feed: feed * capacity / float64(calls), calls: calls, service: service, later: map[time.Duration][]fluidCall{},
 		rng: rand.New(rand.NewPCG(1, uint64(calls)))}
 }
@@ -197,8 +197,8 @@ func TestDAGORSettlesAtCapacityUnderCooperation(t *testing.T) {
 			if over := float64(admitted)/6000 - 1; over > 0.02 {
 				t.Errorf("%d calls, feed %v×: admitted %.3f of the capacity after settling, want ≤ 1.02", calls, feed, 1+over)
 			}
-			if worst > 4*admit.DefaultDAGORThreshold {
-				t.Errorf("%d calls, feed %v×: a call queued %v after settling, want ≤ %v", calls, feed, worst, 4*admit.DefaultDAGORThreshold)
+			if worst > 4*admit.DefaultThreshold {
+				t.Errorf("%d calls, feed %v×: a call queued %v after settling, want ≤ %v", calls, feed, worst, 4*admit.DefaultThreshold)
 			}
 			if l := f.d.Level(); l.Business != 1 {
 				t.Errorf("%d calls, feed %v×: level %v outside business priority 1", calls, feed, l)
@@ -230,8 +230,8 @@ func TestDAGORBusyAcrossSeeds(t *testing.T) {
 				f.run(3000)
 				_, started, worst := f.run(12000)
 				busy += float64(started) / 12000
-				if worst > 4*admit.DefaultDAGORThreshold {
-					t.Errorf("%d calls, feed %v×, seed %d: a call queued %v, want ≤ %v", calls, feed, seed, worst, 4*admit.DefaultDAGORThreshold)
+				if worst > 4*admit.DefaultThreshold {
+					t.Errorf("%d calls, feed %v×, seed %d: a call queued %v, want ≤ %v", calls, feed, seed, worst, 4*admit.DefaultThreshold)
 				}
 			}
 			busy /= 6
@@ -281,16 +281,16 @@ func TestDAGORClimbsBlindlyIntoUnknownLevels(t *testing.T) {
 // level to about (1−α) of what it started, at once, not by α of what
 // arrived.
 func TestDAGORCutsToWhatTheServerStarts(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30))
+	d := admit.NewDAGOR(admit.WithWindow(100*time.Millisecond, 1<<30))
 	var now time.Duration
 	for i := range 800 {
 		now = time.Duration(i) * time.Millisecond / 8
 		d.AdmitPriority(now, task.Priority{Business: 1, User: uint8(i % admit.UserLevels)})
 		if i%8 == 0 {
-			d.Started(now, admit.DefaultDAGORThreshold*3/2)
+			d.Started(now, admit.DefaultThreshold*3/2)
 		}
 	}
-	d.Started(100*time.Millisecond, admit.DefaultDAGORThreshold*3/2) // closes the window
+	d.Started(100*time.Millisecond, admit.DefaultThreshold*3/2) // closes the window
 	l := d.Level()
 	// 101 started of 800 arrivals spread evenly over 128 user levels:
 	// At 1.5 thresholds, (1−α/2)·101, less the backlog beyond 3/4 of the
@@ -303,7 +303,7 @@ func TestDAGORCutsToWhatTheServerStarts(t *testing.T) {
 
 func TestDAGORWindowByCount(t *testing.T) {
 	var calls []bool
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10), admit.WithDAGOROverloadHook(func(o bool) { calls = append(calls, o) }))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10), admit.WithOverloadHook(func(o bool) { calls = append(calls, o) }))
 	for i := 0; i < 10; i++ {
 		d.AdmitPriority(0, task.Priority{})
 		d.Started(0, time.Second)
@@ -403,7 +403,7 @@ func FuzzParseLevel(f *testing.F) {
 // BenchmarkAdmitPriority is the DAGOR level check with a priority, the
 // middleware's hot path (target: <= 30 ns, 0 allocs).
 func BenchmarkAdmitPriority(b *testing.B) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 1<<62))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 1<<62))
 	p := task.Priority{Business: 3, User: 40}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -418,7 +418,7 @@ func BenchmarkAdmitPriority(b *testing.B) {
 // is taking effect, and the delays of the requests started now come from
 // the backlog built before it.
 func TestDAGORHoldsWhileDraining(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 100))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 100))
 	var now time.Duration
 	var prios []task.Priority
 	for u := range uint8(128) {
@@ -516,7 +516,7 @@ func TestDAGORCountsRejectionsByBusinessPriority(t *testing.T) {
 func TestDAGORContinuationGrace(t *testing.T) {
 	low := task.Priority{Business: 3, User: 100}
 	for _, grace := range []time.Duration{time.Second, -1} {
-		d := admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30), admit.WithDAGORGrace(grace))
+		d := admit.NewDAGOR(admit.WithWindow(100*time.Millisecond, 1<<30), admit.WithGrace(grace))
 		// One overloaded window: the level falls from fully open.
 		for i := range 100 {
 			now := time.Duration(i) * time.Millisecond
@@ -559,7 +559,7 @@ func TestDAGORContinuationGrace(t *testing.T) {
 // continuation is still admitted at the level before the first one, for
 // the grace period after it.
 func TestDAGORContinuationGraceSpansCuts(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(100*time.Millisecond, 1<<30))
+	d := admit.NewDAGOR(admit.WithWindow(100*time.Millisecond, 1<<30))
 	var now time.Duration
 	overloaded := func() admit.Level {
 		for i := range 100 {
@@ -580,7 +580,7 @@ func TestDAGORContinuationGraceSpansCuts(t *testing.T) {
 	if !d.AdmitContinuation(now, between) || !d.AdmitContinuation(now, above) {
 		t.Fatal("a continuation above the second cut refused within the grace of the first")
 	}
-	if d.AdmitContinuation(now+admit.DefaultDAGORGrace, between) {
+	if d.AdmitContinuation(now+admit.DefaultGrace, between) {
 		t.Fatal("a continuation admitted by the grace after it ended")
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
-	"github.com/moirai-go/moirai/admit"
-	"github.com/moirai-go/moirai/cancel"
+	"github.com/moirai-go/moirai/bench/baseline"
 )
 
 // none is no control: moirai traces, nothing acts. Normal runs use it too.
@@ -17,8 +16,7 @@ var none = Controller{
 	},
 }
 
-// The baselines a user would otherwise reach for, each from the library
-// package where a user would pick it.
+// The baselines a user would otherwise reach for, from package baseline.
 func init() {
 	RegisterController(none)
 	RegisterController(Controller{
@@ -26,7 +24,7 @@ func init() {
 		Describe: "victim dropping: cancel a request whose lock and queue waits reach its latency budget (Protego, NSDI'23)",
 		Options: func(slo time.Duration) []moirai.Option {
 			return append(harnessTicks(),
-				moirai.WithPolicy(cancel.NewProtego(slo)),
+				moirai.WithPolicy(baseline.NewProtego(slo)),
 				// Protego drops every request over budget: no spacing.
 				moirai.WithMinCancelInterval(0))
 		},
@@ -35,12 +33,12 @@ func init() {
 		Name:     "codel",
 		Describe: "CoDel on the queueing delay of the worker slots, target 5 ms, interval 100 ms",
 		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithTraceOnly()) },
-		Admitter: func(time.Duration) Admitter { return admit.NewCoDel() },
+		Admitter: func(time.Duration) Admitter { return baseline.NewCoDel() },
 	})
 	RegisterController(Controller{
 		Name:     "breakwater",
 		Describe: "Breakwater-like credits sized by AIMD on queueing delay, target scaled to service time",
 		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithTraceOnly()) },
-		Admitter: func(time.Duration) Admitter { return admit.NewBreakwater() },
+		Admitter: func(time.Duration) Admitter { return baseline.NewBreakwater() },
 	})
 }

@@ -16,7 +16,7 @@ import (
 // TestAdmissionSection: an overloaded DAGOR's level and refusals per
 // business priority are on the page.
 func TestAdmissionSection(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Second, 100))
+	d := admit.NewDAGOR(admit.WithWindow(time.Second, 100))
 	now := time.Duration(0)
 	var prios []task.Priority
 	for b := uint8(0); b < 4; b++ {

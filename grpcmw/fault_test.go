@@ -128,7 +128,7 @@ func TestDownstreamKilledAndRestarted(t *testing.T) {
 		t.Fatalf("path after failed calls: %d held, %d waiting, %d completed; want 0, 0, 5", p.InUse(), p.Waiting(), p.Completed())
 	}
 
-	down.start(t, admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10)))
+	down.start(t, admit.NewDAGOR(admit.WithWindow(time.Hour, 10)))
 	waitFor(t, func() bool { return check() == nil })
 	for range 5 {
 		if err := check(); err != nil {

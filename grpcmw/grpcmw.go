@@ -59,10 +59,11 @@ type config struct {
 // codes.ResourceExhausted before any task begins.
 func WithAdmission(d *admit.DAGOR) Option { return func(c *config) { c.dagor = d } }
 
-// WithAdmitter runs a priority-blind admitter (admit.CoDel, admit.Random,
-// admit.Breakwater) on every call: Admit at arrival, Started when the
-// handler gets a worker (a false Started, CoDel's drop at dequeue, rejects
-// the call then), Done when it returns. Rejected calls fail with
+// WithAdmitter runs a priority-blind admitter (the lab's baselines CoDel,
+// Breakwater and random shedding, in package bench/baseline) on every
+// call: Admit at arrival, Started when the handler gets a worker (a false
+// Started, CoDel's drop at dequeue, rejects the call then), Done when it
+// returns. Rejected calls fail with
 // codes.ResourceExhausted. It may be combined with WithAdmission; DAGOR's
 // check runs first.
 func WithAdmitter(a admit.Admitter) Option { return func(c *config) { c.admitter = a } }

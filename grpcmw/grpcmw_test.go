@@ -22,7 +22,7 @@ import (
 )
 
 func overloaded(t *testing.T) *admit.DAGOR {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10))
 	for w := 0; w < 30; w++ {
 		for i := 0; i < 10; i++ {
 			d.AdmitPriority(0, moirai.Priority{})
@@ -297,7 +297,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // metadata changes neither the server's level nor what other callers are
 // admitted at.
 func TestClientCannotLowerAnothersLevel(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10))
 	before := d.Level()
 	ctl, c, hs := setup(t, []grpcmw.Option{grpcmw.WithAdmission(d)}, nil)
 	hostile := metadata.AppendToOutgoingContext(t.Context(),
@@ -328,7 +328,7 @@ func TestClientCannotLowerAnothersLevel(t *testing.T) {
 // its last cut; a server that does not trust the peer ignores the mark.
 func TestContinuationAdmittedInTheGrace(t *testing.T) {
 	cut := func() *admit.DAGOR {
-		d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10), admit.WithDAGORGrace(time.Hour))
+		d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10), admit.WithGrace(time.Hour))
 		for i := 0; i < 10; i++ {
 			d.AdmitPriority(0, moirai.Priority{})
 			d.AdmitPriority(0, grpcmw.Lowest)

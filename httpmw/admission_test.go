@@ -16,7 +16,7 @@ import (
 
 // overloaded returns a DAGOR whose level rejects the lowest priority.
 func overloaded(t *testing.T) *admit.DAGOR {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10))
 	for w := 0; w < 30; w++ {
 		for i := 0; i < 10; i++ {
 			d.AdmitPriority(0, moirai.Priority{})
@@ -201,7 +201,7 @@ func TestContinuation(t *testing.T) {
 		defer ctl.Close()
 		mid := moirai.Priority{Business: 5, User: 5}
 		for _, trusted := range []bool{true, false} {
-			d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10), admit.WithDAGORGrace(time.Hour))
+			d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10), admit.WithGrace(time.Hour))
 			for i := 0; i < 10; i++ { // one overloaded window: a cut from fully open
 				d.AdmitPriority(0, moirai.Priority{})
 				d.AdmitPriority(0, httpmw.Lowest)

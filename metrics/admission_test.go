@@ -33,7 +33,7 @@ moirai_admission_overloaded{admitter="http"} 0
 }
 
 func TestAdmissionCountsRejectionsByBusinessPriority(t *testing.T) {
-	d := admit.NewDAGOR(admit.WithDAGORWindow(time.Hour, 10))
+	d := admit.NewDAGOR(admit.WithWindow(time.Hour, 10))
 	for w := 0; w < 30; w++ {
 		for i := 0; i < 10; i++ {
 			d.AdmitPriority(0, task.Priority{})

@@ -16,8 +16,9 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
-	"github.com/moirai-go/moirai/grpcmw"
+	"github.com/moirai-go/moirai/bench/baseline"
 	"github.com/moirai-go/moirai/bench/internal/grpcserve"
+	"github.com/moirai-go/moirai/grpcmw"
 )
 
 // Roles of the suite's server processes.
@@ -107,15 +108,13 @@ func serverM(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 	}
 	q := ctl.Queue("m-workers", int64(cfg.Workers), backlog)
 	opts := []grpcmw.Option{grpcmw.WithQueue(q), grpcmw.WithTrustedPeer(func(context.Context) bool { return true })}
-	win := admit.WithDAGORWindow(cfg.Window, cfg.WindowCount)
-	thr := admit.WithDAGORThreshold(cfg.Threshold)
 	switch cfg.Controller {
 	case "random":
-		opts = append(opts, grpcmw.WithAdmitter(admit.NewRandom(win, thr)))
+		opts = append(opts, grpcmw.WithAdmitter(baseline.NewRandom(baseline.WithRandomWindow(cfg.Window, cfg.WindowCount), baseline.WithRandomThreshold(cfg.Threshold))))
 	case "codel":
-		opts = append(opts, grpcmw.WithAdmitter(admit.NewCoDel(admit.WithCoDelTarget(cfg.Threshold))))
+		opts = append(opts, grpcmw.WithAdmitter(baseline.NewCoDel(baseline.WithCoDelTarget(cfg.Threshold))))
 	case "dagor", "dagor-local":
-		opts = append(opts, grpcmw.WithAdmission(admit.NewDAGOR(win, thr)))
+		opts = append(opts, grpcmw.WithAdmission(admit.NewDAGOR(admit.WithWindow(cfg.Window, cfg.WindowCount), admit.WithThreshold(cfg.Threshold))))
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, opts...)))
 	return srv, workDesc(func(ctx context.Context, _ string) error {
@@ -155,9 +154,9 @@ func serverA(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var sre *admit.SRE
+	var sre *baseline.SRE
 	if cfg.Controller == "sre" {
-		sre = admit.NewSRE(admit.DefaultSREK, cfg.SREWindow)
+		sre = baseline.NewSRE(baseline.DefaultSREK, cfg.SREWindow)
 	}
 	start := time.Now()
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithPriority(prio))))

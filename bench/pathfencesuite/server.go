@@ -16,9 +16,9 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/bench/internal/grpcserve"
 	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/grpcmw"
-	"github.com/moirai-go/moirai/bench/internal/grpcserve"
 )
 
 // Roles of the suite's server processes.

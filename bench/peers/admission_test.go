@@ -20,6 +20,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/bench/baseline"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	})
 	b.Run("moirai-codel", func(b *testing.B) {
-		c := admit.NewCoDel()
+		c := baseline.NewCoDel()
 		b.ReportAllocs()
 		for b.Loop() {
 			now := ctl.Now()

@@ -1,4 +1,4 @@
-package admit_test
+package baseline_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/bench/baseline"
 )
 
 // runScript drives a with a script and returns the script with each
@@ -68,15 +69,15 @@ func runScript(t *testing.T, a admit.Admitter, script string) string {
 		case "done":
 			a.Done(dur(1), dur(2))
 		case "credits":
-			res = a.(*admit.Breakwater).Credits()
+			res = a.(*baseline.Breakwater).Credits()
 		case "inflight":
-			res = a.(*admit.Breakwater).InFlight()
+			res = a.(*baseline.Breakwater).InFlight()
 		case "target":
-			res = a.(*admit.Breakwater).Target()
+			res = a.(*baseline.Breakwater).Target()
 		case "dropping":
-			res = a.(*admit.CoDel).Dropping()
+			res = a.(*baseline.CoDel).Dropping()
 		case "drops":
-			res = a.(*admit.CoDel).Drops()
+			res = a.(*baseline.CoDel).Drops()
 		default:
 			t.Fatalf("%q: unknown command", line)
 		}

@@ -1,4 +1,4 @@
-package cancel
+package baseline
 
 import (
 	"cmp"
@@ -20,10 +20,10 @@ type protegoConfig struct {
 // A ProtegoOption configures [NewProtego].
 type ProtegoOption func(*protegoConfig)
 
-// WithMaxDrops caps the number of tasks one call to [Protego.Decide]
+// WithProtegoMaxDrops caps the number of tasks one call to [Protego.Decide]
 // proposes: when more tasks qualify, the ones with the lowest IDs are
 // proposed. A value of zero or less means no cap, the default.
-func WithMaxDrops(n int) ProtegoOption {
+func WithProtegoMaxDrops(n int) ProtegoOption {
 	return func(c *protegoConfig) { c.maxDrops = max(n, 0) }
 }
 

@@ -1,20 +1,17 @@
-package cancel_test
+package baseline_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
-	"github.com/moirai-go/moirai/cancel"
+	"github.com/moirai-go/moirai/bench/baseline"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The resources of the hand-built snapshots, by index.
 const (
@@ -122,7 +119,7 @@ func details(wait, lock, queue time.Duration, on string) map[string]string {
 func TestProtegoDecide(t *testing.T) {
 	tests := []struct {
 		name string
-		opts []cancel.ProtegoOption
+		opts []baseline.ProtegoOption
 		snap *snapshot.Snapshot
 		want []decision
 	}{
@@ -214,7 +211,7 @@ func TestProtegoDecide(t *testing.T) {
 		},
 		{
 			name: "capped, lowest IDs first",
-			opts: []cancel.ProtegoOption{cancel.WithMaxDrops(2)},
+			opts: []baseline.ProtegoOption{baseline.WithProtegoMaxDrops(2)},
 			snap: build(
 				tk{id: 30, cancellable: true, use: []use{waiting(lockA, 60*ms)}},
 				tk{id: 10, cancellable: true, use: []use{waiting(slots, 60*ms)}},
@@ -227,7 +224,7 @@ func TestProtegoDecide(t *testing.T) {
 		},
 		{
 			name: "a cap of zero means no cap",
-			opts: []cancel.ProtegoOption{cancel.WithMaxDrops(0)},
+			opts: []baseline.ProtegoOption{baseline.WithProtegoMaxDrops(0)},
 			snap: build(
 				tk{id: 1, cancellable: true, use: []use{waiting(lockA, 60*ms)}},
 				tk{id: 2, cancellable: true, use: []use{waiting(lockA, 60*ms)}},
@@ -252,7 +249,7 @@ func TestProtegoDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := cancel.NewProtego(50*ms, tt.opts...)
+			p := baseline.NewProtego(50*ms, tt.opts...)
 			got := p.Decide(tt.snap)
 			if diff := cmp.Diff(tt.want, summarize(got)); diff != "" {
 				t.Errorf("Decide() mismatch (-want +got):\n%s", diff)
@@ -297,7 +294,7 @@ func TestProtegoNeverProposesHoldersOrProtectedTasks(t *testing.T) {
 		}
 	}
 	s := build(tasks...)
-	got := cancel.NewProtego(50 * ms).Decide(s)
+	got := baseline.NewProtego(50 * ms).Decide(s)
 	seen := map[uint64]bool{}
 	for _, d := range got {
 		i := s.TaskByID(d.Task)
@@ -328,7 +325,7 @@ func TestProtegoDoesNotModifySnapshot(t *testing.T) {
 		tk{id: 2, cancellable: true, use: []use{waiting(lockA, 60*ms)}},
 		tk{id: 1, cancellable: true, use: []use{waited(slots, 10*ms), waiting(lockB, 60*ms)}},
 	)
-	if got := cancel.NewProtego(50 * ms).Decide(s); len(got) != 2 {
+	if got := baseline.NewProtego(50 * ms).Decide(s); len(got) != 2 {
 		t.Fatalf("Decide() = %d decisions, want 2", len(got))
 	}
 	type parts struct {
@@ -349,13 +346,13 @@ func TestNewProtegoPanicsOnNonPositiveBudget(t *testing.T) {
 					t.Errorf("NewProtego(%v) did not panic", b)
 				}
 			}()
-			cancel.NewProtego(b)
+			baseline.NewProtego(b)
 		}()
 	}
 }
 
 func TestProtegoName(t *testing.T) {
-	p := cancel.NewProtego(time.Second)
+	p := baseline.NewProtego(time.Second)
 	if p.Name() != "protego" || p.Budget() != time.Second {
 		t.Errorf("Name() = %q, Budget() = %v", p.Name(), p.Budget())
 	}

@@ -1,15 +1,16 @@
-package admit_test
+package baseline_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/bench/baseline"
 )
 
 func TestCoDel(t *testing.T) {
-	codel := func(opts ...admit.CoDelOption) func() admit.Admitter {
-		return func() admit.Admitter { return admit.NewCoDel(opts...) }
+	codel := func(opts ...baseline.CoDelOption) func() admit.Admitter {
+		return func() admit.Admitter { return baseline.NewCoDel(opts...) }
 	}
 	runScripts(t, []scriptCase{
 		{
@@ -152,7 +153,7 @@ func TestCoDel(t *testing.T) {
 		},
 		{
 			name: "the backlog rule can be turned off",
-			new:  codel(admit.WithCoDelBacklog(-1)),
+			new:  codel(baseline.WithCoDelBacklog(-1)),
 			script: `
 				admit 0 -> true
 				start 0 50ms -> true
@@ -168,7 +169,7 @@ func TestCoDel(t *testing.T) {
 		},
 		{
 			name: "target and interval options",
-			new:  codel(admit.WithCoDelTarget(time.Millisecond), admit.WithCoDelInterval(10*time.Millisecond)),
+			new:  codel(baseline.WithCoDelTarget(time.Millisecond), baseline.WithCoDelInterval(10*time.Millisecond)),
 			script: `
 				admitn 0 1000
 				start 0 2ms -> true
@@ -181,7 +182,7 @@ func TestCoDel(t *testing.T) {
 		},
 		{
 			name: "invalid options leave the defaults",
-			new:  codel(admit.WithCoDelTarget(0), admit.WithCoDelInterval(-time.Second)),
+			new:  codel(baseline.WithCoDelTarget(0), baseline.WithCoDelInterval(-time.Second)),
 			script: `
 				admitn 0 1000
 				start 0 5ms -> true

@@ -1,14 +1,14 @@
-package admit_test
+package baseline_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/bench/baseline"
 )
 
 func TestRandomShrinksUnderOverload(t *testing.T) {
-	r := admit.NewRandom()
+	r := baseline.NewRandom()
 	now := time.Duration(0)
 	for w := 0; w < 20; w++ {
 		for i := 0; i < 2000; i++ {
@@ -24,7 +24,7 @@ func TestRandomShrinksUnderOverload(t *testing.T) {
 }
 
 func TestSREThrottlesWhenRejected(t *testing.T) {
-	s := admit.NewSRE(2, time.Minute)
+	s := baseline.NewSRE(2, time.Minute)
 	now := time.Duration(0)
 	for i := 0; i < 1000; i++ {
 		s.Record(now, i%10 == 0) // 10 % accepted
@@ -40,7 +40,7 @@ func TestSREThrottlesWhenRejected(t *testing.T) {
 		t.Fatalf("RejectProbability after the window = %v, want 0", p)
 	}
 	// All accepted: never throttled.
-	s2 := admit.NewSRE(0, 0)
+	s2 := baseline.NewSRE(0, 0)
 	for i := 0; i < 100; i++ {
 		s2.Record(time.Duration(i)*time.Millisecond, true)
 	}

@@ -1,4 +1,4 @@
-package admit_test
+package baseline_test
 
 import (
 	"sync"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/bench/baseline"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,10 +20,10 @@ var admitters = []struct {
 	name string
 	new  func() admit.Admitter
 }{
-	{"codel", func() admit.Admitter { return admit.NewCoDel() }},
-	{"breakwater", func() admit.Admitter { return admit.NewBreakwater() }},
+	{"codel", func() admit.Admitter { return baseline.NewCoDel() }},
+	{"breakwater", func() admit.Admitter { return baseline.NewBreakwater() }},
 	{"dagor", func() admit.Admitter { return admit.NewDAGOR() }},
-	{"random", func() admit.Admitter { return admit.NewRandom() }},
+	{"random", func() admit.Admitter { return baseline.NewRandom() }},
 }
 
 // TestAdmitterContract checks what every Admitter does: it has its name, it
@@ -101,14 +102,14 @@ func TestAdmitterConcurrent(t *testing.T) {
 				t.Fatalf("admitted %d, started %d: want some of each", admitted.Load(), started.Load())
 			}
 			switch a := a.(type) {
-			case *admit.Breakwater:
+			case *baseline.Breakwater:
 				if n := a.InFlight(); n != 0 {
 					t.Errorf("InFlight() = %d after every request is done, want 0", n)
 				}
-				if c := a.Credits(); c < 1 || c > admit.DefaultBreakwaterMaxCredits {
+				if c := a.Credits(); c < 1 || c > baseline.DefaultBreakwaterMaxCredits {
 					t.Errorf("Credits() = %d, out of bounds", c)
 				}
-			case *admit.CoDel:
+			case *baseline.CoDel:
 				if got, want := a.Drops(), admitted.Load()-started.Load(); got != want {
 					t.Errorf("Drops() = %d, want %d", got, want)
 				}

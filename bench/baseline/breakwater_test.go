@@ -1,20 +1,21 @@
-package admit_test
+package baseline_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/bench/baseline"
 )
 
 func TestBreakwater(t *testing.T) {
-	bw := func(opts ...admit.BreakwaterOption) func() admit.Admitter {
-		return func() admit.Admitter { return admit.NewBreakwater(opts...) }
+	bw := func(opts ...baseline.BreakwaterOption) func() admit.Admitter {
+		return func() admit.Admitter { return baseline.NewBreakwater(opts...) }
 	}
 	// A fixed 1 ms target, 10 credits, bounds [1, 100].
-	fixed := []admit.BreakwaterOption{
-		admit.WithBreakwaterTarget(time.Millisecond, 0),
-		admit.WithBreakwaterCredits(10, 1, 100),
+	fixed := []baseline.BreakwaterOption{
+		baseline.WithBreakwaterTarget(time.Millisecond, 0),
+		baseline.WithBreakwaterCredits(10, 1, 100),
 	}
 	runScripts(t, []scriptCase{
 		{
@@ -27,7 +28,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "admit refuses past the pool and admits again when a credit returns",
-			new:  bw(admit.WithBreakwaterCredits(3, 1, 100)),
+			new:  bw(baseline.WithBreakwaterCredits(3, 1, 100)),
 			script: `
 				admit 0 -> true
 				admit 0 -> true
@@ -42,7 +43,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "additive increase under low delay: 5% of the pool, at least 1",
-			new:  bw(append(fixed, admit.WithBreakwaterCredits(18, 1, 100))...),
+			new:  bw(append(fixed, baseline.WithBreakwaterCredits(18, 1, 100))...),
 			script: `
 				# the first call starts the first 10 ms period
 				admit 0 -> true
@@ -65,7 +66,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "multiplicative decrease grows with the overshoot, at most halving",
-			new:  bw(append(fixed, admit.WithBreakwaterCredits(100, 1, 1000))...),
+			new:  bw(append(fixed, baseline.WithBreakwaterCredits(100, 1, 1000))...),
 			script: `
 				start 0 1.5ms -> true
 				# d = 1.5 t: 100 * (1 - 0.1 * 0.5) = 95
@@ -104,7 +105,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "the pool stays within its bounds",
-			new:  bw(admit.WithBreakwaterTarget(time.Millisecond, 0), admit.WithBreakwaterCredits(4, 3, 5)),
+			new:  bw(baseline.WithBreakwaterTarget(time.Millisecond, 0), baseline.WithBreakwaterCredits(4, 3, 5)),
 			script: `
 				start 0 0 -> true
 				start 10ms 0 -> true
@@ -121,7 +122,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "a minimum below one is raised to one",
-			new:  bw(admit.WithBreakwaterTarget(time.Millisecond, 0), admit.WithBreakwaterCredits(0, -5, 0)),
+			new:  bw(baseline.WithBreakwaterTarget(time.Millisecond, 0), baseline.WithBreakwaterCredits(0, -5, 0)),
 			script: `
 				credits -> 1
 				start 0 1s -> true
@@ -131,7 +132,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "the target scales to twice the mean service time",
-			new:  bw(admit.WithBreakwaterCredits(10, 1, 100)),
+			new:  bw(baseline.WithBreakwaterCredits(10, 1, 100)),
 			script: `
 				target -> 1ms
 				admit 0 -> true
@@ -154,7 +155,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "the target never drops below its floor",
-			new:  bw(admit.WithBreakwaterTarget(3*time.Millisecond, 2)),
+			new:  bw(baseline.WithBreakwaterTarget(3*time.Millisecond, 2)),
 			script: `
 				admit 0 -> true
 				start 0 0 -> true
@@ -165,8 +166,8 @@ func TestBreakwater(t *testing.T) {
 		{
 			name: "increase and decrease options",
 			new: bw(append(fixed,
-				admit.WithBreakwaterIncrease(0.5, 0),
-				admit.WithBreakwaterDecrease(1, 0.25))...),
+				baseline.WithBreakwaterIncrease(0.5, 0),
+				baseline.WithBreakwaterDecrease(1, 0.25))...),
 			script: `
 				start 0 0 -> true
 				start 10ms 1.1ms -> true
@@ -180,7 +181,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "period option",
-			new:  bw(append(fixed, admit.WithBreakwaterPeriod(100*time.Millisecond))...),
+			new:  bw(append(fixed, baseline.WithBreakwaterPeriod(100*time.Millisecond))...),
 			script: `
 				start 0 0 -> true
 				admit 99ms -> true
@@ -190,7 +191,7 @@ func TestBreakwater(t *testing.T) {
 		},
 		{
 			name: "a Done without an admitted request creates no credit",
-			new:  bw(admit.WithBreakwaterCredits(1, 1, 1)),
+			new:  bw(baseline.WithBreakwaterCredits(1, 1, 1)),
 			script: `
 				done 0 1ms
 				inflight -> 0

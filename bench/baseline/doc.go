@@ -1,0 +1,140 @@
+// Package baseline holds the overload controls moirai is measured against,
+// the ones a user would otherwise reach for, each faithful to its source:
+// the lab's controllers (package bench) and suites (dagorsuite) run them
+// beside moirai's own mechanisms. None of them is part of the library.
+//
+//   - [CoDel]: Controlled Delay (Nichols and Jacobson, "Controlling Queue
+//     Delay", ACM Queue 10(5), 2012; RFC 8289) applied to requests instead of
+//     packets. It drops at dequeue time.
+//
+//   - [Breakwater]: the server side of Breakwater (Cho, Saeed, Fried, Park,
+//     Alizadeh and Belay, "Overload Control for µs-scale RPCs with
+//     Breakwater", OSDI 2020): a credit pool sized by AIMD on the queueing
+//     delay. It refuses at arrival.
+//
+//   - [Random]: DAGOR's random-shedding baseline: the same detection as
+//     [admit.DAGOR], an admitted fraction instead of a level.
+//
+//   - [SRE]: client-side adaptive throttling (Google SRE book, K = 2); a
+//     client-side mechanism with Allow/Record instead of the Admitter
+//     interface.
+//
+//   - [Protego]: victim dropping (Cho et al., NSDI'23), a [policy.Policy]
+//     that cancels the requests whose lock and queue waits reached their
+//     latency budget.
+//
+// CoDel, Breakwater and Random implement [admit.Admitter], so the HTTP and
+// gRPC middleware run them where they would run DAGOR; the package admit's
+// documentation says how a server drives one. Their behaviour is a
+// deterministic function of the sequence of calls, which is what the
+// scripted tests in this package check.
+//
+// # CoDel
+//
+// CoDel watches the sojourn time (the queueDelay passed to Started) of the
+// requests leaving the queue. Once it has stayed at or above the target
+// (default 5 ms) for at least one interval (default 100 ms), CoDel enters
+// its dropping state and drops the request being dequeued; while dropping, it
+// drops the next requests at times spaced interval/√count after each other
+// (RFC 8289's control law), so the drop rate rises until the delay falls
+// below the target, at which point it leaves the dropping state. When it
+// re-enters soon after leaving (within 16 intervals), it resumes from the
+// drop rate it had reached rather than from one. As in the
+// RFC, a request is never considered above target while at most one request
+// (the "packet" of the RFC's bytes() <= MAXPACKET test) remains queued
+// behind it; CoDel knows the backlog from the calls to Admit and Started.
+//
+// The translation from packets to requests is one Started call per dequeue:
+// where the RFC's dequeue drops a packet and at once dequeues the next one in
+// the same call, here the caller rejects the request and the next Started
+// call plays the role of that next dequeue, with its own time.
+//
+// What CoDel does not do: it never refuses at arrival ([CoDel.Admit] always
+// admits), it does not know the server's idle periods (the RFC leaves the
+// dropping state when the queue is found empty; here the backlog rule above
+// has that effect), and it uses no priorities. It is not the "adaptive LIFO"
+// variant Facebook paired with CoDel for RPC servers.
+//
+// # Breakwater
+//
+// Breakwater's server keeps a pool of credits, each allowing one client
+// request to be outstanding, and sizes it every control period (an RTT in
+// the paper; default 10 ms here) from the largest queueing delay d observed
+// in that period against a target delay t:
+//
+//	d < t:  credits += A                                  (additive increase)
+//	d ≥ t:  credits *= max(1 − β·(d − t)/t, 1 − βmax)      (multiplicative decrease)
+//
+// with β = 0.1 and βmax = 0.5 by default: the decrease grows with how far
+// the delay overshoots the target and at most halves the pool per period.
+// The overshoot is divided by the target and the floor is 1 − βmax = 0.5 as
+// in the authors' implementation (Caladan's breakwater/, srpc_cc_worker),
+// whose β is 0.02 for a 10 µs RTT; with a control period a thousand times
+// longer, the larger step converges in fewer periods. A, the
+// additive increase, defaults to 5% of the current pool and at least one
+// credit (the paper scales A with the number of clients; a server that does
+// not know its clients scales it with the pool instead). The pool stays
+// within [1, 10000] by default.
+//
+// The target is scaled to the service time, as the authors' recommended
+// settings are (targets from 45 µs for 1 µs requests to 500 µs for 100 µs
+// requests): by default t = max(1 ms, 2 × the mean service time), where the
+// mean is an exponentially weighted moving average (weight 0.1 per control
+// period, the EWMA weight of the authors' code) of the service times
+// reported to Done.
+// [WithBreakwaterTarget] changes the floor and the multiple; a multiple of
+// zero fixes the target at the floor.
+//
+// In Breakwater clients hold the credits and send only while they hold one.
+// Inside one server there are no clients to hand credits to, so
+// [Breakwater.Admit] models the credits the clients would hold as the
+// requests admitted and not yet done: it admits while that number is below
+// the pool and refuses otherwise.
+//
+// What Breakwater does not do here: no credit distribution to clients, no
+// demand speculation or overcommitment (the in-process pool is the
+// clients' aggregate window), and no delay-based AQM at arrival (the paper's
+// second line of defence; pair it with [CoDel] if you want one):
+// [Breakwater.Started] always lets the request through. A control period in
+// which no request started leaves the pool unchanged, since it gives no
+// evidence either way; periods are measured from the calls, so a server that
+// receives no calls for a while makes a single update on the next one.
+//
+// # Protego
+//
+// Protego (Cho et al., "Protego: Overload Control for Applications with
+// Unpredictable Lock Contention", NSDI'23, the sibling of Breakwater) drops
+// requests whose lock waits would make them miss their latency objective.
+// The Atropos paper uses it, as here, as a victim-dropping baseline: a task
+// that is waiting now on a lock or a queue, and whose accumulated waits on
+// locks and queues (the wait in progress included) have reached its latency
+// budget, is dropped. Protego drops the victims, never the holders: a task
+// that waits for nothing is never proposed, however long it waited before,
+// and the task that holds the contended lock keeps running.
+//
+// What this Protego does not do: it does not act inside the locks
+// (Protego's active synchronization queue management drops a request from a
+// lock's wait queue the moment its wait crosses the threshold; here the
+// controller's loop decides from snapshots, so a drop lags by up to one
+// tick), it has no admission control of its own (Protego pairs the drops
+// with a throughput-driven admission controller; see [CoDel] and
+// [Breakwater] for admission baselines), and it uses one budget for every task. Only tasks marked
+// cancellable and not already cancelled are proposed; the controller's own
+// safety rules (one cancellation per task, a minimum interval) still apply.
+//
+// # Concurrency
+//
+// All of them are safe for concurrent use. CoDel's and Breakwater's Admit
+// is a few atomic loads and compares and at most one atomic add or
+// compare-and-swap (retried under contention); Breakwater's Started and
+// Done are lock-free except once per control period, and CoDel's Started
+// takes one mutex to run its state machine. None of them allocates.
+// A Protego holds no state besides its configuration.
+//
+// # Usage
+//
+//	p := baseline.NewProtego(50*time.Millisecond, baseline.WithProtegoMaxDrops(8))
+//	for _, d := range p.Decide(snap) {
+//		// act on d.Task; d.Details says what it waited and the budget
+//	}
+package baseline
