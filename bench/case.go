@@ -1,6 +1,6 @@
 // Package bench is moirai's evaluation harness: the suites of cases every
-// claim is measured on (see the project's CASES.md), the controllers they
-// are run under, and the measurement of each run.
+// claim is measured on (catalogued in CASES.md, in this directory), the
+// controllers they are run under, and the measurement of each run.
 //
 // # How a case is measured
 //

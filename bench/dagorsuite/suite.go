@@ -64,9 +64,9 @@ type Controller struct {
 
 var controllers = []Controller{
 	{"none", "no admission control: M queues every call"},
-	{"random", "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (admit.Random)"},
+	{"random", "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random)"},
 	{"codel", "M drops calls whose queueing time stays above the target (baseline.CoDel, target = the DAGOR threshold)"},
-	{"sre", "A throttles its calls client-side (admit.SRE, K = 2) against M's rejections from a bounded line"},
+	{"sre", "A throttles its calls client-side (baseline.SRE, K = 2) against M's rejections from a bounded line"},
 	{"dagor", "M admits by compound priority (admit.DAGOR); A sends priorities and sheds locally by M's level"},
 	{"dagor-local", "dagor without upstream cooperation: A sends priorities but never sheds locally"},
 }

@@ -38,8 +38,9 @@ type MySQLCase struct {
 	run            func(ctx context.Context, r *myRun) error
 }
 
-// MySQLCases are the cases of /work/shared/CASES.md for MariaDB, and the
-// DDL queue (PostgreSQL's pg-ddl-queue on MariaDB's metadata locks).
+// MySQLCases are the MariaDB cases of the catalogue (bench/CASES.md), the
+// DDL queue among them (PostgreSQL's pg-ddl-queue on MariaDB's metadata
+// locks).
 func MySQLCases() []MySQLCase {
 	return []MySQLCase{
 		{"my-ftwrl", "a long UPDATE, then FLUSH TABLES WITH READ LOCK from a backup session: every later write queues behind the FTWRL", func(ctx context.Context, r *myRun) error {

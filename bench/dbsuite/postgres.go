@@ -46,7 +46,7 @@ type Case struct {
 // Controller is one competitor.
 type Controller struct{ Name, Describe string }
 
-// PostgresCases are the cases of /work/shared/CASES.md for PostgreSQL.
+// PostgresCases are the PostgreSQL cases of the catalogue (bench/CASES.md).
 func PostgresCases() []Case {
 	return []Case{
 		{"pg-lock-table", "BEGIN; LOCK TABLE IN EXCLUSIVE MODE; a long statement; COMMIT", func(ctx context.Context, r *pgRun) error {

@@ -64,7 +64,7 @@ func newBenchCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure moirai and its baselines on the evaluation cases",
-		Long: `bench runs the evaluation cases of CASES.md: each case's service, served
+		Long: `bench runs the evaluation cases of bench/CASES.md: each case's service, served
 over loopback HTTP under an open-loop load, first without its culprit, then
 with it under each controller, and reports the results normalized by the
 run without the culprit.`,
