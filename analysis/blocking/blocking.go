@@ -96,6 +96,24 @@ func (f *Fact) String() string {
 	return fmt.Sprintf("blocking(must=%s may=%s: %s)", f.Must, f.May, f.What)
 }
 
+// NewAnalyzer returns an analyzer of moirai's suite that builds on this
+// one: named name (its documentation is its package's page), it requires
+// [Analyzer], and run gets, besides the pass, the package's [*Result] and
+// its functions as [scan.Collect] finds them. run reports through the pass;
+// the analyzer returns no result of its own.
+func NewAnalyzer(name, doc string, run func(pass *analysis.Pass, blk *Result, funcs *scan.Funcs)) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:     name,
+		Doc:      doc,
+		URL:      "https://pkg.go.dev/github.com/moirai-go/moirai/analysis/" + name,
+		Requires: []*analysis.Analyzer{Analyzer},
+		Run: func(pass *analysis.Pass) (any, error) {
+			run(pass, pass.ResultOf[Analyzer].(*Result), scan.Collect(pass))
+			return nil, nil
+		},
+	}
+}
+
 // Analyzer computes the [Fact]s of the package's functions and returns a
 // [*Result].
 var Analyzer = &analysis.Analyzer{

@@ -59,13 +59,9 @@ import (
 )
 
 // Analyzer reports shared locks held across slow work on request paths.
-var Analyzer = &analysis.Analyzer{
-	Name:     "sharedlock",
-	Doc:      "find shared sync.Mutex and sync.RWMutex locks held across slow work on request paths: candidates for moirai.Mutex and moirai.RWMutex",
-	URL:      "https://pkg.go.dev/github.com/moirai-go/moirai/analysis/sharedlock",
-	Requires: []*analysis.Analyzer{blocking.Analyzer},
-	Run:      run,
-}
+var Analyzer = blocking.NewAnalyzer("sharedlock",
+	"find shared sync.Mutex and sync.RWMutex locks held across slow work on request paths: candidates for moirai.Mutex and moirai.RWMutex",
+	run)
 
 // site is one Lock or RLock call of a shared mutex.
 type site struct {
@@ -77,9 +73,7 @@ type site struct {
 	because string // why the section is long, "" if it is not
 }
 
-func run(pass *analysis.Pass) (any, error) {
-	blk := pass.ResultOf[blocking.Analyzer].(*blocking.Result)
-	funcs := scan.Collect(pass)
+func run(pass *analysis.Pass, blk *blocking.Result, funcs *scan.Funcs) {
 	byVar := map[*types.Var][]*site{}
 	var order []*types.Var
 	for _, fn := range funcs.All {
@@ -125,7 +119,6 @@ func run(pass *analysis.Pass) (any, error) {
 		}
 		pass.Report(d)
 	}
-	return nil, nil
 }
 
 func plural(n int) string {

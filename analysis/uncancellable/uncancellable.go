@@ -50,17 +50,11 @@ import (
 )
 
 // Analyzer reports request loops and sleeps that ignore their context.
-var Analyzer = &analysis.Analyzer{
-	Name:     "uncancellable",
-	Doc:      "find request loops that wait or do I/O without checking their context, and sleeps that ignore it: a cancellation by moirai would not take effect there",
-	URL:      "https://pkg.go.dev/github.com/moirai-go/moirai/analysis/uncancellable",
-	Requires: []*analysis.Analyzer{blocking.Analyzer},
-	Run:      run,
-}
+var Analyzer = blocking.NewAnalyzer("uncancellable",
+	"find request loops that wait or do I/O without checking their context, and sleeps that ignore it: a cancellation by moirai would not take effect there",
+	run)
 
-func run(pass *analysis.Pass) (any, error) {
-	blk := pass.ResultOf[blocking.Analyzer].(*blocking.Result)
-	funcs := scan.Collect(pass)
+func run(pass *analysis.Pass, blk *blocking.Result, funcs *scan.Funcs) {
 	for _, fn := range funcs.All {
 		if !fn.OnPath {
 			continue
@@ -72,7 +66,6 @@ func run(pass *analysis.Pass) (any, error) {
 		c := &checker{pass: pass, blk: blk, fn: fn, ctx: ctx, ctxVar: contextVar(pass, fn)}
 		c.walk(fn.Body)
 	}
-	return nil, nil
 }
 
 type checker struct {

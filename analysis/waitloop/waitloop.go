@@ -57,17 +57,11 @@ import (
 )
 
 // Analyzer reports hand-made wait loops.
-var Analyzer = &analysis.Analyzer{
-	Name:     "waitloop",
-	Doc:      "find loops that wait until shared state changes (hand-made locks and queues): mark them with a moirai resource's WaitBegin/WaitEnd",
-	URL:      "https://pkg.go.dev/github.com/moirai-go/moirai/analysis/waitloop",
-	Requires: []*analysis.Analyzer{blocking.Analyzer},
-	Run:      run,
-}
+var Analyzer = blocking.NewAnalyzer("waitloop",
+	"find loops that wait until shared state changes (hand-made locks and queues): mark them with a moirai resource's WaitBegin/WaitEnd",
+	run)
 
-func run(pass *analysis.Pass) (any, error) {
-	blk := pass.ResultOf[blocking.Analyzer].(*blocking.Result)
-	funcs := scan.Collect(pass)
+func run(pass *analysis.Pass, blk *blocking.Result, funcs *scan.Funcs) {
 	for _, fn := range funcs.All {
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -79,7 +73,6 @@ func run(pass *analysis.Pass) (any, error) {
 			return true
 		})
 	}
-	return nil, nil
 }
 
 func check(pass *analysis.Pass, blk *blocking.Result, fn *scan.Func, loop *ast.ForStmt) {
