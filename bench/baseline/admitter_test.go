@@ -23,7 +23,7 @@ var admitters = []struct {
 	{"codel", func() admit.Admitter { return baseline.NewCoDel() }},
 	{"breakwater", func() admit.Admitter { return baseline.NewBreakwater() }},
 	{"dagor", func() admit.Admitter { return admit.NewDAGOR() }},
-	{"random", func() admit.Admitter { return baseline.NewRandom() }},
+	{"random", func() admit.Admitter { return baseline.NewRandom(0, 0, 0) }},
 }
 
 // TestAdmitterContract checks what every Admitter does: it has its name, it

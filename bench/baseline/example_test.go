@@ -109,7 +109,7 @@ func ExampleBreakwaterOption() {
 // Random rejects at the rate DAGOR's level would, blind to priority: the
 // baseline of the dagor suite.
 func ExampleRandom() {
-	r := baseline.NewRandom()
+	r := baseline.NewRandom(0, 0, 0)
 	fmt.Println(r.Name(), r.Admit(0))
 	// Output: random true
 }

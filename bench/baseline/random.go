@@ -10,55 +10,12 @@ import (
 	"github.com/moirai-go/moirai/admit"
 )
 
-// randomConfig is what RandomOptions set.
+// randomConfig is DAGOR's detection, as Random runs it.
 type randomConfig struct {
 	window      time.Duration
 	windowCount int64
 	threshold   time.Duration
 	alpha, beta float64
-}
-
-// A RandomOption configures [NewRandom]. Its defaults are DAGOR's
-// ([admit.DefaultWindow] and the others), so that the two differ only in
-// what they shed.
-type RandomOption func(*randomConfig)
-
-// WithRandomWindow sets the detection window: it closes after d or after n
-// started requests, whichever comes first. Non-positive values leave the
-// defaults.
-func WithRandomWindow(d time.Duration, n int) RandomOption {
-	return func(c *randomConfig) {
-		if d > 0 {
-			c.window = d
-		}
-		if n > 0 {
-			c.windowCount = int64(n)
-		}
-	}
-}
-
-// WithRandomThreshold sets the average queueing time above which a window
-// counts as overloaded. A non-positive d leaves the default.
-func WithRandomThreshold(d time.Duration) RandomOption {
-	return func(c *randomConfig) {
-		if d > 0 {
-			c.threshold = d
-		}
-	}
-}
-
-// WithRandomSteps sets α, the fraction by which the admitted fraction
-// shrinks after an overloaded window, and β, the fraction by which it grows
-// after a calm one. Values outside (0, 1) leave the defaults.
-func WithRandomSteps(alpha, beta float64) RandomOption {
-	return func(c *randomConfig) {
-		if alpha > 0 && alpha < 1 {
-			c.alpha = alpha
-		}
-		if beta > 0 && beta < 1 {
-			c.beta = beta
-		}
-	}
 }
 
 // Random is the random-shedding baseline of DAGOR's evaluation: the same
@@ -75,14 +32,26 @@ type Random struct {
 	mu        sync.Mutex
 }
 
-// NewRandom returns a Random admitter.
-func NewRandom(opts ...RandomOption) *Random {
+// NewRandom returns a Random admitter with DAGOR's detection: a window
+// closes after window or after windowCount started requests, whichever
+// comes first, and is overloaded when their mean queueing time exceeds
+// threshold. Values that are not positive take DAGOR's defaults
+// ([admit.DefaultWindow], [admit.DefaultWindowCount],
+// [admit.DefaultThreshold]); α and β are DAGOR's, so that the two differ
+// only in what they shed.
+func NewRandom(window time.Duration, windowCount int, threshold time.Duration) *Random {
 	r := &Random{cfg: randomConfig{
 		window: admit.DefaultWindow, windowCount: admit.DefaultWindowCount,
 		threshold: admit.DefaultThreshold, alpha: admit.DefaultAlpha, beta: admit.DefaultBeta,
 	}}
-	for _, o := range opts {
-		o(&r.cfg)
+	if window > 0 {
+		r.cfg.window = window
+	}
+	if windowCount > 0 {
+		r.cfg.windowCount = int64(windowCount)
+	}
+	if threshold > 0 {
+		r.cfg.threshold = threshold
 	}
 	r.p.Store(math.Float64bits(1))
 	r.windowEnd.Store(int64(r.cfg.window))

@@ -8,7 +8,7 @@ import (
 )
 
 func TestRandomShrinksUnderOverload(t *testing.T) {
-	r := baseline.NewRandom()
+	r := baseline.NewRandom(0, 0, 0)
 	now := time.Duration(0)
 	for w := 0; w < 20; w++ {
 		for i := 0; i < 2000; i++ {

@@ -110,7 +110,7 @@ func serverM(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 	opts := []grpcmw.Option{grpcmw.WithQueue(q), grpcmw.WithTrustedPeer(func(context.Context) bool { return true })}
 	switch cfg.Controller {
 	case "random":
-		opts = append(opts, grpcmw.WithAdmitter(baseline.NewRandom(baseline.WithRandomWindow(cfg.Window, cfg.WindowCount), baseline.WithRandomThreshold(cfg.Threshold))))
+		opts = append(opts, grpcmw.WithAdmitter(baseline.NewRandom(cfg.Window, cfg.WindowCount, cfg.Threshold)))
 	case "codel":
 		opts = append(opts, grpcmw.WithAdmitter(baseline.NewCoDel(baseline.WithCoDelTarget(cfg.Threshold))))
 	case "dagor", "dagor-local":
