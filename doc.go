@@ -139,8 +139,9 @@
 //     page, and the execution-trace flight recorder.
 //   - guard, guard/postgres, guard/mysql: the same cancellation policy
 //     applied to a database server from outside, through its views.
-//   - analysis/...: the analyzers of `moirai vet`, which find the
-//     resources worth instrumenting in a program.
+//   - analysis/...: the analyzers of `moirai vet` (and of cmd/moirai-vet,
+//     for go vet -vettool), which find the resources worth instrumenting
+//     in a program.
 //   - cmd/moirai: the command (guard, vet, cpus, demo, bench); bench
 //     and its subpackages: the evaluation harness and its cases.
 //   - internal/clock: the coarse clock the hot path reads; internal/sleep,
