@@ -4,9 +4,18 @@
 // This package is the runtime every mechanism stands on: a [Controller]
 // that owns the process's tasks and resources, takes snapshots of who holds
 // and who waits for what, runs detectors and policies on them, and acts on
-// their decisions safely. The mechanisms (targeted cancellation, penalties,
-// priority admission, path fences, CPU budget) plug in as policies and
-// detectors; see package policy.
+// their decisions safely.
+//
+// The five mechanisms sit in two places. Targeted cancellation (package
+// cancel) and penalties (package penalty) are policies of the controller's
+// loop: they plug in through package policy, read snapshots and return
+// decisions that the controller carries out. Priority admission (package
+// admit), path fences (package fence) and the CPU budget (package cpu) are
+// not policies: they act inline, on the request's way in, with their own
+// state and no snapshot. The middleware (httpmw, grpcmw) wires admission
+// and fences around each request; a cpu.Pool runs work on a controller's
+// [Queue] (cpu.WithQueue), so the waits for its workers are seen by the
+// loop's policies like any other resource's.
 //
 // # Model
 //
@@ -77,9 +86,10 @@
 // runtime lock, their panics are recovered and reported, and a hook that
 // blocks is reported without holding up the loop. A task whose request ended
 // without End is reported and evicted ([WithUnendedGrace]), so the registry
-// stays bounded; Close reports tasks still live. Bad input never crashes the service: invalid specs are defaulted and
-// reported, releases without acquires are refused and counted, events after
-// End are dropped and counted.
+// stays bounded; Close reports tasks still live. Bad input never crashes
+// the service: invalid specs are defaulted and reported, releases without
+// acquires are refused and counted, events after End are dropped and
+// counted.
 //
 // # Cost
 //
@@ -91,6 +101,88 @@
 // Begin and End take one of a few shard locks and allocate one small
 // object; the task's cancellable context is created only when something
 // waits on it. See bench_test.go for the benchmarks, each beside its
-// standard-library baseline, and docs/DESIGN-NOTES.md for what they
-// measured.
+// standard-library baseline, and docs/RUNTIME.md for what they measured.
+//
+// # Packages
+//
+// The runtime and its data:
+//
+//   - moirai (this package): the [Controller], its loop, [Retry], and
+//     aliases of the task and resource types an application uses.
+//   - task: tasks, their lifecycle, their lock-free per-resource
+//     counters, and the sharded registry that holds them.
+//   - resource: named resources of five kinds, their raw events, and the
+//     instrumented primitives (Mutex, RWMutex, Semaphore, Queue, Memory).
+//   - snapshot: the value policies read, a copy of tasks × resources at
+//     one moment; latency: the histogram of finished tasks it carries.
+//   - policy: the seam between the loop and the mechanisms that decide
+//     (Policy, Detector and their optional interfaces; Decision, Record).
+//
+// The mechanisms:
+//
+//   - detect: when to look (the SLO and throughput-collapse detectors).
+//   - estimate: contention levels, gains and learned class durations,
+//     pure functions of snapshots.
+//   - cancel: Atropos, the cancellation policy, and its variants.
+//   - penalty: pBox's penalties, a continuous policy.
+//   - admit: DAGOR's priority admission and its priorities on the wire.
+//   - fence: PathFence's per-path reservations of a worker pool, the
+//     classifier that learns a request's path, and the SCT tuner.
+//   - cpu: the CPU budget from affinity and cgroups, and the pool sized
+//     to the share of the host the neighbours leave.
+//
+// At the edges:
+//
+//   - httpmw, grpcmw: the net/http and gRPC middleware (server and
+//     client) that make requests tasks and wire admission and fences.
+//   - metrics, debugpage, flightrec: Prometheus collectors, the live
+//     page, and the execution-trace flight recorder.
+//   - guard, guard/postgres, guard/mysql: the same cancellation policy
+//     applied to a database server from outside, through its views.
+//   - analysis/...: the analyzers of `moirai vet` (and of cmd/moirai-vet,
+//     for go vet -vettool), which find the resources worth instrumenting
+//     in a program.
+//   - cmd/moirai: the command (guard, vet, cpus, demo, bench); bench
+//     and its subpackages: the evaluation harness and its cases.
+//   - internal/clock: the coarse clock the hot path reads; internal/sleep,
+//     internal/demo, internal/grpcserve: helpers of the command.
+//
+// # How a request flows
+//
+// With net/http (grpcmw is the same), httpmw.Handler sees a request
+// arrive and, in order:
+//
+//  1. Admission. With httpmw.WithAdmission, the request's priority (its
+//     own from a trusted peer, else the entry service's assignment) is
+//     checked against the DAGOR level (admit.DAGOR.AdmitPriority, a
+//     load, a compare and an atomic add): a refusal is a 503 with
+//     Retry-After, before anything else is spent. Every response carries
+//     the level, for the callers to shed by. An admitted request reports
+//     its queueing time (httpmw.WithArrival), which moves the level
+//     window by window.
+//  2. Fence. With httpmw.WithFence, the request takes a permit of its
+//     path's reservation (fence.Fence.Acquire), the path learnt from
+//     the calls its kind makes; a full line is a 503.
+//  3. Task. [Controller.Begin] makes the request a task (or [Retry] does,
+//     with re-execution); its context carries the task.
+//  4. Work. The handler's instrumented primitives, and a cpu.Pool built
+//     on a controller's queue, charge every wait and hold to the task,
+//     a few atomic operations each. Calls it makes through
+//     httpmw.Transport carry the task's priority, learn the downstream's
+//     level, shed locally what that level would refuse, and report each
+//     call to the fence's classifier.
+//  5. The loop, meanwhile. Every tick the controller snapshots tasks ×
+//     resources; detectors say whether latency or throughput is in
+//     trouble; penalties decide on every tick and cancellation while a
+//     detector fires; the controller checks each decision against its
+//     safety rules and acts: a penalty is served at the task's next
+//     acquisition while it holds nothing, a cancellation cancels the
+//     task's context with [ErrCancelled] and runs its OnCancel hooks.
+//  6. End. The task ends with the handler's result; its counters are
+//     folded into the resources' totals and its latency into the
+//     histograms the detectors read. The fence permit is released.
+//
+// The mechanisms' documents are in docs/: CANCELLATION.md, PENALTIES.md,
+// ADMISSION.md, FENCE.md, CPU.md, GUARD.md, each with its design and the
+// measurements behind it; RUNTIME.md for this package's own.
 package moirai

@@ -412,7 +412,7 @@ type window struct {
 
 // levelCtl moves the admission level from window to window: DAGOR's
 // Algorithm 1, with these changes, each measured in the dagor suite
-// (docs/DESIGN-NOTES.md, issue 7):
+// (docs/ADMISSION.md, "Design"):
 //
 //   - Fractional level. The level is kept as a fractional index (pos);
 //     requests are admitted up to its floor. Within a business priority

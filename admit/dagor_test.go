@@ -212,10 +212,11 @@ func TestDAGORSettlesAtCapacityUnderCooperation(t *testing.T) {
 
 // TestDAGORBusyAcrossSeeds: over six seeds of random arrivals, tasks of
 // one, two and four calls and feeds of 2× and 4×, the server is busy at
-// least 0.973 of the time on average once the level has settled (the
-// controller of 2026-11-24, holding from half the threshold, cutting α in
-// full at any overload and reading calls per level, reached 0.969) and
-// 0.96 in each configuration, and no call waits more than four thresholds.
+// least 0.973 of the time on average once the level has settled (a
+// controller holding from half the threshold, cutting α in full at any
+// overload and reading calls rather than tasks per level reaches 0.969)
+// and 0.96 in each configuration, and no call waits more than four
+// thresholds.
 // With a mean queueing time held under 20 ms, a server taking a call a
 // millisecond cannot be busy much more than 0.975 of the time.
 func TestDAGORBusyAcrossSeeds(t *testing.T) {

@@ -19,9 +19,10 @@
 // windows (the keyed user hash spreads users uniformly), so it can
 // move by less than one user level. Where and why this
 // departs from the paper's rule is on the unexported levelCtl and in
-// docs/DESIGN-NOTES.md. [DAGOR.AdmitPriority] is one atomic
-// load, a compare and one atomic add (about 9 ns, 0 allocs, in
-// BenchmarkAdmitPriority on the development machine).
+// docs/ADMISSION.md ("Design"). [DAGOR.AdmitPriority] is one atomic
+// load, a compare and one atomic add: a few nanoseconds and no
+// allocation (BenchmarkAdmitPriority; docs/ADMISSION.md has the
+// numbers).
 // The level is what servers return on every response ([FormatLevel],
 // [ParseLevel]; malformed values are refused and counted in
 // [Malformed]). Entry services assign priorities: business priority

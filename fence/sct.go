@@ -40,9 +40,9 @@ type Sample struct {
 //
 //   - If the highest bin that speaks is above Q_lower, the throughput has
 //     been seen to level off: the permits become Q_lower + Headroom, but
-//     only when that is below the current reservation by more than
-//     Headroom (a dead band of one permit, so that noise does not
-//     alternate the reservation between two neighbouring values). The
+//     only when that is above the current reservation or below it by
+//     more than Headroom (a dead band of one permit, so that noise does
+//     not alternate the reservation between two neighbouring values). The
 //     headroom keeps one concurrency level above the knee in sight, so
 //     the plateau stays observed after the reservation shrinks.
 //   - If the throughput still rises at the highest bin, that bin is at
@@ -61,7 +61,7 @@ type Sample struct {
 //     pushed up comes back down, at the price of a short probe every half
 //     minute.
 //
-// Medians per integer bin rather than a fitted curve: the SCT papers
+// Trimmed means per integer bin rather than a fitted curve: the SCT papers
 // (ConScale, PathFence) leave the statistics open; a fit assumes a
 // shape (linear then flat) that millibottlenecks and queueing distort,
 // while per-level trimmed means need no shape, are robust to the outliers

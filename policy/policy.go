@@ -3,8 +3,20 @@
 // Both are pure functions of a [snapshot.Snapshot]; the controller owns the
 // clock, the loop, the safety checks and the acting.
 //
-// Later packages plug in here: cancel (Atropos), penalty (pBox), admit
-// (DAGOR), fence (PathFence), each providing a [Policy] or a [Detector].
+// What plugs in here: package detect's detectors (the SLO and
+// throughput-collapse signals), package cancel's Atropos (a [Policy], an
+// [Observer] and a [Confirmer]) and package penalty's pBox penalties (a
+// [Policy] that is [Continuous]); moirai.WithPolicy and
+// moirai.WithDetector add others. Admission (package admit), path fences
+// (package fence) and the CPU budget (package cpu) do not: they decide
+// inline, on a request's way in, from their own state rather than from
+// snapshots, and the middleware (httpmw, grpcmw) or the application wires
+// them. Their effects reach the loop as resources: a fence's or a CPU
+// pool's workers are a queue whose waits the policies here see.
+//
+// The same policies run outside a process: moirai guard builds snapshots
+// from a database server's views and runs package cancel's policy on
+// them.
 package policy
 
 import (

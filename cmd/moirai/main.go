@@ -1,9 +1,10 @@
 // Command moirai is the command-line tool of moirai, the overload-control
-// library: for now `moirai demo`, a live view of what the runtime sees in an
+// library: `moirai demo`, a live view of what the runtime sees in an
 // embedded service whose table lock is monopolized by one transaction,
-// `moirai bench`, the evaluation harness, `moirai cpus`, the CPU budget and
-// neighbour share, `moirai guard`, targeted cancellation for a PostgreSQL
-// or MariaDB server, and `moirai version`.
+// `moirai bench`, the evaluation harness, `moirai vet`, the analyzers that
+// find what to instrument, `moirai cpus`, the CPU budget and neighbour
+// share, `moirai guard`, targeted cancellation for a PostgreSQL or MariaDB
+// server, and `moirai version`.
 //
 // Commands return errors; only main exits, with one of the Exit* codes.
 package main
