@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/taskx"
 )
 
 // A request handler instrumented with moirai: the task is begun per
@@ -109,7 +110,7 @@ func ExampleFrom() {
 	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "export"})
 	defer t.End(nil)
 	moirai.From(ctx).Progress(40, 100)
-	fmt.Println(t.ProgressOf())
+	fmt.Println(taskx.ProgressOf(t))
 	moirai.From(context.Background()).Progress(1, 2) // no task: a no-op
 	// Output: 40 100
 }
@@ -125,7 +126,7 @@ func ExampleWithTask() {
 
 	ctx := moirai.WithTask(context.Background(), conn)
 	_ = log.Lock(ctx)
-	u, _ := conn.Usage(log.Resource().ID())
+	u, _ := taskx.Usage(conn, log.Resource().ID())
 	fmt.Println(u.Held)
 	log.Unlock()
 	// Output: 1

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/taskx"
 )
 
 // The examples below show each primitive as a service uses it through the
@@ -22,7 +23,7 @@ func ExampleMutex() {
 		fmt.Println(err)
 		return
 	}
-	u, _ := t.Usage(orders.Resource().ID())
+	u, _ := taskx.Usage(t, orders.Resource().ID())
 	fmt.Println("held:", u.Held)
 	orders.Unlock()
 	// Output: held: 1
@@ -118,7 +119,7 @@ func ExampleTask() {
 	defer ctl.Close()
 	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "export", Cancellable: true})
 	t.Progress(10, 40)
-	fmt.Println(t.ProgressOf())
+	fmt.Println(taskx.ProgressOf(t))
 	t.End(errors.New("client went away"))
 	t.End(nil) // a second End is counted, not obeyed
 	fmt.Println(ctx.Err(), ctl.Stats().EndedTwice)

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai/detect"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/penalty"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
@@ -159,7 +160,7 @@ func New(opts ...Option) *Controller {
 		durations: durations,
 	}
 	c.clock.SetResolution(cfg.resolution)
-	c.tasks = task.NewRegistry(c.clock, task.Options{
+	c.tasks = taskx.NewRegistry(c.clock, task.Options{
 		OnEnd:       c.res.Fold,
 		LiveHold:    c.res.LiveHold,
 		Report:      c.report,

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -15,13 +15,13 @@ import (
 // (moirai.New, Controller.Begin, Controller.Mutex and the like).
 func exampleSetup() (*resource.Registry, *task.Registry) {
 	res := resource.NewRegistry()
-	return res, task.NewRegistry(clock.New(), task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold})
+	return res, task.NewRegistry(task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold})
 }
 
 func ExampleMutex() {
 	res, tasks := exampleSetup()
 	r, _ := res.Register("accounts", resource.KindLock, 0)
-	mu := resource.NewMutex(r, tasks.Clock().Now)
+	mu := resource.NewMutex(r, tasks.Now)
 
 	ctx, t := tasks.Begin(context.Background(), task.Spec{Class: "transfer"})
 	defer t.End(nil)
@@ -30,10 +30,10 @@ func ExampleMutex() {
 		fmt.Println("not locked:", err) // ctx done, or the task cancelled
 		return
 	}
-	u, _ := t.Usage(r.ID())
+	u, _ := taskx.Usage(t, r.ID())
 	fmt.Println("held while locked:", u.Held)
 	mu.Unlock()
-	u, _ = t.Usage(r.ID())
+	u, _ = taskx.Usage(t, r.ID())
 	fmt.Println("held after unlock:", u.Held)
 	// Output:
 	// held while locked: 1
@@ -43,11 +43,11 @@ func ExampleMutex() {
 func ExampleMutex_cancelled() {
 	res, tasks := exampleSetup()
 	r, _ := res.Register("accounts", resource.KindLock, 0)
-	mu := resource.NewMutex(r, tasks.Clock().Now)
+	mu := resource.NewMutex(r, tasks.Now)
 
 	ctx, t := tasks.Begin(context.Background(), task.Spec{Cancellable: true})
 	defer t.End(nil)
-	_ = t.Cancel("holds the lock too long") // what the controller does
+	_ = taskx.Cancel(t, "holds the lock too long") // what the controller does
 
 	err := mu.Lock(ctx)
 	fmt.Println(errors.Is(err, task.ErrCancelled))
@@ -162,7 +162,7 @@ func ExampleMemory() {
 		fmt.Println("free of 50: refused")
 	}
 
-	u, _ := t.Usage(r.ID())
+	u, _ := taskx.Usage(t, r.ID())
 	fmt.Println("task holds:", u.Held, "evicted:", u.Evictions)
 
 	// The end of the task gives back what it still used.
@@ -192,7 +192,7 @@ func ExampleResource() {
 	// ... work under the lock ...
 	_ = r.Release(ctx, 1)
 
-	u, _ := t.Usage(r.ID())
+	u, _ := taskx.Usage(t, r.ID())
 	fmt.Println("waits:", u.Waits, "held:", u.Held)
 	fmt.Println(r.Release(ctx, 1) != nil, r.Misuse())
 

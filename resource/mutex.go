@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -26,7 +27,7 @@ const (
 // identity returns the state bits naming t as the holder since now.
 func identity(t *task.Task, now int64) uint64 {
 	ms := uint64(now/int64(time.Millisecond)) & (1<<32 - 1)
-	return ms<<sinceShift | task.HolderTag(t.ID())<<tagShift
+	return ms<<sinceShift | taskx.HolderTag(t.ID())<<tagShift
 }
 
 // starvationThreshold is how long a waiter may lose to newcomers before the
@@ -96,7 +97,7 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // lock; a task with a penalty pending serves it first if it holds nothing. Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
 	t := m.res.taskOf(ctx)
-	if t.Flagged() {
+	if taskx.Flagged(t) {
 		if err := safePoint(ctx, t); err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	now := m.clock()
 	if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
 		m.holder, m.since = t, now
-		t.Claim(m.res.id)
+		taskx.Claim(t, m.res.id)
 		return nil
 	}
 	return m.lockSlow(ctx, t)
@@ -133,7 +134,7 @@ func (m *Mutex) acquired(t *task.Task) {
 			break
 		}
 	}
-	t.Claim(m.res.id)
+	taskx.Claim(t, m.res.id)
 }
 
 // tryLock takes the lock if it is free and nobody is starving.
@@ -283,7 +284,7 @@ func (m *Mutex) Unlock() {
 		m.unlockSlow()
 	}
 	if t != nil {
-		t.AddHold(m.res.id, time.Duration(m.clock()-since))
+		taskx.AddHold(t, m.res.id, time.Duration(m.clock()-since))
 	}
 }
 

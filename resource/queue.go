@@ -3,6 +3,7 @@ package resource
 import (
 	"context"
 	"fmt"
+	"github.com/moirai-go/moirai/internal/taskx"
 )
 
 // Queue is a bounded set of worker slots with a waiting line in front of
@@ -34,7 +35,7 @@ func (q *Queue) Resource() *Resource { return q.res }
 // queue is unchanged.
 func (q *Queue) Enter(ctx context.Context) (Permit, error) {
 	t := q.res.taskOf(ctx)
-	if t.Flagged() {
+	if taskx.Flagged(t) {
 		if err := safePoint(ctx, t); err != nil {
 			return Permit{}, err
 		}

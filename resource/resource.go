@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -95,11 +96,11 @@ type liveHolder struct {
 }
 
 // LiveHold reports, for a resource whose primitive tracks its holder
-// itself (a Mutex), the task.HolderTag of the task holding it and for how
-// long it has held it at clock value now; ok is false when nobody holds it
-// or the primitive does not track holds this way. Such holds are not in the
+// itself (a Mutex), the tag of the task holding it (the low 29 bits of its
+// ID) and for how long it has held it at clock value now; ok is false when
+// nobody holds it or the primitive does not track holds this way. Such holds are not in the
 // holder's task accounting until they end: the controller adds them from
-// here, and Task.Usage through task.Options.LiveHold.
+// here, and a task's own readings through task.Options.LiveHold.
 func (r *Resource) LiveHold(now int64) (tag uint64, held time.Duration, ok bool) {
 	if l := r.live.Load(); l != nil {
 		return l.fn(now)
@@ -153,13 +154,13 @@ func (r *Resource) taskOf(ctx context.Context) *task.Task {
 
 func (r *Resource) waitBegin(t *task.Task) {
 	if t != nil {
-		t.WaitBegin(r.id)
+		taskx.WaitBegin(t, r.id)
 	}
 }
 
 func (r *Resource) waitEnd(t *task.Task) {
 	if t != nil {
-		t.WaitEnd(r.id)
+		taskx.WaitEnd(t, r.id)
 	}
 }
 
@@ -167,7 +168,7 @@ func (r *Resource) acquire(t *task.Task, n int64) error {
 	if t == nil {
 		return nil
 	}
-	if err := t.Acquire(r.id, n); err != nil {
+	if err := taskx.Acquire(t, r.id, n); err != nil {
 		r.misuse.Add(1)
 		return fmt.Errorf("resource %q: task %d acquired %d: %w", r.name, t.ID(), n, err)
 	}
@@ -178,7 +179,7 @@ func (r *Resource) release(t *task.Task, n int64) error {
 	if t == nil {
 		return nil
 	}
-	if err := t.Release(r.id, n); err != nil {
+	if err := taskx.Release(t, r.id, n); err != nil {
 		r.misuse.Add(1)
 		return fmt.Errorf("resource %q: task %d released %d: %w", r.name, t.ID(), n, err)
 	}
@@ -187,7 +188,7 @@ func (r *Resource) release(t *task.Task, n int64) error {
 
 func (r *Resource) evicted(t *task.Task, n int64) {
 	if t != nil {
-		t.Evicted(r.id, n)
+		taskx.Evicted(t, r.id, n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -38,7 +39,7 @@ func (m *RWMutex) Resource() *Resource { return m.res }
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) RLock(ctx context.Context) error {
 	t := m.res.taskOf(ctx)
-	if t.Flagged() {
+	if taskx.Flagged(t) {
 		if err := safePoint(ctx, t); err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func (m *RWMutex) RUnlock(ctx context.Context) {
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) Lock(ctx context.Context) error {
 	t := m.res.taskOf(ctx)
-	if t.Flagged() {
+	if taskx.Flagged(t) {
 		if err := safePoint(ctx, t); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -208,7 +209,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (Permit, error) {
 	if n <= 0 || n > s.sem.size.Load() {
 		return Permit{}, fmt.Errorf("resource %q: acquire of %d units from a semaphore of %d", s.res.name, n, s.sem.size.Load())
 	}
-	if t.Flagged() {
+	if taskx.Flagged(t) {
 		if err := safePoint(ctx, t); err != nil {
 			return Permit{}, err
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -17,12 +17,12 @@ const (
 )
 
 func ExampleRegistry() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 
 	ctx, t := reg.Begin(context.Background(), task.Spec{Class: "GET /orders", Key: "tenant-7"})
 	fmt.Println("live:", reg.Len(), "same task:", task.FromContext(ctx) == t)
 	t.End(nil)
-	fmt.Println("live:", reg.Len(), "ended:", t.Ended())
+	fmt.Println("live:", reg.Len(), "ended:", taskx.Ended(t))
 	// Output:
 	// live: 1 same task: true
 	// live: 0 ended: true
@@ -30,7 +30,7 @@ func ExampleRegistry() {
 
 func ExampleRegistry_Begin() {
 	var reports []error
-	reg := task.NewRegistry(clock.New(), task.Options{Report: func(err error) { reports = append(reports, err) }})
+	reg := task.NewRegistry(task.Options{Report: func(err error) { reports = append(reports, err) }})
 
 	// Begin never fails: an invalid field is defaulted and reported.
 	_, t := reg.Begin(context.Background(), task.Spec{Class: "purge", Kind: task.Background, Goal: -1})
@@ -43,21 +43,21 @@ func ExampleRegistry_Begin() {
 }
 
 func ExampleTask_Progress() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, t := reg.Begin(context.Background(), task.Spec{Class: "SELECT … FROM orders"})
 	defer t.End(nil)
 
 	t.Progress(250, 1000) // rows returned of rows expected
-	fmt.Println(t.ProgressOf())
+	fmt.Println(taskx.ProgressOf(t))
 	t.Progress(1200, 1000) // clamped
-	fmt.Println(t.ProgressOf())
+	fmt.Println(taskx.ProgressOf(t))
 	// Output:
 	// 250 1000
 	// 1000 1000
 }
 
 func ExampleTask_OnCancel() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	ctx, t := reg.Begin(context.Background(), task.Spec{Class: "report", Cancellable: true})
 	defer t.End(nil)
 
@@ -69,14 +69,14 @@ func ExampleTask_OnCancel() {
 	})
 
 	// The controller, after its safety checks:
-	if err := t.Cancel("memory pressure"); err != nil {
+	if err := taskx.Cancel(t, "memory pressure"); err != nil {
 		fmt.Println(err)
 	}
 	<-stopped // hooks run in their own goroutine
 	<-ctx.Done()
 	fmt.Println(context.Cause(ctx))
 	fmt.Println(errors.Is(context.Cause(ctx), task.ErrCancelled), ctx.Err())
-	fmt.Println(t.Cancel("again"))
+	fmt.Println(taskx.Cancel(t, "again"))
 	// Output:
 	// hook: aborting the query
 	// moirai: task cancelled by the overload controller: memory pressure
@@ -84,34 +84,34 @@ func ExampleTask_OnCancel() {
 	// task: 1 is already cancelled
 }
 
-func ExampleTask_Cancel() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+func Example_cancelRefused() {
+	reg := task.NewRegistry(task.Options{})
 	_, t := reg.Begin(context.Background(), task.Spec{Class: "checkout"}) // not cancellable
 	defer t.End(nil)
 
-	fmt.Println(t.Cancel("overload"))
+	fmt.Println(taskx.Cancel(t, "overload"))
 	fmt.Println(t.Cancelled())
 	// Output:
 	// task: 1 is not cancellable
 	// false
 }
 
-func ExampleTask_Usage() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+func ExampleUsage_events() {
+	reg := task.NewRegistry(task.Options{})
 	_, t := reg.Begin(context.Background(), task.Spec{})
 	defer t.End(nil)
 
 	// The instrumented primitives of package resource emit these events.
-	t.WaitBegin(connPool)
-	t.WaitEnd(connPool)
-	t.Acquire(connPool, 1)
-	t.Evicted(bufferPool, 3)
+	taskx.WaitBegin(t, connPool)
+	taskx.WaitEnd(t, connPool)
+	taskx.Acquire(t, connPool, 1)
+	taskx.Evicted(t, bufferPool, 3)
 
-	u, ok := t.Usage(connPool)
+	u, ok := taskx.Usage(t, connPool)
 	fmt.Println(ok, "held:", u.Held, "waits:", u.Waits)
-	u, _ = t.Usage(bufferPool)
+	u, _ = taskx.Usage(t, bufferPool)
 	fmt.Println("evicted:", u.Evictions)
-	fmt.Println(t.Release(connPool, 2))
+	fmt.Println(taskx.Release(t, connPool, 2))
 	// Output:
 	// true held: 1 waits: 1
 	// evicted: 3
@@ -119,15 +119,15 @@ func ExampleTask_Usage() {
 }
 
 func ExampleTask_Freeze() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, conn := reg.Begin(context.Background(), task.Spec{Class: "connection"})
 	defer conn.End(nil)
 
 	// A connection-scoped task freezes between the requests it serves.
 	conn.Freeze()
-	fmt.Println(conn.Active(), conn.Activities())
+	fmt.Println(taskx.Active(conn), taskx.Activities(conn))
 	conn.Activate() // the next request
-	fmt.Println(conn.Active(), conn.Activities())
+	fmt.Println(taskx.Active(conn), taskx.Activities(conn))
 	// Output:
 	// false 1
 	// true 2
@@ -166,14 +166,14 @@ func ExamplePriority() {
 }
 
 func ExampleUsage() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, t := reg.Begin(context.Background(), task.Spec{})
 	defer t.End(nil)
-	t.Acquire(bufferPool, 4)
-	t.Acquire(connPool, 1)
+	taskx.Acquire(t, bufferPool, 4)
+	taskx.Acquire(t, connPool, 1)
 
 	// The controller reads every task's accounting at one clock value.
-	for _, u := range t.AppendUsage(nil, reg.Clock().Now()) {
+	for _, u := range taskx.AppendUsage(t, nil, reg.Now()) {
 		fmt.Printf("resource %d: %d held, %d waiting\n", u.Resource, u.Held, u.Waiting)
 	}
 	// Output:
@@ -182,18 +182,18 @@ func ExampleUsage() {
 }
 
 func ExampleResourceID() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, t := reg.Begin(context.Background(), task.Spec{})
 	defer t.End(nil)
 
 	var pages task.ResourceID = 42 // resolved once from a name, then reused
-	fmt.Println(t.Acquire(pages, task.MaxUnits+1))
+	fmt.Println(taskx.Acquire(t, pages, task.MaxUnits+1))
 	// Output:
 	// task: too many units held of one resource
 }
 
 func ExampleFromContext() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	ctx, t := reg.Begin(context.Background(), task.Spec{Class: "GET /a"})
 	defer t.End(nil)
 
@@ -211,7 +211,7 @@ func ExampleFromContext() {
 }
 
 func ExampleNewContext() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, a := reg.Begin(context.Background(), task.Spec{Class: "a", Cancellable: true})
 	defer a.End(nil)
 
@@ -221,7 +221,7 @@ func ExampleNewContext() {
 	work := task.NewContext(loop, a)
 	fmt.Println(task.FromContext(work).Spec().Class)
 
-	a.Cancel("")
+	taskx.Cancel(a, "")
 	fmt.Println(work.Err(), a.Context().Err()) // follows loop, not the task
 	// Output:
 	// a
@@ -230,7 +230,7 @@ func ExampleNewContext() {
 
 func ExampleOptions() {
 	held := make(map[task.ResourceID]int64)
-	reg := task.NewRegistry(clock.New(), task.Options{
+	reg := task.NewRegistry(task.Options{
 		// Fold each ended task's accounting into per-resource totals.
 		OnEnd: func(t *task.Task, now int64, usage []task.Usage) {
 			for _, u := range usage {
@@ -240,7 +240,7 @@ func ExampleOptions() {
 		HookTimeout: 100 * time.Millisecond,
 	})
 	_, t := reg.Begin(context.Background(), task.Spec{})
-	t.Acquire(connPool, 2)
+	taskx.Acquire(t, connPool, 2)
 	t.End(nil) // still holding: a leak the totals show
 	fmt.Println(held[connPool])
 	// Output:
@@ -248,12 +248,12 @@ func ExampleOptions() {
 }
 
 func ExampleStats() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, t := reg.Begin(context.Background(), task.Spec{})
-	t.WaitEnd(connPool) // without WaitBegin
+	taskx.WaitEnd(t, connPool) // without WaitBegin
 	t.End(nil)
 	t.End(nil)
-	t.Acquire(connPool, 1) // after End
+	taskx.Acquire(t, connPool, 1) // after End
 
 	st := reg.Stats()
 	fmt.Printf("live %d, ended twice %d, late %d, bad %d\n", st.Live, st.EndedTwice, st.LateEvents, st.BadEvents)
@@ -262,7 +262,7 @@ func ExampleStats() {
 }
 
 func ExampleTotals() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	for i := range 5 {
 		_, t := reg.Begin(context.Background(), task.Spec{})
 		if i == 4 {
@@ -283,7 +283,7 @@ func ExampleTotals() {
 }
 
 func ExampleUnendedError() {
-	reg := task.NewRegistry(clock.New(), task.Options{Report: func(err error) {
+	reg := task.NewRegistry(task.Options{Report: func(err error) {
 		var ue *task.UnendedError
 		if errors.As(err, &ue) {
 			fmt.Println("report:", ue)
@@ -294,10 +294,10 @@ func ExampleUnendedError() {
 	cancel() // the request is over, but the handler forgot End
 
 	// The controller checks every live task it visits.
-	start := t.Started()
-	fmt.Println(reg.CheckUnended(t, start+int64(time.Second), 5*time.Second))   // first seen
-	fmt.Println(reg.CheckUnended(t, start+int64(6*time.Second), 5*time.Second)) // grace over
-	fmt.Println(reg.CheckUnended(t, start+int64(7*time.Second), 5*time.Second)) // once
+	start := taskx.Started(t)
+	fmt.Println(taskx.CheckUnended(reg, t, start+int64(time.Second), 5*time.Second))   // first seen
+	fmt.Println(taskx.CheckUnended(reg, t, start+int64(6*time.Second), 5*time.Second)) // grace over
+	fmt.Println(taskx.CheckUnended(reg, t, start+int64(7*time.Second), 5*time.Second)) // once
 	t.End(nil)
 	// Output:
 	// false
