@@ -110,6 +110,46 @@ func BenchmarkSemaphore(b *testing.B) {
 	})
 }
 
+// BenchmarkSemaphoreParallel is BenchmarkSemaphore from every P at once,
+// one task per goroutine, on a semaphore of 2 units: the contended case.
+func BenchmarkSemaphoreParallel(b *testing.B) {
+	b.Run("baseline", func(b *testing.B) {
+		s := semaphore.NewWeighted(2)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := s.Acquire(ctx, 1); err != nil {
+					b.Error(err)
+					return
+				}
+				s.Release(1)
+			}
+		})
+	})
+	b.Run("moirai", func(b *testing.B) {
+		ctl := moirai.New()
+		defer ctl.Close()
+		s := ctl.Semaphore("bench", 2)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "bench"})
+			defer t.End(nil)
+			for pb.Next() {
+				p, err := s.Acquire(ctx, 1)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := p.Release(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
 func BenchmarkTask(b *testing.B) {
 	parent := context.Background()
 	b.Run("baseline", func(b *testing.B) {

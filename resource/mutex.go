@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/resrt"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
@@ -57,8 +59,16 @@ type Mutex struct {
 	// their own. Others learn the holder from the state word.
 	holder *task.Task
 	since  int64
-	res    *Resource
-	clock  func() int64
+	// claimed is the ID of the last task that claimed its accounting
+	// entry for the resource while holding m (written, like holder, under
+	// the lock): a task that takes m again skips the claim. IDs are never
+	// reused, and a task's entries last as long as the task.
+	claimed uint64
+	res     *Resource
+	// The time source: clk's coarse value when the controller made the
+	// mutex, otherwise the function NewMutex was given.
+	clk   *clock.Clock
+	clock func() int64
 
 	mu sync.Mutex // guards q
 	q  waitQueue
@@ -70,6 +80,24 @@ func NewMutex(r *Resource, now func() int64) *Mutex {
 	m := &Mutex{res: r, clock: now}
 	r.live.Store(&liveHolder{fn: m.liveHold})
 	return m
+}
+
+// newCoarseMutex is NewMutex reading clk's coarse value (the controller's
+// mutexes, through internal/resrt).
+func newCoarseMutex(r *Resource, clk *clock.Clock) *Mutex {
+	m := NewMutex(r, clk.Coarse)
+	m.clk = clk
+	return m
+}
+
+func init() { resrt.NewMutex = newCoarseMutex }
+
+// now returns the mutex's clock value.
+func (m *Mutex) now() int64 {
+	if m.clk != nil {
+		return m.clk.Coarse()
+	}
+	return m.clock()
 }
 
 // liveHold returns the tag of the task holding m and for how long it has
@@ -94,18 +122,21 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // it is free or ctx is done; in the latter case it returns context.Cause(ctx)
 // and leaves m unchanged. A task already cancelled by the controller fails
 // at once with its cause, so a cancellation takes effect at the task's next
-// lock; a task with a penalty pending serves it first if it holds nothing. Lock is not reentrant. It panics on a nil ctx.
+// lock; a task with a penalty pending serves it first if it holds nothing.
+// Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
-	t := m.res.taskOf(ctx)
-	if taskx.Flagged(t) {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}
 	}
-	now := m.clock()
+	now := m.now()
 	if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
 		m.holder, m.since = t, now
-		taskx.Claim(t, m.res.id)
+		if id := t.ID(); id != m.claimed {
+			m.claim(t, id)
+		}
 		return nil
 	}
 	return m.lockSlow(ctx, t)
@@ -125,7 +156,7 @@ func (m *Mutex) TryLock(ctx context.Context) bool {
 // acquired records t as the holder after a slow-path acquisition, which
 // set only the locked bit.
 func (m *Mutex) acquired(t *task.Task) {
-	now := m.clock()
+	now := m.now()
 	m.holder, m.since = t, now
 	id := identity(t, now)
 	for {
@@ -134,7 +165,17 @@ func (m *Mutex) acquired(t *task.Task) {
 			break
 		}
 	}
+	if id := t.ID(); id != m.claimed {
+		m.claim(t, id)
+	}
+}
+
+// claim makes sure the holder t, whose ID is id, has an accounting entry
+// for the resource, to which the controller adds the hold in progress.
+// Called with m held, when id is not m.claimed.
+func (m *Mutex) claim(t *task.Task, id uint64) {
 	taskx.Claim(t, m.res.id)
+	m.claimed = id
 }
 
 // tryLock takes the lock if it is free and nobody is starving.
@@ -164,7 +205,7 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 	}
 	done := ctx.Done()
 	w := getWaiter(t)
-	w.since = m.clock() // before the first enqueue: unlockSlow reads it
+	w.since = m.now() // before the first enqueue: unlockSlow reads it
 	waiting := false
 	front := false
 	for {
@@ -237,7 +278,7 @@ func (m *Mutex) enqueueLocked(w *waiter, front bool) bool {
 			continue
 		}
 		ns := s | mWaiters
-		if front && time.Duration(m.clock()-w.since) > starvationThreshold {
+		if front && time.Duration(m.now()-w.since) > starvationThreshold {
 			ns |= mStarving
 		}
 		if m.state.CompareAndSwap(s, ns) {
@@ -283,8 +324,8 @@ func (m *Mutex) Unlock() {
 	if s&(mWaiters|mStarving) != 0 || !m.state.CompareAndSwap(s, 0) {
 		m.unlockSlow()
 	}
-	if t != nil {
-		taskx.AddHold(t, m.res.id, time.Duration(m.clock()-since))
+	if d := time.Duration(m.now() - since); d > 0 && t != nil {
+		taskx.AddHold(t, m.res.id, d)
 	}
 }
 
@@ -301,7 +342,7 @@ func (m *Mutex) unlockSlow() {
 		// Waiters left; only this goroutine changes a locked, queue-less
 		// state under m.mu.
 		m.state.Store(0)
-	case s&mStarving != 0 || time.Duration(m.clock()-w.since) > starvationThreshold:
+	case s&mStarving != 0 || time.Duration(m.now()-w.since) > starvationThreshold:
 		// The head has waited too long: hand the lock over. It stays
 		// locked, now for w, so newcomers cannot barge in.
 		m.q.remove(w)

@@ -3,7 +3,9 @@ package resource
 import (
 	"context"
 	"fmt"
+
 	"github.com/moirai-go/moirai/internal/taskx"
+	"github.com/moirai-go/moirai/task"
 )
 
 // Queue is a bounded set of worker slots with a waiting line in front of
@@ -34,9 +36,9 @@ func (q *Queue) Resource() *Resource { return q.res }
 // line is full, and context.Cause(ctx) if ctx is done first; on failure the
 // queue is unchanged.
 func (q *Queue) Enter(ctx context.Context) (Permit, error) {
-	t := q.res.taskOf(ctx)
-	if taskx.Flagged(t) {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := q.res.arrive(ctx, t); err != nil {
 			return Permit{}, err
 		}
 	}

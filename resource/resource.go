@@ -141,15 +141,39 @@ func (r *Resource) Release(ctx context.Context, n int64) error {
 // Evicted records that the task in ctx evicted n units of r that others used.
 func (r *Resource) Evicted(ctx context.Context, n int64) { r.evicted(r.taskOf(ctx), n) }
 
+// taskOf returns the task in ctx, counting a context without one. It
+// panics on a nil ctx (task.FromContext does).
 func (r *Resource) taskOf(ctx context.Context) *task.Task {
-	if ctx == nil {
-		panic("moirai: nil Context")
-	}
 	t := task.FromContext(ctx)
 	if t == nil {
 		r.untracked.Add(1)
 	}
 	return t
+}
+
+// Where a primitive's acquisition begins, it reads the task in ctx and
+// makes one test, inline:
+//
+//	t := task.FromContext(ctx)
+//	if t == nil || taskx.Flagged(t) {
+//		err := r.arrive(ctx, t) // untracked, cancelled or penalized
+//	}
+//
+// so that a tracked task with nothing pending costs one load of its state
+// word.
+
+// arrive counts an untracked acquisition, or stops a flagged task at its
+// safe point: it returns an error if the acquisition must not go ahead
+// because the task was cancelled by the controller (its cause), or a
+// penalty it served was cut short by ctx.
+//
+//go:noinline
+func (r *Resource) arrive(ctx context.Context, t *task.Task) error {
+	if t == nil {
+		r.untracked.Add(1)
+		return nil
+	}
+	return safePoint(ctx, t)
 }
 
 func (r *Resource) waitBegin(t *task.Task) {
@@ -169,10 +193,15 @@ func (r *Resource) acquire(t *task.Task, n int64) error {
 		return nil
 	}
 	if err := taskx.Acquire(t, r.id, n); err != nil {
-		r.misuse.Add(1)
-		return fmt.Errorf("resource %q: task %d acquired %d: %w", r.name, t.ID(), n, err)
+		return r.misused(t, "acquired", n, err)
 	}
 	return nil
+}
+
+// misused counts a refused event and describes it.
+func (r *Resource) misused(t *task.Task, what string, n int64, err error) error {
+	r.misuse.Add(1)
+	return fmt.Errorf("resource %q: task %d %s %d: %w", r.name, t.ID(), what, n, err)
 }
 
 func (r *Resource) release(t *task.Task, n int64) error {
@@ -180,8 +209,7 @@ func (r *Resource) release(t *task.Task, n int64) error {
 		return nil
 	}
 	if err := taskx.Release(t, r.id, n); err != nil {
-		r.misuse.Add(1)
-		return fmt.Errorf("resource %q: task %d released %d: %w", r.name, t.ID(), n, err)
+		return r.misused(t, "released", n, err)
 	}
 	return nil
 }

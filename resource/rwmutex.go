@@ -38,9 +38,9 @@ func (m *RWMutex) Resource() *Resource { return m.res }
 // holds m or waits ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) RLock(ctx context.Context) error {
-	t := m.res.taskOf(ctx)
-	if taskx.Flagged(t) {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}
 	}
@@ -75,9 +75,9 @@ func (m *RWMutex) RUnlock(ctx context.Context) {
 // others wait ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) Lock(ctx context.Context) error {
-	t := m.res.taskOf(ctx)
-	if taskx.Flagged(t) {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}
 	}

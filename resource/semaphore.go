@@ -43,6 +43,11 @@ func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) 
 	if s.nwait.Load() == 0 && s.tryTake(n) {
 		return nil
 	}
+	return s.acquireSlow(ctx, t, n, r)
+}
+
+// acquireSlow is acquire once the units were not free at once.
+func (s *sema) acquireSlow(ctx context.Context, t *task.Task, n int64, r *Resource) error {
 	done := ctx.Done()
 	s.mu.Lock()
 	s.nwait.Add(1)
@@ -94,18 +99,27 @@ func (s *sema) release(n int64) error {
 	for {
 		c := s.cur.Load()
 		if c < n {
-			return fmt.Errorf("released %d units with only %d held", n, c)
+			return overRelease(n, c)
 		}
 		if s.cur.CompareAndSwap(c, c-n) {
 			break
 		}
 	}
 	if s.nwait.Load() > 0 {
-		s.mu.Lock()
-		s.notifyLocked()
-		s.mu.Unlock()
+		s.notify()
 	}
 	return nil
+}
+
+func overRelease(n, held int64) error {
+	return fmt.Errorf("released %d units with only %d held", n, held)
+}
+
+// notify grants the waiters that now fit.
+func (s *sema) notify() {
+	s.mu.Lock()
+	s.notifyLocked()
+	s.mu.Unlock()
 }
 
 // notifyLocked grants waiters from the head of the queue while their
@@ -205,12 +219,13 @@ func (s *Semaphore) Resource() *Resource { return s.res }
 // the semaphore unchanged. Asking for more units than the semaphore's size,
 // or for n ≤ 0, is an error at once.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (Permit, error) {
-	t := s.res.taskOf(ctx)
 	if n <= 0 || n > s.sem.size.Load() {
+		s.res.taskOf(ctx)
 		return Permit{}, fmt.Errorf("resource %q: acquire of %d units from a semaphore of %d", s.res.name, n, s.sem.size.Load())
 	}
-	if taskx.Flagged(t) {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := s.res.arrive(ctx, t); err != nil {
 			return Permit{}, err
 		}
 	}

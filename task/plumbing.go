@@ -1,6 +1,8 @@
 package task
 
 import (
+	"unsafe"
+
 	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/internal/taskrt"
 )
@@ -19,6 +21,9 @@ func init() {
 		Claim:     (*Task).claim,
 		AddHold:   (*Task).addHold,
 		Flagged:   (*Task).flagged,
+
+		StateOffset: unsafe.Offsetof(Task{}.state),
+		FlagBits:    stateCancelled | statePenalized,
 
 		ReadSlots:     (*Task).readSlots,
 		Claimed:       (*Task).claims,

@@ -26,8 +26,12 @@ type Hooks[T, U any, R ~uint32, G, O, C any] struct {
 	// progress itself (resource.Mutex).
 	Claim   func(t *T, id R)
 	AddHold func(t *T, id R, d time.Duration)
-	// Flagged is the one test a primitive makes before it acquires.
-	Flagged func(t *T) bool
+	// Flagged is the one test a primitive makes before it acquires: the
+	// bits FlagBits of the 32-bit state word at offset StateOffset in T,
+	// which taskx reads inline, without a call.
+	Flagged     func(t *T) bool
+	StateOffset uintptr
+	FlagBits    uint32
 
 	// Readings of the snapshot builder, the controller and the tests.
 	ReadSlots     func(t *T, dst []U, now int64) int

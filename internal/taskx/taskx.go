@@ -7,7 +7,9 @@
 package taskx
 
 import (
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/internal/taskrt"
@@ -41,8 +43,18 @@ func Claim(t *task.Task, id task.ResourceID) { h.Claim(t, id) }
 // AddHold adds a finished hold of d to t's accounting for resource id.
 func AddHold(t *task.Task, id task.ResourceID, d time.Duration) { h.AddHold(t, id, d) }
 
-// Flagged reports whether t was cancelled or has a penalty to serve.
-func Flagged(t *task.Task) bool { return h.Flagged(t) }
+// Flagged reports whether t was cancelled or has a penalty to serve: one
+// load of t's state word, inline, on every acquisition of an instrumented
+// primitive (TestFlaggedInline checks it agrees with the method).
+func Flagged(t *task.Task) bool {
+	return t != nil && (*atomic.Uint32)(unsafe.Add(unsafe.Pointer(t), stateOffset)).Load()&flagBits != 0
+}
+
+// FlaggedSlow is Flagged through package task's method, for the test that
+// the two agree.
+func FlaggedSlow(t *task.Task) bool { return h.Flagged(t) }
+
+var stateOffset, flagBits = h.StateOffset, h.FlagBits
 
 // ReadSlots stores t's accounting in dst, up to its length, without the
 // holds in progress that primitives track themselves, and returns how many
