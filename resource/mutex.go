@@ -9,6 +9,7 @@ import (
 	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/internal/resrt"
 	"github.com/moirai-go/moirai/internal/taskx"
+	"github.com/moirai-go/moirai/internal/waitq"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -227,8 +228,8 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 		case <-w.ch:
 		case <-done:
 			m.mu.Lock()
-			if w.queued {
-				m.q.remove(w)
+			if w.Queued() {
+				m.q.Remove(w)
 				m.dequeuedLocked()
 				m.mu.Unlock()
 				m.res.waitEnd(t)
@@ -287,9 +288,9 @@ func (m *Mutex) enqueueLocked(w *waiter, front bool) bool {
 	}
 	w.granted = false
 	if front {
-		m.q.pushFront(w)
+		m.q.PushFront(w)
 	} else {
-		m.q.pushBack(w)
+		m.q.PushBack(w)
 	}
 	return false
 }
@@ -297,7 +298,7 @@ func (m *Mutex) enqueueLocked(w *waiter, front bool) bool {
 // dequeuedLocked clears the waiters and starving bits once the queue is
 // empty.
 func (m *Mutex) dequeuedLocked() {
-	if m.q.head != nil {
+	if m.q.Front() != nil {
 		return
 	}
 	for {
@@ -336,7 +337,7 @@ func (m *Mutex) unlockSlow() {
 		m.mu.Unlock()
 		panic("moirai: unlock of unlocked mutex")
 	}
-	w := m.q.head
+	w := m.q.Front()
 	switch {
 	case w == nil:
 		// Waiters left; only this goroutine changes a locked, queue-less
@@ -345,22 +346,22 @@ func (m *Mutex) unlockSlow() {
 	case s&mStarving != 0 || time.Duration(m.now()-w.since) > starvationThreshold:
 		// The head has waited too long: hand the lock over. It stays
 		// locked, now for w, so newcomers cannot barge in.
-		m.q.remove(w)
+		m.q.Remove(w)
 		w.granted = true
 		ns := s&mFlags | mLocked // the new holder sets its identity
-		if m.q.head == nil {
+		if m.q.Front() == nil {
 			ns = mLocked
 		}
 		m.state.Store(ns)
 		w.ch <- struct{}{}
 	default:
 		// Release and wake the head to compete with newcomers.
-		m.q.remove(w)
+		m.q.Remove(w)
 		w.granted = false
 		for {
 			s := m.state.Load()
 			ns := s &^ (mLocked | identMask)
-			if m.q.head == nil {
+			if m.q.Front() == nil {
 				ns &^= mWaiters | mStarving
 			}
 			if m.state.CompareAndSwap(s, ns) {
@@ -377,12 +378,12 @@ func (m *Mutex) unlockSlow() {
 func (m *Mutex) wakeIfFree() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	w := m.q.head
+	w := m.q.Front()
 	if w == nil || m.state.Load()&mLocked != 0 {
 		// Empty queue, or the holder's unlock wakes the head.
 		return
 	}
-	m.q.remove(w)
+	m.q.Remove(w)
 	w.granted = false
 	m.dequeuedLocked()
 	w.ch <- struct{}{}
@@ -418,16 +419,20 @@ func causeOf(ctx context.Context, t *task.Task) error {
 // waiter is one goroutine waiting in a queue. Its channel has room for one
 // token, so granting never blocks.
 type waiter struct {
-	ch         chan struct{}
-	t          *task.Task
-	n          int64 // units wanted (semaphores), or reader/writer marker
-	write      bool
-	err        error // set with the token when the wait is refused
-	since      int64
-	queued     bool
-	granted    bool
-	prev, next *waiter
+	ch      chan struct{}
+	t       *task.Task
+	n       int64 // units wanted (semaphores), or reader/writer marker
+	write   bool
+	err     error // set with the token when the wait is refused
+	since   int64
+	granted bool
+	waitq.Links[waiter]
 }
+
+func (w *waiter) WaitLinks() *waitq.Links[waiter] { return &w.Links }
+
+// waitQueue is the primitives' FIFO of waiters.
+type waitQueue = waitq.Queue[waiter, *waiter]
 
 // Waiters are not pooled: a channel made inside a testing/synctest bubble
 // must not be used outside it, and a pooled waiter would carry its channel
@@ -435,52 +440,4 @@ type waiter struct {
 // allocation is small next to parking a goroutine.
 func getWaiter(t *task.Task) *waiter {
 	return &waiter{ch: make(chan struct{}, 1), t: t}
-}
-
-// waitQueue is an intrusive doubly-linked FIFO of waiters.
-type waitQueue struct {
-	head, tail *waiter
-	n          int
-}
-
-func (q *waitQueue) pushBack(w *waiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	w.queued = true
-	q.n++
-}
-
-func (q *waitQueue) pushFront(w *waiter) {
-	w.prev, w.next = nil, q.head
-	if q.head != nil {
-		q.head.prev = w
-	} else {
-		q.tail = w
-	}
-	q.head = w
-	w.queued = true
-	q.n++
-}
-
-func (q *waitQueue) remove(w *waiter) {
-	if !w.queued {
-		return
-	}
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next, w.queued = nil, nil, false
-	q.n--
 }
