@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/moirai-go/moirai"
-	"github.com/moirai-go/moirai/internal/taskx"
 )
 
 // The examples below show each primitive as a service uses it through the
@@ -23,8 +22,8 @@ func ExampleMutex() {
 		fmt.Println(err)
 		return
 	}
-	u, _ := taskx.Usage(t, orders.Resource().ID())
-	fmt.Println("held:", u.Held)
+	s := ctl.Snapshot()
+	fmt.Println("held:", s.UsageOf(s.TaskByID(t.ID()))[0].Held)
 	orders.Unlock()
 	// Output: held: 1
 }
@@ -119,7 +118,9 @@ func ExampleTask() {
 	defer ctl.Close()
 	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "export", Cancellable: true})
 	t.Progress(10, 40)
-	fmt.Println(taskx.ProgressOf(t))
+	s := ctl.Snapshot()
+	st := s.Tasks[s.TaskByID(t.ID())]
+	fmt.Println(st.Done, st.Total)
 	t.End(errors.New("client went away"))
 	t.End(nil) // a second End is counted, not obeyed
 	fmt.Println(ctx.Err(), ctl.Stats().EndedTwice)
