@@ -46,9 +46,13 @@ const spins = 4
 // sync.Mutex's do: the state word names the holder and the time it took
 // the lock, and the finished hold is added to the holder's counters after
 // the lock is released (one atomic add, none for a hold shorter than a
-// tick of the coarse clock). Under contention newcomers may barge in, as
-// with sync.Mutex, until a waiter has waited a millisecond; then the lock is
-// handed over in arrival order.
+// tick of the coarse clock). Besides that compare-and-swap, an
+// uncontended Lock makes one load of the task's state word (is a
+// cancellation or a penalty pending?) and reads the time: the controller's
+// mutexes read the coarse value of its clock, one atomic load, in every
+// mode of the clock, since holds matter at the millisecond scale. Under
+// contention newcomers may barge in, as with sync.Mutex, until a waiter has
+// waited a millisecond; then the lock is handed over in arrival order.
 //
 // A Mutex must be created by [NewMutex] (or the controller's Mutex method)
 // and must not be copied after first use.
