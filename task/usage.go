@@ -194,6 +194,16 @@ func zero(w *atomic.Int64) {
 // claiming a free slot the first time the task touches the resource, or
 // nil if the task has ended.
 func (t *Task) slotFor(id ResourceID) (*slot, uint32) {
+	// Most events are on the first resource a task touched: look there
+	// first, inline.
+	if key := t.key(id); t.state.Load()&stateEnded == 0 && t.blk.slots[0].res.Load() == key {
+		return &t.blk.slots[0], key
+	}
+	return t.slotForSlow(id)
+}
+
+// slotForSlow is slotFor past the first slot.
+func (t *Task) slotForSlow(id ResourceID) (*slot, uint32) {
 	if t.state.Load()&stateEnded != 0 {
 		t.reg.lateEvents.Add(1)
 		return nil, 0
