@@ -150,12 +150,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // TryLock locks m for the task in ctx if it is free and reports whether it
 // did.
 func (m *Mutex) TryLock(ctx context.Context) bool {
-	t := m.res.taskOf(ctx)
-	if !m.tryLock() {
-		return false
-	}
-	m.acquired(t)
-	return true
+	return m.tryLockFor(m.res.taskOf(ctx))
 }
 
 // acquired records t as the holder after a slow-path acquisition, which
@@ -183,14 +178,22 @@ func (m *Mutex) claim(t *task.Task, id uint64) {
 	m.claimed = id
 }
 
-// tryLock takes the lock if it is free and nobody is starving.
-func (m *Mutex) tryLock() bool {
+// tryLockFor takes the lock for t if it is free and nobody is starving,
+// naming t as the holder in the same compare-and-swap (the identity bits
+// of an unlocked mutex are clear), and reports whether it did.
+func (m *Mutex) tryLockFor(t *task.Task) bool {
+	now := m.now()
+	id := identity(t, now)
 	for {
 		s := m.state.Load()
 		if s&(mLocked|mStarving) != 0 {
 			return false
 		}
-		if m.state.CompareAndSwap(s, s|mLocked) {
+		if m.state.CompareAndSwap(s, s|id|mLocked) {
+			m.holder, m.since = t, now
+			if tid := t.ID(); tid != m.claimed {
+				m.claim(t, tid)
+			}
 			return true
 		}
 	}
@@ -203,8 +206,7 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 				break
 			}
 		}
-		if m.tryLock() {
-			m.acquired(t)
+		if m.tryLockFor(t) {
 			return nil
 		}
 	}
@@ -260,9 +262,8 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 			return nil
 		}
 		// Woken to compete: try, then queue again at the front.
-		if m.tryLock() {
+		if m.tryLockFor(t) {
 			m.res.waitEnd(t)
-			m.acquired(t)
 			return nil
 		}
 		front = true
