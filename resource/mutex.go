@@ -29,7 +29,7 @@ const (
 
 // identity returns the state bits naming t as the holder since now.
 func identity(t *task.Task, now int64) uint64 {
-	ms := uint64(now/int64(time.Millisecond)) & (1<<32 - 1)
+	ms := uint64(now) / uint64(time.Millisecond) & (1<<32 - 1) // now ≥ 0: unsigned is cheaper
 	return ms<<sinceShift | taskx.HolderTag(t.ID())<<tagShift
 }
 
