@@ -194,12 +194,21 @@ func zero(w *atomic.Int64) {
 // claiming a free slot the first time the task touches the resource, or
 // nil if the task has ended.
 func (t *Task) slotFor(id ResourceID) (*slot, uint32) {
-	// Most events are on the first resource a task touched: look there
-	// first, inline.
+	if s, key := t.firstSlot(id); s != nil {
+		return s, key
+	}
+	return t.slotForSlow(id)
+}
+
+// firstSlot returns the task's first slot and its res word if the task
+// has not ended and the slot is the one for resource id; nil otherwise.
+// Most events are on the first resource a task touched: this is slotFor's
+// look there, small enough to inline into the events.
+func (t *Task) firstSlot(id ResourceID) (*slot, uint32) {
 	if key := t.key(id); t.state.Load()&stateEnded == 0 && t.blk.slots[0].res.Load() == key {
 		return &t.blk.slots[0], key
 	}
-	return t.slotForSlow(id)
+	return nil, 0
 }
 
 // slotForSlow is slotFor past the first slot.
@@ -322,12 +331,17 @@ func (s *slot) give(word *atomic.Uint64, acc *atomic.Int64, key uint32, n uint64
 		}
 		if word.CompareAndSwap(old, nw) {
 			if nw == 0 {
-				if d := since(old, now); d > 0 {
-					acc.Add(int64(d))
-				}
+				addSince(acc, old, now)
 			}
 			return opDone
 		}
+	}
+}
+
+// addSince adds to acc the time from the packed start of word to now.
+func addSince(acc *atomic.Int64, word uint64, now int64) {
+	if d := since(word, now); d > 0 {
+		acc.Add(int64(d))
 	}
 }
 
@@ -386,9 +400,11 @@ func (t *Task) acquire(id ResourceID, n int64) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
-	s, key := t.slotFor(id)
+	s, key := t.firstSlot(id)
 	if s == nil {
-		return nil
+		if s, key = t.slotForSlow(id); s == nil {
+			return nil
+		}
 	}
 	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
@@ -410,9 +426,11 @@ func (t *Task) release(id ResourceID, n int64) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
-	s, key := t.slotFor(id)
+	s, key := t.firstSlot(id)
 	if s == nil {
-		return nil
+		if s, key = t.slotForSlow(id); s == nil {
+			return nil
+		}
 	}
 	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
