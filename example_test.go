@@ -109,7 +109,9 @@ func ExampleFrom() {
 	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "export"})
 	defer t.End(nil)
 	moirai.From(ctx).Progress(40, 100)
-	fmt.Println(t.ProgressOf())
+	s := ctl.Snapshot() // the runtime's view of its tasks
+	st := s.Tasks[s.TaskByID(t.ID())]
+	fmt.Println(st.Done, st.Total)
 	moirai.From(context.Background()).Progress(1, 2) // no task: a no-op
 	// Output: 40 100
 }
@@ -125,8 +127,8 @@ func ExampleWithTask() {
 
 	ctx := moirai.WithTask(context.Background(), conn)
 	_ = log.Lock(ctx)
-	u, _ := conn.Usage(log.Resource().ID())
-	fmt.Println(u.Held)
+	s := ctl.Snapshot()
+	fmt.Println(s.UsageOf(s.TaskByID(conn.ID()))[0].Held) // charged to conn
 	log.Unlock()
 	// Output: 1
 }

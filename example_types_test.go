@@ -22,8 +22,8 @@ func ExampleMutex() {
 		fmt.Println(err)
 		return
 	}
-	u, _ := t.Usage(orders.Resource().ID())
-	fmt.Println("held:", u.Held)
+	s := ctl.Snapshot()
+	fmt.Println("held:", s.UsageOf(s.TaskByID(t.ID()))[0].Held)
 	orders.Unlock()
 	// Output: held: 1
 }
@@ -118,7 +118,9 @@ func ExampleTask() {
 	defer ctl.Close()
 	ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "export", Cancellable: true})
 	t.Progress(10, 40)
-	fmt.Println(t.ProgressOf())
+	s := ctl.Snapshot()
+	st := s.Tasks[s.TaskByID(t.ID())]
+	fmt.Println(st.Done, st.Total)
 	t.End(errors.New("client went away"))
 	t.End(nil) // a second End is counted, not obeyed
 	fmt.Println(ctx.Err(), ctl.Stats().EndedTwice)

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -276,7 +277,7 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 	case c.cfg.dryRun:
 		rec.Outcome, rec.Note = policy.DryRun, "dry run: not cancelled"
 	default:
-		if err := t.Cancel(d.Reason); err != nil {
+		if err := taskx.Cancel(t, d.Reason); err != nil {
 			rec.Outcome, rec.Note = policy.Skipped, err.Error()
 		} else {
 			rec.Outcome = policy.Acted
@@ -299,7 +300,7 @@ func (c *Controller) penalizeLocked(t *task.Task, d policy.Decision, rec *policy
 		// The task ended since the snapshot, as a short request of a
 		// noisy stream often has: its class's next task serves it, as
 		// it would have had the task ended with the penalty pending.
-		c.tasks.LeavePenalty(d.Class, d.Delay)
+		taskx.LeavePenalty(c.tasks, d.Class, d.Delay)
 		rec.TaskClass = d.Class
 		rec.Outcome, rec.Note = policy.Acted, "task ended: left to the next task of its class"
 		c.penalties++
@@ -312,7 +313,7 @@ func (c *Controller) penalizeLocked(t *task.Task, d policy.Decision, rec *policy
 	case c.cfg.dryRun:
 		rec.Outcome, rec.Note = policy.DryRun, "dry run: not penalized"
 	default:
-		t.Penalize(d.Delay)
+		taskx.Penalize(t, d.Delay)
 		rec.Outcome = policy.Acted
 		if d.Delay > task.MaxPenalty {
 			rec.Note = "cut to " + task.MaxPenalty.String()
@@ -424,7 +425,7 @@ func (c *Controller) buildLocked(dst *snapshot.Snapshot, live *[]*task.Task, adv
 	}
 
 	// Tasks and their usage.
-	*live = c.tasks.AppendLive((*live)[:0])
+	*live = taskx.AppendLive(c.tasks, (*live)[:0])
 	c.buildTasks(dst, *live, now, advance)
 
 	// Completions and window deltas against the baseline.

@@ -13,6 +13,8 @@ import (
 	"github.com/moirai-go/moirai/detect"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/resrt"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/penalty"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
@@ -159,7 +161,7 @@ func New(opts ...Option) *Controller {
 		durations: durations,
 	}
 	c.clock.SetResolution(cfg.resolution)
-	c.tasks = task.NewRegistry(c.clock, task.Options{
+	c.tasks = taskx.NewRegistry(c.clock, task.Options{
 		OnEnd:       c.res.Fold,
 		LiveHold:    c.res.LiveHold,
 		Report:      c.report,
@@ -234,10 +236,14 @@ func (c *Controller) mustRegister(name string, kind resource.Kind, capacity int6
 	return r
 }
 
+// newMutex makes the controller's mutexes, which read the coarse value of
+// its clock inline (see internal/resrt).
+var newMutex = resrt.NewMutex.(func(*resource.Resource, *clock.Clock) *resource.Mutex)
+
 // Mutex returns a new instrumented mutex on a lock resource called name.
 // It panics if name is empty or already registered.
 func (c *Controller) Mutex(name string) *Mutex {
-	return resource.NewMutex(c.mustRegister(name, resource.KindLock, 0), c.clock.Now)
+	return newMutex(c.mustRegister(name, resource.KindLock, 0), c.clock)
 }
 
 // RWMutex returns a new instrumented reader/writer lock on a lock resource

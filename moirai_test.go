@@ -14,6 +14,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
@@ -451,7 +452,7 @@ func TestControllerFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := ctl.Resource("pool")
-	if !tk.Holding() || r.Kind() != resource.KindQueue {
+	if !taskx.Holding(tk) || r.Kind() != resource.KindQueue {
 		t.Errorf("the task does not hold the fence's queue resource")
 	}
 	p.Release()

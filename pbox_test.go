@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/penalty"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
@@ -27,7 +28,7 @@ func noisyScenario(t *testing.T, ctl *moirai.Controller) (lightMean time.Duratio
 	wg.Go(func() {
 		ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy"})
 		defer func() {
-			noisyPenalties = tk.Penalties()
+			noisyPenalties = taskx.Penalties(tk)
 			tk.End(nil)
 		}()
 		for {
@@ -144,14 +145,14 @@ func TestPenaltyPrecedence(t *testing.T) {
 		sc.mu.Lock()
 		sc.next = nil
 		sc.mu.Unlock()
-		if tk.Penalty() != 50*time.Millisecond {
-			t.Fatalf("pending penalty %v, want 50ms", tk.Penalty())
+		if taskx.Penalty(tk) != 50*time.Millisecond {
+			t.Fatalf("pending penalty %v, want 50ms", taskx.Penalty(tk))
 		}
 		if err := ctl.Cancel(tk.ID(), "test"); err != nil {
 			t.Fatalf("cancel of a penalized task: %v", err)
 		}
-		if tk.Penalty() != 0 {
-			t.Errorf("cancelled task keeps its penalty %v", tk.Penalty())
+		if taskx.Penalty(tk) != 0 {
+			t.Errorf("cancelled task keeps its penalty %v", taskx.Penalty(tk))
 		}
 		if !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 			t.Errorf("cause %v", context.Cause(ctx))
@@ -169,8 +170,8 @@ func TestPenaltyPrecedence(t *testing.T) {
 		sc.mu.Unlock()
 		ds := ctl.Decisions()
 		last := ds[len(ds)-1]
-		if last.Action != policy.Penalize || last.Outcome != policy.Skipped || tk.Penalty() != 0 {
-			t.Errorf("penalty of a cancelled task: %+v, pending %v", last, tk.Penalty())
+		if last.Action != policy.Penalize || last.Outcome != policy.Skipped || taskx.Penalty(tk) != 0 {
+			t.Errorf("penalty of a cancelled task: %+v, pending %v", last, taskx.Penalty(tk))
 		}
 	})
 }
@@ -240,7 +241,7 @@ func TestPenaltiesLockOrdering(t *testing.T) {
 			wg.Go(func() {
 				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Cancellable: i%2 == 0})
 				defer func() {
-					served.Add(tk.Penalties())
+					served.Add(taskx.Penalties(tk))
 					tk.End(nil)
 				}()
 				for range 20 {
@@ -302,7 +303,7 @@ func noisyStreamScenario(t *testing.T, ctl *moirai.Controller) (lightMean, noisy
 					time.Sleep(8 * time.Millisecond)
 					table.Unlock()
 				}
-				if tk.Penalties() > 0 {
+				if taskx.Penalties(tk) > 0 {
 					served.Add(1)
 				}
 				tk.End(err)
@@ -387,8 +388,8 @@ func TestPenaltyOfEndedTask(t *testing.T) {
 		}
 		_, next := ctl.Begin(context.Background(), moirai.Spec{Class: "noisy"})
 		defer next.End(nil)
-		if next.Penalty() != 30*time.Millisecond {
-			t.Errorf("next task of the class: penalty %v, want 30ms", next.Penalty())
+		if taskx.Penalty(next) != 30*time.Millisecond {
+			t.Errorf("next task of the class: penalty %v, want 30ms", taskx.Penalty(next))
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -119,7 +120,7 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	cancelled := err != nil && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
 	var used []task.ResourceID
 	if cancelled {
-		t.EachUsage(c.clock.Now(), func(u task.Usage) { used = append(used, u.Resource) })
+		taskx.EachUsage(t, c.clock.Now(), func(u task.Usage) { used = append(used, u.Resource) })
 	}
 	t.End(err)
 	if !cancelled {

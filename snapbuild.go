@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
 )
@@ -53,7 +54,7 @@ func (c *Controller) buildTasks(dst *snapshot.Snapshot, ts []*task.Task, now int
 	dst.Tasks = grow(dst.Tasks, len(ts))
 	var total int32
 	for i, t := range ts {
-		k := int32(t.Claimed())
+		k := int32(taskx.Claimed(t))
 		dst.Tasks[i].First, dst.Tasks[i].N = total, k
 		total += k
 	}
@@ -116,16 +117,16 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 		t := ts[i]
 		st := &dst.Tasks[i]
 		if advance {
-			c.tasks.CheckUnended(t, now, grace)
+			taskx.CheckUnended(c.tasks, t, now, grace)
 		}
 		region := dst.Usage[st.First : st.First+st.N]
 		if cap(p.scratch) < len(region) {
 			p.scratch = make([]task.Usage, len(region))
 		}
 		// Entries claimed after the layout wait for the next snapshot.
-		k := t.ReadSlots(p.scratch[:len(region)], now)
+		k := taskx.ReadSlots(t, p.scratch[:len(region)], now)
 		ti := int32(i)
-		tag := task.HolderTag(t.ID())
+		tag := taskx.HolderTag(t.ID())
 		for j := range k {
 			u := p.scratch[j]
 			ri := int32(u.Resource) - 1
@@ -138,18 +139,18 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 			region[j] = snapshot.Usage{Usage: u, Task: ti, Res: ri}
 		}
 		sp := t.Spec()
-		done, total := t.ProgressOf()
+		done, total := taskx.ProgressOf(t)
 		first, cnt := st.First, st.N
 		*st = snapshot.Task{
 			ID: t.ID(), Key: sp.Key, Class: sp.Class, Path: sp.Path, Kind: sp.Kind,
 			Priority: sp.Priority, Goal: sp.Goal, Cancellable: sp.Cancellable,
-			Cancelled: t.Cancelled(), Active: t.Active(), Activities: t.Activities(),
-			Age: time.Duration(now - t.Started()), Exec: t.ExecTime(now),
+			Cancelled: t.Cancelled(), Active: taskx.Active(t), Activities: taskx.Activities(t),
+			Age: time.Duration(now - taskx.Started(t)), Exec: taskx.ExecTime(t, now),
 			Done: done, Total: total,
-			Penalty: t.Penalty(), PenaltyServed: t.PenaltyServed(), Penalties: t.Penalties(),
+			Penalty: taskx.Penalty(t), PenaltyServed: taskx.PenaltyServed(t), Penalties: taskx.Penalties(t),
 			First: first, N: cnt,
 		}
-		if t.Ended() {
+		if taskx.Ended(t) {
 			// Ended while being read: its accounting block may already
 			// serve another task.
 			st.ID = 0

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/moirai-go/moirai/internal/waitq"
 	"github.com/moirai-go/moirai/resource"
 )
 
@@ -338,21 +339,21 @@ func (f *Fence) acquireSlow(ctx context.Context, p *Path) (Permit, error) {
 	p.nwait.Add(1)
 	// With the count raised, a release either sees it or left a permit
 	// this take finds.
-	if p.q.head == nil && (p == f.local || f.local.q.head == nil) {
+	if p.q.Front() == nil && (p == f.local || f.local.q.Front() == nil) {
 		if from := f.take(p, false); from != nil {
 			p.nwait.Add(-1)
 			f.mu.Unlock()
 			return f.granted(ctx, p, from), nil
 		}
 	}
-	if f.backlog > 0 && int64(p.q.n) >= f.backlog {
+	if f.backlog > 0 && int64(p.q.Len()) >= f.backlog {
 		p.nwait.Add(-1)
 		f.mu.Unlock()
 		p.rejected.Add(1)
 		return Permit{}, fmt.Errorf("%w: path %q has %d waiting", ErrRejected, p.name, f.backlog)
 	}
 	w := &waiter{ch: make(chan *Path, 1)}
-	p.q.pushBack(w)
+	p.q.PushBack(w)
 	f.mu.Unlock()
 	p.waited.Add(1)
 	if f.res != nil {
@@ -365,8 +366,8 @@ func (f *Fence) acquireSlow(ctx context.Context, p *Path) (Permit, error) {
 	case <-ctx.Done():
 	}
 	f.mu.Lock()
-	if w.queued {
-		p.q.remove(w)
+	if w.Queued() {
+		p.q.Remove(w)
 		p.nwait.Add(-1)
 		f.mu.Unlock()
 		return Permit{}, context.Cause(ctx)
@@ -434,21 +435,21 @@ func decrement(n *atomic.Int64) bool {
 // grantLocked hands free permits to waiters: local requests first, on the
 // local reservation or borrowed, then each path's own waiters in order.
 func (f *Fence) grantLocked() {
-	for w := f.local.q.head; w != nil; w = f.local.q.head {
+	for w := f.local.q.Front(); w != nil; w = f.local.q.Front() {
 		from := f.take(f.local, true)
 		if from == nil {
 			break
 		}
-		f.local.q.remove(w)
+		f.local.q.Remove(w)
 		f.local.nwait.Add(-1)
 		w.ch <- from
 	}
 	for _, p := range f.paths {
-		for w := p.q.head; w != nil; w = p.q.head {
+		for w := p.q.Front(); w != nil; w = p.q.Front() {
 			if !p.tryTake() {
 				break
 			}
-			p.q.remove(w)
+			p.q.Remove(w)
 			p.nwait.Add(-1)
 			w.ch <- p
 		}
@@ -524,43 +525,11 @@ func (f *Fence) Stats() Stats {
 // grant, so granting never blocks; the grant names the reservation the
 // permit belongs to.
 type waiter struct {
-	ch         chan *Path
-	queued     bool
-	prev, next *waiter
+	ch chan *Path
+	waitq.Links[waiter]
 }
 
-// waitQueue is an intrusive FIFO of waiters.
-type waitQueue struct {
-	head, tail *waiter
-	n          int
-}
+func (w *waiter) WaitLinks() *waitq.Links[waiter] { return &w.Links }
 
-func (q *waitQueue) pushBack(w *waiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	w.queued = true
-	q.n++
-}
-
-func (q *waitQueue) remove(w *waiter) {
-	if !w.queued {
-		return
-	}
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next, w.queued = nil, nil, false
-	q.n--
-}
+// waitQueue is a path's FIFO of waiters.
+type waitQueue = waitq.Queue[waiter, *waiter]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 )
 
@@ -357,14 +358,14 @@ func TestWithResourceAccountsToTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tk.Holding() || r.Untracked() != 0 {
-		t.Errorf("holding %v, untracked %d; want the task to hold the permit", tk.Holding(), r.Untracked())
+	if !taskx.Holding(tk) || r.Untracked() != 0 {
+		t.Errorf("holding %v, untracked %d; want the task to hold the permit", taskx.Holding(tk), r.Untracked())
 	}
 	if err := p.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if tk.Holding() || r.Misuse() != 0 {
-		t.Errorf("after release: holding %v, misuse %d", tk.Holding(), r.Misuse())
+	if taskx.Holding(tk) || r.Misuse() != 0 {
+		t.Errorf("after release: holding %v, misuse %d", taskx.Holding(tk), r.Misuse())
 	}
 	tk.End(nil)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/httpmw"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -70,7 +71,7 @@ func TestTaskPerRequest(t *testing.T) {
 		if seen == nil || seen.Spec().Class != "GET /orders" || seen.Spec().Key != "acme" || !seen.Spec().Cancellable {
 			t.Fatalf("task %+v", seen.Spec())
 		}
-		if !seen.Ended() {
+		if !taskx.Ended(seen) {
 			t.Errorf("task not ended after the handler returned")
 		}
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/fail", nil))

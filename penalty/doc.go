@@ -109,7 +109,7 @@
 //
 // # Safe points
 //
-// The controller acts on a decision with task.Task.Penalize, which sets a
+// The controller acts on a decision by penalizing the task, which sets a
 // flag in the task's state word and the pending length. The instrumented
 // primitives already load that word on every acquisition to see whether
 // the task was cancelled; one test covers both, so an unpenalized task

@@ -217,10 +217,19 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	p.seen++
 	p.watch = false
 	p.window = s.Window
+	tds, tfs, live := p.observe(s)
+	w := p.waitGraph(s, live)
+	return p.penalize(w, tds, tfs)
+}
+
+// observe is Decide's pass over the tasks: each one's interference (its
+// time deferred and its t_f, by index in s.Tasks), the records of the
+// tasks seen and of those that ended, and, when streams are followed, the
+// number of live tasks of each followed class.
+func (p *Policy) observe(s *snapshot.Snapshot) (tds []time.Duration, tfs []float64, live map[string]int) {
 	n := len(s.Tasks)
-	tds := make([]time.Duration, n)
-	tfs := make([]float64, n)
-	var live map[string]int // per followed class, its live tasks
+	tds = make([]time.Duration, n)
+	tfs = make([]float64, n)
 	if len(p.streams) > 0 {
 		live = map[string]int{}
 		for k := range p.streams {
@@ -264,9 +273,13 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			delete(p.tasks, id)
 		}
 	}
+	return tds, tfs, live
+}
 
-	// Who waits for whom: per resource, its holders; per task, what it
-	// waits for.
+// waitGraph is Decide's pass over the usage: who waits for whom (per
+// resource, its holders; per task, what it waits for), the holds each
+// class is seen to make, and the followed streams' holds now.
+func (p *Policy) waitGraph(s *snapshot.Snapshot, live map[string]int) *walker {
 	holders := make(map[int32][]hold)
 	waits := make(map[int][]snapshot.Usage)
 	var held map[holdKey]tally // per followed stream, its holds now
@@ -292,7 +305,14 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 	if live != nil {
 		p.follow(s, live, held)
 	}
-	w := &walker{s: s, holders: holders, waits: waits}
+	return &walker{s: s, holders: holders, waits: waits}
+}
+
+// penalize is Decide's last pass: for each waiter that is a victim (its
+// t_f above its goal, deferred at least minDeferral), a penalty for each
+// noisy task that defers it, at most one per task.
+func (p *Policy) penalize(w *walker, tds []time.Duration, tfs []float64) []policy.Decision {
+	s := w.s
 	var out []policy.Decision
 	decided := map[int]bool{}
 	for _, u := range s.Usage {
@@ -321,26 +341,31 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 				continue
 			}
 			decided[n.task] = true
-			limit := p.capFor(s, nt.Class, n.res)
-			d := p.next(nt, vt, tds[v], tfs[v], limit)
-			out = append(out, policy.Decision{
-				Action: policy.Penalize,
-				Task:   nt.ID,
-				Class:  nt.Class,
-				Delay:  d,
-				Reason: fmt.Sprintf("defers task %d on %s: t_f %.2f > goal %.2f", vt.ID, s.Resources[n.res].Name, tfs[v], vt.Goal),
-				Details: []slog.Attr{
-					slog.Uint64("victim", vt.ID),
-					slog.Duration("victim_deferred", tds[v]),
-					slog.Duration("victim_exec", vt.Exec),
-					slog.Duration("noisy_exec", nt.Exec),
-					slog.Duration("noisy_hold", n.hold),
-					slog.Duration("cap", limit),
-				},
-			})
+			out = append(out, p.penalty(s, nt, vt, n, tds[v], tfs[v]))
 		}
 	}
 	return out
+}
+
+// penalty is the decision to penalize the noisy task nt, whose hold n
+// defers the victim vt by td (its t_f is tf).
+func (p *Policy) penalty(s *snapshot.Snapshot, nt, vt *snapshot.Task, n hold, td time.Duration, tf float64) policy.Decision {
+	limit := p.capFor(s, nt.Class, n.res)
+	return policy.Decision{
+		Action: policy.Penalize,
+		Task:   nt.ID,
+		Class:  nt.Class,
+		Delay:  p.next(nt, vt, td, tf, limit),
+		Reason: fmt.Sprintf("defers task %d on %s: t_f %.2f > goal %.2f", vt.ID, s.Resources[n.res].Name, tf, vt.Goal),
+		Details: []slog.Attr{
+			slog.Uint64("victim", vt.ID),
+			slog.Duration("victim_deferred", td),
+			slog.Duration("victim_exec", vt.Exec),
+			slog.Duration("noisy_exec", nt.Exec),
+			slog.Duration("noisy_hold", n.hold),
+			slog.Duration("cap", limit),
+		},
+	}
 }
 
 // hold is a task holding a resource, and for how long it has held it.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -15,13 +14,13 @@ import (
 // (moirai.New, Controller.Begin, Controller.Mutex and the like).
 func exampleSetup() (*resource.Registry, *task.Registry) {
 	res := resource.NewRegistry()
-	return res, task.NewRegistry(clock.New(), task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold})
+	return res, task.NewRegistry(task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold})
 }
 
 func ExampleMutex() {
 	res, tasks := exampleSetup()
 	r, _ := res.Register("accounts", resource.KindLock, 0)
-	mu := resource.NewMutex(r, tasks.Clock().Now)
+	mu := resource.NewMutex(r, tasks.Now)
 
 	ctx, t := tasks.Begin(context.Background(), task.Spec{Class: "transfer"})
 	defer t.End(nil)
@@ -30,29 +29,36 @@ func ExampleMutex() {
 		fmt.Println("not locked:", err) // ctx done, or the task cancelled
 		return
 	}
-	u, _ := t.Usage(r.ID())
-	fmt.Println("held while locked:", u.Held)
+	// The mutex names its holder to the controller (its snapshots do the
+	// same for every resource).
+	tag, _, held := r.LiveHold(tasks.Now())
+	fmt.Println("held while locked:", held, "by task", tag == t.ID())
 	mu.Unlock()
-	u, _ = t.Usage(r.ID())
-	fmt.Println("held after unlock:", u.Held)
+	_, _, held = r.LiveHold(tasks.Now())
+	fmt.Println("held after unlock:", held)
 	// Output:
-	// held while locked: 1
-	// held after unlock: 0
+	// held while locked: true by task true
+	// held after unlock: false
 }
 
 func ExampleMutex_cancelled() {
 	res, tasks := exampleSetup()
 	r, _ := res.Register("accounts", resource.KindLock, 0)
-	mu := resource.NewMutex(r, tasks.Clock().Now)
+	mu := resource.NewMutex(r, tasks.Now)
 
-	ctx, t := tasks.Begin(context.Background(), task.Spec{Cancellable: true})
+	// A context already done: the lock is not taken, and the error says
+	// why (a task the controller cancelled fails the same way, with
+	// task.ErrCancelled as the cause).
+	parent, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("client went away"))
+	ctx, t := tasks.Begin(parent, task.Spec{Cancellable: true})
 	defer t.End(nil)
-	_ = t.Cancel("holds the lock too long") // what the controller does
+	_ = mu.Lock(context.Background()) // held by someone without a task
 
 	err := mu.Lock(ctx)
-	fmt.Println(errors.Is(err, task.ErrCancelled))
+	fmt.Println(err)
 	// Output:
-	// true
+	// client went away
 }
 
 func ExampleRWMutex() {
@@ -162,9 +168,6 @@ func ExampleMemory() {
 		fmt.Println("free of 50: refused")
 	}
 
-	u, _ := t.Usage(r.ID())
-	fmt.Println("task holds:", u.Held, "evicted:", u.Evictions)
-
 	// The end of the task gives back what it still used.
 	t.End(nil)
 	fmt.Println("in use after the end:", pool.InUse())
@@ -172,7 +175,6 @@ func ExampleMemory() {
 	// Output:
 	// in use: 40
 	// free of 50: refused
-	// task holds: 40 evicted: 40
 	// in use after the end: 0
 	// evictions of ended tasks: 40
 }
@@ -192,15 +194,12 @@ func ExampleResource() {
 	// ... work under the lock ...
 	_ = r.Release(ctx, 1)
 
-	u, _ := t.Usage(r.ID())
-	fmt.Println("waits:", u.Waits, "held:", u.Held)
-	fmt.Println(r.Release(ctx, 1) != nil, r.Misuse())
+	fmt.Println(r.Release(ctx, 1) != nil, r.Misuse()) // released twice: refused
 
 	// Events from a context without a task are only counted.
 	r.WaitBegin(context.Background())
 	fmt.Println("untracked:", r.Untracked())
 	// Output:
-	// waits: 1 held: 0
 	// true 1
 	// untracked: 1
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -25,7 +26,7 @@ func newEnv(t *testing.T) *env {
 	res := resource.NewRegistry()
 	return &env{
 		clk:   clk,
-		tasks: task.NewRegistry(clk, task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold}),
+		tasks: taskx.NewRegistry(clk, task.Options{OnEnd: res.Fold, LiveHold: res.LiveHold}),
 		res:   res,
 	}
 }
@@ -57,7 +58,7 @@ func (e *env) mutex(t *testing.T, name string) *resource.Mutex {
 // usage returns tk's accounting for r at the clock's current value.
 func usage(t *testing.T, tk *task.Task, r *resource.Resource) task.Usage {
 	t.Helper()
-	u, ok := tk.Usage(r.ID())
+	u, ok := taskx.Usage(tk, r.ID())
 	if !ok {
 		t.Fatalf("task %d never touched %q", tk.ID(), r.Name())
 	}

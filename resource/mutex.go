@@ -6,6 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/resrt"
+	"github.com/moirai-go/moirai/internal/taskx"
+	"github.com/moirai-go/moirai/internal/waitq"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -25,8 +29,8 @@ const (
 
 // identity returns the state bits naming t as the holder since now.
 func identity(t *task.Task, now int64) uint64 {
-	ms := uint64(now/int64(time.Millisecond)) & (1<<32 - 1)
-	return ms<<sinceShift | task.HolderTag(t.ID())<<tagShift
+	ms := uint64(now) / uint64(time.Millisecond) & (1<<32 - 1) // now ≥ 0: unsigned is cheaper
+	return ms<<sinceShift | taskx.HolderTag(t.ID())<<tagShift
 }
 
 // starvationThreshold is how long a waiter may lose to newcomers before the
@@ -42,9 +46,13 @@ const spins = 4
 // sync.Mutex's do: the state word names the holder and the time it took
 // the lock, and the finished hold is added to the holder's counters after
 // the lock is released (one atomic add, none for a hold shorter than a
-// tick of the coarse clock). Under contention newcomers may barge in, as
-// with sync.Mutex, until a waiter has waited a millisecond; then the lock is
-// handed over in arrival order.
+// tick of the coarse clock). Besides that compare-and-swap, an
+// uncontended Lock makes one load of the task's state word (is a
+// cancellation or a penalty pending?) and reads the time: the controller's
+// mutexes read the coarse value of its clock, one atomic load, in every
+// mode of the clock, since holds matter at the millisecond scale. Under
+// contention newcomers may barge in, as with sync.Mutex, until a waiter has
+// waited a millisecond; then the lock is handed over in arrival order.
 //
 // A Mutex must be created by [NewMutex] (or the controller's Mutex method)
 // and must not be copied after first use.
@@ -56,8 +64,16 @@ type Mutex struct {
 	// their own. Others learn the holder from the state word.
 	holder *task.Task
 	since  int64
-	res    *Resource
-	clock  func() int64
+	// claimed is the ID of the last task that claimed its accounting
+	// entry for the resource while holding m (written, like holder, under
+	// the lock): a task that takes m again skips the claim. IDs are never
+	// reused, and a task's entries last as long as the task.
+	claimed uint64
+	res     *Resource
+	// The time source: clk's coarse value when the controller made the
+	// mutex, otherwise the function NewMutex was given.
+	clk   *clock.Clock
+	clock func() int64
 
 	mu sync.Mutex // guards q
 	q  waitQueue
@@ -69,6 +85,24 @@ func NewMutex(r *Resource, now func() int64) *Mutex {
 	m := &Mutex{res: r, clock: now}
 	r.live.Store(&liveHolder{fn: m.liveHold})
 	return m
+}
+
+// newCoarseMutex is NewMutex reading clk's coarse value (the controller's
+// mutexes, through internal/resrt).
+func newCoarseMutex(r *Resource, clk *clock.Clock) *Mutex {
+	m := NewMutex(r, clk.Coarse)
+	m.clk = clk
+	return m
+}
+
+func init() { resrt.NewMutex = newCoarseMutex }
+
+// now returns the mutex's clock value.
+func (m *Mutex) now() int64 {
+	if m.clk != nil {
+		return m.clk.Coarse()
+	}
+	return m.clock()
 }
 
 // liveHold returns the tag of the task holding m and for how long it has
@@ -93,18 +127,21 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // it is free or ctx is done; in the latter case it returns context.Cause(ctx)
 // and leaves m unchanged. A task already cancelled by the controller fails
 // at once with its cause, so a cancellation takes effect at the task's next
-// lock; a task with a penalty pending serves it first if it holds nothing. Lock is not reentrant. It panics on a nil ctx.
+// lock; a task with a penalty pending serves it first if it holds nothing.
+// Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
-	t := m.res.taskOf(ctx)
-	if t.Flagged() {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}
 	}
-	now := m.clock()
+	now := m.now()
 	if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
 		m.holder, m.since = t, now
-		t.Claim(m.res.id)
+		if id := t.ID(); id != m.claimed {
+			m.claim(t, id)
+		}
 		return nil
 	}
 	return m.lockSlow(ctx, t)
@@ -113,18 +150,13 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // TryLock locks m for the task in ctx if it is free and reports whether it
 // did.
 func (m *Mutex) TryLock(ctx context.Context) bool {
-	t := m.res.taskOf(ctx)
-	if !m.tryLock() {
-		return false
-	}
-	m.acquired(t)
-	return true
+	return m.tryLockFor(m.res.taskOf(ctx))
 }
 
 // acquired records t as the holder after a slow-path acquisition, which
 // set only the locked bit.
 func (m *Mutex) acquired(t *task.Task) {
-	now := m.clock()
+	now := m.now()
 	m.holder, m.since = t, now
 	id := identity(t, now)
 	for {
@@ -133,17 +165,35 @@ func (m *Mutex) acquired(t *task.Task) {
 			break
 		}
 	}
-	t.Claim(m.res.id)
+	if id := t.ID(); id != m.claimed {
+		m.claim(t, id)
+	}
 }
 
-// tryLock takes the lock if it is free and nobody is starving.
-func (m *Mutex) tryLock() bool {
+// claim makes sure the holder t, whose ID is id, has an accounting entry
+// for the resource, to which the controller adds the hold in progress.
+// Called with m held, when id is not m.claimed.
+func (m *Mutex) claim(t *task.Task, id uint64) {
+	taskx.Claim(t, m.res.id)
+	m.claimed = id
+}
+
+// tryLockFor takes the lock for t if it is free and nobody is starving,
+// naming t as the holder in the same compare-and-swap (the identity bits
+// of an unlocked mutex are clear), and reports whether it did.
+func (m *Mutex) tryLockFor(t *task.Task) bool {
+	now := m.now()
+	id := identity(t, now)
 	for {
 		s := m.state.Load()
 		if s&(mLocked|mStarving) != 0 {
 			return false
 		}
-		if m.state.CompareAndSwap(s, s|mLocked) {
+		if m.state.CompareAndSwap(s, s|id|mLocked) {
+			m.holder, m.since = t, now
+			if tid := t.ID(); tid != m.claimed {
+				m.claim(t, tid)
+			}
 			return true
 		}
 	}
@@ -156,14 +206,13 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 				break
 			}
 		}
-		if m.tryLock() {
-			m.acquired(t)
+		if m.tryLockFor(t) {
 			return nil
 		}
 	}
 	done := ctx.Done()
 	w := getWaiter(t)
-	w.since = m.clock() // before the first enqueue: unlockSlow reads it
+	w.since = m.now() // before the first enqueue: unlockSlow reads it
 	waiting := false
 	front := false
 	for {
@@ -185,8 +234,8 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 		case <-w.ch:
 		case <-done:
 			m.mu.Lock()
-			if w.queued {
-				m.q.remove(w)
+			if w.Queued() {
+				m.q.Remove(w)
 				m.dequeuedLocked()
 				m.mu.Unlock()
 				m.res.waitEnd(t)
@@ -213,9 +262,8 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 			return nil
 		}
 		// Woken to compete: try, then queue again at the front.
-		if m.tryLock() {
+		if m.tryLockFor(t) {
 			m.res.waitEnd(t)
-			m.acquired(t)
 			return nil
 		}
 		front = true
@@ -236,7 +284,7 @@ func (m *Mutex) enqueueLocked(w *waiter, front bool) bool {
 			continue
 		}
 		ns := s | mWaiters
-		if front && time.Duration(m.clock()-w.since) > starvationThreshold {
+		if front && time.Duration(m.now()-w.since) > starvationThreshold {
 			ns |= mStarving
 		}
 		if m.state.CompareAndSwap(s, ns) {
@@ -245,9 +293,9 @@ func (m *Mutex) enqueueLocked(w *waiter, front bool) bool {
 	}
 	w.granted = false
 	if front {
-		m.q.pushFront(w)
+		m.q.PushFront(w)
 	} else {
-		m.q.pushBack(w)
+		m.q.PushBack(w)
 	}
 	return false
 }
@@ -255,7 +303,7 @@ func (m *Mutex) enqueueLocked(w *waiter, front bool) bool {
 // dequeuedLocked clears the waiters and starving bits once the queue is
 // empty.
 func (m *Mutex) dequeuedLocked() {
-	if m.q.head != nil {
+	if m.q.Front() != nil {
 		return
 	}
 	for {
@@ -282,8 +330,8 @@ func (m *Mutex) Unlock() {
 	if s&(mWaiters|mStarving) != 0 || !m.state.CompareAndSwap(s, 0) {
 		m.unlockSlow()
 	}
-	if t != nil {
-		t.AddHold(m.res.id, time.Duration(m.clock()-since))
+	if d := time.Duration(m.now() - since); d > 0 && t != nil {
+		taskx.AddHold(t, m.res.id, d)
 	}
 }
 
@@ -294,31 +342,31 @@ func (m *Mutex) unlockSlow() {
 		m.mu.Unlock()
 		panic("moirai: unlock of unlocked mutex")
 	}
-	w := m.q.head
+	w := m.q.Front()
 	switch {
 	case w == nil:
 		// Waiters left; only this goroutine changes a locked, queue-less
 		// state under m.mu.
 		m.state.Store(0)
-	case s&mStarving != 0 || time.Duration(m.clock()-w.since) > starvationThreshold:
+	case s&mStarving != 0 || time.Duration(m.now()-w.since) > starvationThreshold:
 		// The head has waited too long: hand the lock over. It stays
 		// locked, now for w, so newcomers cannot barge in.
-		m.q.remove(w)
+		m.q.Remove(w)
 		w.granted = true
 		ns := s&mFlags | mLocked // the new holder sets its identity
-		if m.q.head == nil {
+		if m.q.Front() == nil {
 			ns = mLocked
 		}
 		m.state.Store(ns)
 		w.ch <- struct{}{}
 	default:
 		// Release and wake the head to compete with newcomers.
-		m.q.remove(w)
+		m.q.Remove(w)
 		w.granted = false
 		for {
 			s := m.state.Load()
 			ns := s &^ (mLocked | identMask)
-			if m.q.head == nil {
+			if m.q.Front() == nil {
 				ns &^= mWaiters | mStarving
 			}
 			if m.state.CompareAndSwap(s, ns) {
@@ -335,12 +383,12 @@ func (m *Mutex) unlockSlow() {
 func (m *Mutex) wakeIfFree() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	w := m.q.head
+	w := m.q.Front()
 	if w == nil || m.state.Load()&mLocked != 0 {
 		// Empty queue, or the holder's unlock wakes the head.
 		return
 	}
-	m.q.remove(w)
+	m.q.Remove(w)
 	w.granted = false
 	m.dequeuedLocked()
 	w.ch <- struct{}{}
@@ -376,16 +424,20 @@ func causeOf(ctx context.Context, t *task.Task) error {
 // waiter is one goroutine waiting in a queue. Its channel has room for one
 // token, so granting never blocks.
 type waiter struct {
-	ch         chan struct{}
-	t          *task.Task
-	n          int64 // units wanted (semaphores), or reader/writer marker
-	write      bool
-	err        error // set with the token when the wait is refused
-	since      int64
-	queued     bool
-	granted    bool
-	prev, next *waiter
+	ch      chan struct{}
+	t       *task.Task
+	n       int64 // units wanted (semaphores), or reader/writer marker
+	write   bool
+	err     error // set with the token when the wait is refused
+	since   int64
+	granted bool
+	waitq.Links[waiter]
 }
+
+func (w *waiter) WaitLinks() *waitq.Links[waiter] { return &w.Links }
+
+// waitQueue is the primitives' FIFO of waiters.
+type waitQueue = waitq.Queue[waiter, *waiter]
 
 // Waiters are not pooled: a channel made inside a testing/synctest bubble
 // must not be used outside it, and a pooled waiter would carry its channel
@@ -393,52 +445,4 @@ type waiter struct {
 // allocation is small next to parking a goroutine.
 func getWaiter(t *task.Task) *waiter {
 	return &waiter{ch: make(chan struct{}, 1), t: t}
-}
-
-// waitQueue is an intrusive doubly-linked FIFO of waiters.
-type waitQueue struct {
-	head, tail *waiter
-	n          int
-}
-
-func (q *waitQueue) pushBack(w *waiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	w.queued = true
-	q.n++
-}
-
-func (q *waitQueue) pushFront(w *waiter) {
-	w.prev, w.next = nil, q.head
-	if q.head != nil {
-		q.head.prev = w
-	} else {
-		q.tail = w
-	}
-	q.head = w
-	w.queued = true
-	q.n++
-}
-
-func (q *waitQueue) remove(w *waiter) {
-	if !w.queued {
-		return
-	}
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next, w.queued = nil, nil, false
-	q.n--
 }

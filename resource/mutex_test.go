@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -89,7 +90,7 @@ func TestMutexLockWaitEndsWithContext(t *testing.T) {
 			ctx: func(e *env, t *testing.T) (context.Context, func()) {
 				ctx, tk := e.begin(t, task.Spec{Cancellable: true})
 				return ctx, func() {
-					if err := tk.Cancel("x"); err != nil {
+					if err := taskx.Cancel(tk, "x"); err != nil {
 						t.Errorf("Cancel: %v", err)
 					}
 				}
@@ -156,7 +157,7 @@ func TestMutexLockCancelledTask(t *testing.T) {
 		t.Fatalf("Lock: %v", err)
 	}
 	m.Unlock()
-	if err := tk.Cancel("x"); err != nil {
+	if err := taskx.Cancel(tk, "x"); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
 	// The next Lock fails at once, even on a free mutex, and whatever

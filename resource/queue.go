@@ -1,9 +1,6 @@
 package resource
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // Queue is a bounded set of worker slots with a waiting line in front of
 // it: a worker pool, a connection pool, a database's thread concurrency
@@ -12,15 +9,14 @@ import (
 // line: past the bound, Enter rejects at once with [ErrRejected] rather
 // than queue. It must be created by [NewQueue].
 type Queue struct {
-	sem     sema
-	res     *Resource
+	pool
 	backlog int64
 }
 
 // NewQueue returns a queue of slots worker slots accounted to r. backlog
 // bounds the number of requests waiting for a slot; 0 means unbounded.
 func NewQueue(r *Resource, slots, backlog int64) *Queue {
-	q := &Queue{res: r, backlog: backlog}
+	q := &Queue{pool: pool{res: r}, backlog: backlog}
 	q.sem.size.Store(slots)
 	return q
 }
@@ -32,23 +28,7 @@ func (q *Queue) Resource() *Resource { return q.res }
 // release when the work is done. It returns [ErrRejected] at once if the
 // line is full, and context.Cause(ctx) if ctx is done first; on failure the
 // queue is unchanged.
-func (q *Queue) Enter(ctx context.Context) (Permit, error) {
-	t := q.res.taskOf(ctx)
-	if t.Flagged() {
-		if err := safePoint(ctx, t); err != nil {
-			return Permit{}, err
-		}
-	}
-	if q.backlog > 0 && q.sem.nwait.Load() >= q.backlog {
-		if !q.sem.tryTake(1) {
-			return Permit{}, fmt.Errorf("%w: %q has %d waiting", ErrRejected, q.res.name, q.sem.nwait.Load())
-		}
-	} else if err := q.sem.acquire(ctx, t, 1, q.res); err != nil {
-		return Permit{}, err
-	}
-	q.res.acquire(t, 1)
-	return Permit{sem: &q.sem, res: q.res, t: t, n: 1}, nil
-}
+func (q *Queue) Enter(ctx context.Context) (Permit, error) { return q.take(ctx, 1, q.backlog) }
 
 // Do runs fn in a slot of the queue, in the calling goroutine, and returns
 // its error, or the error of Enter if no slot was had. A panic in fn
@@ -65,13 +45,7 @@ func (q *Queue) Do(ctx context.Context, fn func(context.Context) error) error {
 // Resize changes the number of slots; waiters that now fit are admitted.
 // Slots in use above a smaller size stay in use until released. A size
 // below 1 is an error.
-func (q *Queue) Resize(slots int64) error {
-	if slots < 1 {
-		return fmt.Errorf("resource %q: queue of %d slots", q.res.name, slots)
-	}
-	q.sem.resize(slots, q.res.name)
-	return nil
-}
+func (q *Queue) Resize(slots int64) error { return q.resize(slots, "queue of %d slots") }
 
 // Slots returns the number of worker slots.
 func (q *Queue) Slots() int64 { return q.sem.size.Load() }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -111,7 +112,7 @@ func TestQueueBacklog(t *testing.T) {
 			t.Fatalf("Do with a full line = %v, want %v", err, resource.ErrRejected)
 		}
 		// A rejection is not a wait.
-		if u, ok := tk.Usage(q.Resource().ID()); ok && (u.Waits != 0 || u.Held != 0) {
+		if u, ok := taskx.Usage(tk, q.Resource().ID()); ok && (u.Waits != 0 || u.Held != 0) {
 			t.Errorf("rejected task's usage = %+v, want no wait and nothing held", u)
 		}
 		if err := running.Release(); err != nil {
@@ -146,7 +147,7 @@ func TestQueueEnterCancelled(t *testing.T) {
 		}
 
 		tctx, tk := e.begin(t, task.Spec{Cancellable: true})
-		if err := tk.Cancel("x"); err != nil {
+		if err := taskx.Cancel(tk, "x"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.Enter(tctx); !errors.Is(err, task.ErrCancelled) {

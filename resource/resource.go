@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -95,11 +96,11 @@ type liveHolder struct {
 }
 
 // LiveHold reports, for a resource whose primitive tracks its holder
-// itself (a Mutex), the task.HolderTag of the task holding it and for how
-// long it has held it at clock value now; ok is false when nobody holds it
-// or the primitive does not track holds this way. Such holds are not in the
+// itself (a Mutex), the tag of the task holding it (the low 29 bits of its
+// ID) and for how long it has held it at clock value now; ok is false when
+// nobody holds it or the primitive does not track holds this way. Such holds are not in the
 // holder's task accounting until they end: the controller adds them from
-// here, and Task.Usage through task.Options.LiveHold.
+// here, and a task's own readings through task.Options.LiveHold.
 func (r *Resource) LiveHold(now int64) (tag uint64, held time.Duration, ok bool) {
 	if l := r.live.Load(); l != nil {
 		return l.fn(now)
@@ -140,10 +141,9 @@ func (r *Resource) Release(ctx context.Context, n int64) error {
 // Evicted records that the task in ctx evicted n units of r that others used.
 func (r *Resource) Evicted(ctx context.Context, n int64) { r.evicted(r.taskOf(ctx), n) }
 
+// taskOf returns the task in ctx, counting a context without one. It
+// panics on a nil ctx (task.FromContext does).
 func (r *Resource) taskOf(ctx context.Context) *task.Task {
-	if ctx == nil {
-		panic("moirai: nil Context")
-	}
 	t := task.FromContext(ctx)
 	if t == nil {
 		r.untracked.Add(1)
@@ -151,15 +151,40 @@ func (r *Resource) taskOf(ctx context.Context) *task.Task {
 	return t
 }
 
+// Where a primitive's acquisition begins, it reads the task in ctx and
+// makes one test, inline:
+//
+//	t := task.FromContext(ctx)
+//	if t == nil || taskx.Flagged(t) {
+//		err := r.arrive(ctx, t) // untracked, cancelled or penalized
+//	}
+//
+// so that a tracked task with nothing pending costs one load of its state
+// word.
+
+// arrive counts an untracked acquisition, or stops a flagged task at its
+// safe point: it returns an error if the acquisition must not go ahead
+// because the task was cancelled by the controller (its cause), or a
+// penalty it served was cut short by ctx.
+//
+//go:noinline
+func (r *Resource) arrive(ctx context.Context, t *task.Task) error {
+	if t == nil {
+		r.untracked.Add(1)
+		return nil
+	}
+	return safePoint(ctx, t)
+}
+
 func (r *Resource) waitBegin(t *task.Task) {
 	if t != nil {
-		t.WaitBegin(r.id)
+		taskx.WaitBegin(t, r.id)
 	}
 }
 
 func (r *Resource) waitEnd(t *task.Task) {
 	if t != nil {
-		t.WaitEnd(r.id)
+		taskx.WaitEnd(t, r.id)
 	}
 }
 
@@ -167,27 +192,31 @@ func (r *Resource) acquire(t *task.Task, n int64) error {
 	if t == nil {
 		return nil
 	}
-	if err := t.Acquire(r.id, n); err != nil {
-		r.misuse.Add(1)
-		return fmt.Errorf("resource %q: task %d acquired %d: %w", r.name, t.ID(), n, err)
+	if err := taskx.Acquire(t, r.id, n); err != nil {
+		return r.misused(t, "acquired", n, err)
 	}
 	return nil
+}
+
+// misused counts a refused event and describes it.
+func (r *Resource) misused(t *task.Task, what string, n int64, err error) error {
+	r.misuse.Add(1)
+	return fmt.Errorf("resource %q: task %d %s %d: %w", r.name, t.ID(), what, n, err)
 }
 
 func (r *Resource) release(t *task.Task, n int64) error {
 	if t == nil {
 		return nil
 	}
-	if err := t.Release(r.id, n); err != nil {
-		r.misuse.Add(1)
-		return fmt.Errorf("resource %q: task %d released %d: %w", r.name, t.ID(), n, err)
+	if err := taskx.Release(t, r.id, n); err != nil {
+		return r.misused(t, "released", n, err)
 	}
 	return nil
 }
 
 func (r *Resource) evicted(t *task.Task, n int64) {
 	if t != nil {
-		t.Evicted(r.id, n)
+		taskx.Evicted(t, r.id, n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -37,14 +38,14 @@ func (m *RWMutex) Resource() *Resource { return m.res }
 // holds m or waits ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) RLock(ctx context.Context) error {
-	t := m.res.taskOf(ctx)
-	if t.Flagged() {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}
 	}
 	m.mu.Lock()
-	if !m.writer && m.q.head == nil {
+	if !m.writer && m.q.Front() == nil {
 		m.readers++
 		m.mu.Unlock()
 		m.res.acquire(t, 1)
@@ -74,14 +75,14 @@ func (m *RWMutex) RUnlock(ctx context.Context) {
 // others wait ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) Lock(ctx context.Context) error {
-	t := m.res.taskOf(ctx)
-	if t.Flagged() {
-		if err := safePoint(ctx, t); err != nil {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}
 	}
 	m.mu.Lock()
-	if !m.writer && m.readers == 0 && m.q.head == nil {
+	if !m.writer && m.readers == 0 && m.q.Front() == nil {
 		m.writer, m.wtask = true, t
 		m.mu.Unlock()
 		m.res.acquire(t, 1)
@@ -109,7 +110,7 @@ func (m *RWMutex) Unlock() {
 func (m *RWMutex) wait(ctx context.Context, t *task.Task, write bool) error {
 	w := getWaiter(t)
 	w.write = write
-	m.q.pushBack(w)
+	m.q.PushBack(w)
 	m.mu.Unlock()
 	m.res.waitBegin(t)
 	select {
@@ -120,9 +121,9 @@ func (m *RWMutex) wait(ctx context.Context, t *task.Task, write bool) error {
 	case <-ctx.Done():
 	}
 	m.mu.Lock()
-	if w.queued {
-		wasHead := m.q.head == w
-		m.q.remove(w)
+	if w.Queued() {
+		wasHead := m.q.Front() == w
+		m.q.Remove(w)
 		if wasHead {
 			m.grantLocked() // readers queued behind a writer may go now
 		}
@@ -145,7 +146,7 @@ func (m *RWMutex) wait(ctx context.Context, t *task.Task, write bool) error {
 // grantLocked admits waiters from the head of the queue: one writer when m
 // is free, or every reader up to the next writer while no writer holds m.
 func (m *RWMutex) grantLocked() {
-	for w := m.q.head; w != nil; w = m.q.head {
+	for w := m.q.Front(); w != nil; w = m.q.Front() {
 		if w.write {
 			if m.writer || m.readers > 0 {
 				return
@@ -157,7 +158,7 @@ func (m *RWMutex) grantLocked() {
 			}
 			m.readers++
 		}
-		m.q.remove(w)
+		m.q.Remove(w)
 		w.granted = true
 		w.ch <- struct{}{}
 		if w.write {
@@ -177,5 +178,5 @@ func (m *RWMutex) Readers() int {
 func (m *RWMutex) Waiting() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.q.n
+	return m.q.Len()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -209,7 +210,7 @@ func TestRWMutexCancelledTask(t *testing.T) {
 	e := newEnv(t)
 	m := newRWMutex(t, e)
 	ctx, tk := e.begin(t, task.Spec{Cancellable: true})
-	if err := tk.Cancel("x"); err != nil {
+	if err := taskx.Cancel(tk, "x"); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.RLock(ctx); !errors.Is(err, task.ErrCancelled) {

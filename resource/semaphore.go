@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -42,17 +43,22 @@ func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) 
 	if s.nwait.Load() == 0 && s.tryTake(n) {
 		return nil
 	}
+	return s.acquireSlow(ctx, t, n, r)
+}
+
+// acquireSlow is acquire once the units were not free at once.
+func (s *sema) acquireSlow(ctx context.Context, t *task.Task, n int64, r *Resource) error {
 	done := ctx.Done()
 	s.mu.Lock()
 	s.nwait.Add(1)
-	if s.q.head == nil && s.tryTake(n) {
+	if s.q.Front() == nil && s.tryTake(n) {
 		s.nwait.Add(-1)
 		s.mu.Unlock()
 		return nil
 	}
 	w := getWaiter(t)
 	w.n = n
-	s.q.pushBack(w)
+	s.q.PushBack(w)
 	s.mu.Unlock()
 	r.waitBegin(t)
 	if r.kind == KindQueue {
@@ -66,9 +72,9 @@ func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) 
 	case <-done:
 	}
 	s.mu.Lock()
-	if w.queued {
-		wasHead := s.q.head == w
-		s.q.remove(w)
+	if w.Queued() {
+		wasHead := s.q.Front() == w
+		s.q.Remove(w)
 		s.nwait.Add(-1)
 		if wasHead {
 			s.notifyLocked()
@@ -93,28 +99,37 @@ func (s *sema) release(n int64) error {
 	for {
 		c := s.cur.Load()
 		if c < n {
-			return fmt.Errorf("released %d units with only %d held", n, c)
+			return overRelease(n, c)
 		}
 		if s.cur.CompareAndSwap(c, c-n) {
 			break
 		}
 	}
 	if s.nwait.Load() > 0 {
-		s.mu.Lock()
-		s.notifyLocked()
-		s.mu.Unlock()
+		s.notify()
 	}
 	return nil
+}
+
+func overRelease(n, held int64) error {
+	return fmt.Errorf("released %d units with only %d held", n, held)
+}
+
+// notify grants the waiters that now fit.
+func (s *sema) notify() {
+	s.mu.Lock()
+	s.notifyLocked()
+	s.mu.Unlock()
 }
 
 // notifyLocked grants waiters from the head of the queue while their
 // requests fit.
 func (s *sema) notifyLocked() {
-	for w := s.q.head; w != nil; w = s.q.head {
+	for w := s.q.Front(); w != nil; w = s.q.Front() {
 		if !s.tryTake(w.n) {
 			return
 		}
-		s.q.remove(w)
+		s.q.Remove(w)
 		s.nwait.Add(-1)
 		w.granted = true
 		w.ch <- struct{}{}
@@ -128,10 +143,10 @@ func (s *sema) notifyLocked() {
 func (s *sema) resize(size int64, name string) {
 	s.mu.Lock()
 	s.size.Store(size)
-	for w := s.q.head; w != nil; {
-		next := w.next
+	for w := s.q.Front(); w != nil; {
+		next := s.q.Next(w)
 		if w.n > size {
-			s.q.remove(w)
+			s.q.Remove(w)
 			s.nwait.Add(-1)
 			w.err = fmt.Errorf("resource %q: resized to %d, below the %d units asked for", name, size, w.n)
 			w.ch <- struct{}{}
@@ -183,14 +198,49 @@ func (p Permit) Units() int64 { return p.n }
 // held and the time spent waiting. Acquire and Release cost a
 // compare-and-swap each when nobody waits. It must be created by
 // [NewSemaphore].
-type Semaphore struct {
+type Semaphore struct{ pool }
+
+// pool is what a Semaphore and a Queue are: units of a sema accounted to
+// a resource.
+type pool struct {
 	sem sema
 	res *Resource
 }
 
+// take takes n units for the task in ctx, waiting in arrival order, or,
+// when backlog > 0 and that many wait already, only if they are free at
+// once (ErrRejected otherwise). It is Semaphore.Acquire and Queue.Enter.
+func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
+	t := task.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := p.res.arrive(ctx, t); err != nil {
+			return Permit{}, err
+		}
+	}
+	if backlog > 0 && p.sem.nwait.Load() >= backlog {
+		if !p.sem.tryTake(n) {
+			return Permit{}, fmt.Errorf("%w: %q has %d waiting", ErrRejected, p.res.name, p.sem.nwait.Load())
+		}
+	} else if err := p.sem.acquire(ctx, t, n, p.res); err != nil {
+		return Permit{}, err
+	}
+	p.res.acquire(t, n)
+	return Permit{sem: &p.sem, res: p.res, t: t, n: n}, nil
+}
+
+// resize is Resize: below 1, it returns an error saying so with format
+// (which takes the size).
+func (p *pool) resize(size int64, format string) error {
+	if size < 1 {
+		return fmt.Errorf("resource %q: "+format, p.res.name, size)
+	}
+	p.sem.resize(size, p.res.name)
+	return nil
+}
+
 // NewSemaphore returns a semaphore of size units accounted to r.
 func NewSemaphore(r *Resource, size int64) *Semaphore {
-	s := &Semaphore{res: r}
+	s := &Semaphore{pool{res: r}}
 	s.sem.size.Store(size)
 	return s
 }
@@ -204,20 +254,11 @@ func (s *Semaphore) Resource() *Resource { return s.res }
 // the semaphore unchanged. Asking for more units than the semaphore's size,
 // or for n ≤ 0, is an error at once.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (Permit, error) {
-	t := s.res.taskOf(ctx)
 	if n <= 0 || n > s.sem.size.Load() {
+		s.res.taskOf(ctx)
 		return Permit{}, fmt.Errorf("resource %q: acquire of %d units from a semaphore of %d", s.res.name, n, s.sem.size.Load())
 	}
-	if t.Flagged() {
-		if err := safePoint(ctx, t); err != nil {
-			return Permit{}, err
-		}
-	}
-	if err := s.sem.acquire(ctx, t, n, s.res); err != nil {
-		return Permit{}, err
-	}
-	s.res.acquire(t, n)
-	return Permit{sem: &s.sem, res: s.res, t: t, n: n}, nil
+	return s.take(ctx, n, 0)
 }
 
 // TryAcquire takes n units for the task in ctx if they are free and nobody
@@ -234,13 +275,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (Permit, bool) {
 // Resize changes the semaphore's size; waiters that now fit are admitted.
 // Units held above a smaller size stay held until released. A size below
 // 1 is an error.
-func (s *Semaphore) Resize(size int64) error {
-	if size < 1 {
-		return fmt.Errorf("resource %q: semaphore size %d below 1", s.res.name, size)
-	}
-	s.sem.resize(size, s.res.name)
-	return nil
-}
+func (s *Semaphore) Resize(size int64) error { return s.resize(size, "semaphore size %d below 1") }
 
 // Size returns the semaphore's size.
 func (s *Semaphore) Size() int64 { return s.sem.size.Load() }

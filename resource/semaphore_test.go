@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
@@ -171,7 +172,7 @@ func TestSemaphoreCancelledTask(t *testing.T) {
 	e := newEnv(t)
 	s := newSemaphore(t, e, 2)
 	ctx, tk := e.begin(t, task.Spec{Cancellable: true})
-	if err := tk.Cancel("x"); err != nil {
+	if err := taskx.Cancel(tk, "x"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Acquire(ctx, 1); !errors.Is(err, task.ErrCancelled) {

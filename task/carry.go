@@ -92,10 +92,10 @@ func (c *carrier) take(class string, now int64) time.Duration {
 	return k.d
 }
 
-// LeavePenalty leaves a penalty of length d to the next task of the class
+// leavePenalty leaves a penalty of length d to the next task of the class
 // to begin, as a task of the class that ended with it pending would: for
 // a penalty decided on a task that ended before it could be given.
-func (r *Registry) LeavePenalty(class string, d time.Duration) {
+func (r *Registry) leavePenalty(class string, d time.Duration) {
 	r.carry.leave(class, min(d, MaxPenalty), r.clock.Now())
 }
 
@@ -113,9 +113,9 @@ func (c *carrier) sweep(now int64) {
 	}
 }
 
-// Carried returns how many penalties wait for a task of the class to
+// carriedFor returns how many penalties wait for a task of the class to
 // begin (for tests and the debug page).
-func (r *Registry) Carried(class string) int {
+func (r *Registry) carriedFor(class string) int {
 	r.carry.mu.Lock()
 	defer r.carry.mu.Unlock()
 	k, ok := r.carry.byClass[class]

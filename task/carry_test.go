@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -15,59 +16,59 @@ func TestPenaltyCarriesToClass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		_, noisy := e.begin(t, task.Spec{Class: "report"})
-		noisy.Penalize(40 * time.Millisecond)
+		taskx.Penalize(noisy, 40*time.Millisecond)
 		noisy.End(nil)
-		if got := e.reg.Carried("report"); got != 1 {
+		if got := taskx.Carried(e.reg, "report"); got != 1 {
 			t.Fatalf("carried after End: %d, want 1", got)
 		}
 
 		_, other := e.begin(t, task.Spec{Class: "insert"})
-		if other.Penalty() != 0 {
-			t.Errorf("a task of another class got %v", other.Penalty())
+		if taskx.Penalty(other) != 0 {
+			t.Errorf("a task of another class got %v", taskx.Penalty(other))
 		}
 		_, next := e.begin(t, task.Spec{Class: "report"})
-		if next.Penalty() != 40*time.Millisecond {
-			t.Errorf("next task of the class: penalty %v, want 40ms", next.Penalty())
+		if taskx.Penalty(next) != 40*time.Millisecond {
+			t.Errorf("next task of the class: penalty %v, want 40ms", taskx.Penalty(next))
 		}
 		_, third := e.begin(t, task.Spec{Class: "report"})
-		if third.Penalty() != 0 || e.reg.Carried("report") != 0 {
-			t.Errorf("one carried penalty served twice: %v, %d left", third.Penalty(), e.reg.Carried("report"))
+		if taskx.Penalty(third) != 0 || taskx.Carried(e.reg, "report") != 0 {
+			t.Errorf("one carried penalty served twice: %v, %d left", taskx.Penalty(third), taskx.Carried(e.reg, "report"))
 		}
 
 		// Served, cancelled and unclassed tasks leave nothing.
 		ctx, served := e.begin(t, task.Spec{Class: "report"})
-		served.Penalize(time.Millisecond)
+		taskx.Penalize(served, time.Millisecond)
 		if err := served.Pause(ctx); err != nil {
 			t.Fatal(err)
 		}
 		served.End(nil)
 		_, cancelled := e.begin(t, task.Spec{Class: "report", Cancellable: true})
-		cancelled.Penalize(time.Millisecond)
-		if err := cancelled.Cancel("test"); err != nil {
+		taskx.Penalize(cancelled, time.Millisecond)
+		if err := taskx.Cancel(cancelled, "test"); err != nil {
 			t.Fatal(err)
 		}
 		cancelled.End(errors.New("cancelled"))
 		_, anon := e.begin(t, task.Spec{})
-		anon.Penalize(time.Millisecond)
+		taskx.Penalize(anon, time.Millisecond)
 		anon.End(nil)
-		if got := e.reg.Carried("report") + e.reg.Carried(""); got != 0 {
+		if got := taskx.Carried(e.reg, "report") + taskx.Carried(e.reg, ""); got != 0 {
 			t.Errorf("carried %d after served, cancelled and unclassed tasks", got)
 		}
 
 		// A penalty decided on a task that ended before it was given.
-		e.reg.LeavePenalty("report", 2*task.MaxPenalty)
-		if _, tk := e.begin(t, task.Spec{Class: "report"}); tk.Penalty() != task.MaxPenalty {
-			t.Errorf("left penalty: %v, want the bound %v", tk.Penalty(), task.MaxPenalty)
+		taskx.LeavePenalty(e.reg, "report", 2*task.MaxPenalty)
+		if _, tk := e.begin(t, task.Spec{Class: "report"}); taskx.Penalty(tk) != task.MaxPenalty {
+			t.Errorf("left penalty: %v, want the bound %v", taskx.Penalty(tk), task.MaxPenalty)
 		}
 
 		// An old penalty is forgotten.
 		_, stale := e.begin(t, task.Spec{Class: "report"})
-		stale.Penalize(time.Millisecond)
+		taskx.Penalize(stale, time.Millisecond)
 		stale.End(nil)
 		e.sleep(task.CarryFor + time.Millisecond)
 		_, late := e.begin(t, task.Spec{Class: "report"})
-		if late.Penalty() != 0 {
-			t.Errorf("a penalty older than CarryFor was served: %v", late.Penalty())
+		if taskx.Penalty(late) != 0 {
+			t.Errorf("a penalty older than CarryFor was served: %v", taskx.Penalty(late))
 		}
 	})
 }
@@ -82,15 +83,15 @@ func TestCarriedBounded(t *testing.T) {
 			tasks = append(tasks, tk)
 		}
 		for i, tk := range tasks {
-			tk.Penalize(time.Duration(i+1) * time.Millisecond)
+			taskx.Penalize(tk, time.Duration(i+1)*time.Millisecond)
 			tk.End(nil)
 		}
-		if got := e.reg.Carried("bulk"); got != 16 {
+		if got := taskx.Carried(e.reg, "bulk"); got != 16 {
 			t.Fatalf("carried %d, want the bound 16", got)
 		}
 		_, tk := e.begin(t, task.Spec{Class: "bulk"})
-		if tk.Penalty() != 40*time.Millisecond {
-			t.Errorf("carried length %v, want the newest, 40ms", tk.Penalty())
+		if taskx.Penalty(tk) != 40*time.Millisecond {
+			t.Errorf("carried length %v, want the newest, 40ms", taskx.Penalty(tk))
 		}
 	})
 }

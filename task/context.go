@@ -21,7 +21,7 @@ type taskCtx struct {
 // taskCtxOffset is where a Task keeps its taskCtx. A taskCtx exists only
 // inside a Task, so the task is found from the context by subtracting it:
 // this keeps a pointer out of every Task.
-var taskCtxOffset = unsafe.Offsetof(Task{}.ctx)
+const taskCtxOffset = unsafe.Offsetof(Task{}.ctx)
 
 func (c *taskCtx) task() *Task { return (*Task)(unsafe.Add(unsafe.Pointer(c), -int(taskCtxOffset))) }
 
@@ -90,6 +90,17 @@ func (t *Task) cancelCtx() *cancelPair {
 func FromContext(ctx context.Context) *Task {
 	if c, ok := ctx.(*taskCtx); ok {
 		return c.task()
+	}
+	return fromValue(ctx)
+}
+
+// fromValue is FromContext for a context that is not a task's own, out of
+// line so that FromContext inlines into the primitives' fast paths.
+//
+//go:noinline
+func fromValue(ctx context.Context) *Task {
+	if ctx == nil {
+		panic("moirai: nil Context")
 	}
 	t, _ := ctx.Value(ctxKey{}).(*Task)
 	return t

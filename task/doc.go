@@ -6,10 +6,16 @@
 // [Registry.Begin] starts a [Task] described by a [Spec] and returns its
 // context; [Task.End] ends it. The context carries the task ([FromContext])
 // and is cancelled with cause [ErrCancelled] when the controller cancels the
-// task ([Task.Cancel], after the controller's safety checks), at which point
+// task (after the controller's safety checks), at which point
 // the task's [Task.OnCancel] hooks, the application's own cancel path, run
 // in their own goroutine. The context is created lazily: a task whose
 // context nobody waits on costs no context.WithCancelCause.
+//
+// A Task's exported methods are what an application calls; the events
+// the instrumented primitives emit, the readings the controller takes and
+// the controller's own actions (cancelling, penalizing) are unexported,
+// and reach the runtime's other packages through an internal package
+// (internal/taskx), as grpc-go's internal package does.
 //
 // Connection-scoped tasks that serve many requests mark each request with
 // [Task.Activate] and [Task.Freeze] (pBox's activate/freeze); event-driven
@@ -18,13 +24,13 @@
 //
 // # Accounting
 //
-// Every event (WaitBegin, WaitEnd, Acquire, Release, Evicted) is one or two
-// atomic operations on the task's own counters: no global lock, no
-// allocation, no lookup by name (resources are resolved to a [ResourceID]
+// Every event (a wait begun or ended, units acquired, released or
+// evicted) is one or two atomic operations on the task's own counters: no
+// global lock, no allocation, no lookup by name (resources are resolved to a [ResourceID]
 // once). Hold and wait times include a hold or wait in progress, read with a
 // single atomic load (see the comment on slot in usage.go). A primitive may
 // instead track its holds in progress itself and add each finished hold
-// with [Task.AddHold] (resource.Mutex does, to cost what sync.Mutex costs);
+// itself (resource.Mutex does, to cost what sync.Mutex costs);
 // [Options.LiveHold] tells the registry about such holds.
 //
 // The counters live in an accounting block that the registry recycles: a
@@ -43,5 +49,5 @@
 // latency histogram and counts of ended tasks, and the counters of misuse
 // ([Stats]): End called twice, events after End, releases without
 // acquires, invalid specs, panicking or blocked hooks, and tasks whose
-// context ended without End ([Registry.CheckUnended]).
+// context ended without End, which the registry evicts.
 package task

@@ -6,31 +6,26 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
 
-// Resource IDs as package resource hands them out when a name is resolved.
-const (
-	connPool task.ResourceID = 1 + iota
-	bufferPool
-)
-
 func ExampleRegistry() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 
 	ctx, t := reg.Begin(context.Background(), task.Spec{Class: "GET /orders", Key: "tenant-7"})
 	fmt.Println("live:", reg.Len(), "same task:", task.FromContext(ctx) == t)
 	t.End(nil)
-	fmt.Println("live:", reg.Len(), "ended:", t.Ended())
+	fmt.Println("live:", reg.Len(), "context:", ctx.Err())
 	// Output:
 	// live: 1 same task: true
-	// live: 0 ended: true
+	// live: 0 context: context canceled
 }
 
 func ExampleRegistry_Begin() {
 	var reports []error
-	reg := task.NewRegistry(clock.New(), task.Options{Report: func(err error) { reports = append(reports, err) }})
+	reg := task.NewRegistry(task.Options{Report: func(err error) { reports = append(reports, err) }})
 
 	// Begin never fails: an invalid field is defaulted and reported.
 	_, t := reg.Begin(context.Background(), task.Spec{Class: "purge", Kind: task.Background, Goal: -1})
@@ -43,22 +38,30 @@ func ExampleRegistry_Begin() {
 }
 
 func ExampleTask_Progress() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, t := reg.Begin(context.Background(), task.Spec{Class: "SELECT … FROM orders"})
+	ctl := moirai.New()
+	defer ctl.Close()
+	_, t := ctl.Begin(context.Background(), task.Spec{Class: "SELECT … FROM orders"})
 	defer t.End(nil)
 
+	// The controller's snapshots show what the task reported.
+	progress := func() (int64, int64) {
+		s := ctl.Snapshot()
+		st := s.Tasks[s.TaskByID(t.ID())]
+		return st.Done, st.Total
+	}
 	t.Progress(250, 1000) // rows returned of rows expected
-	fmt.Println(t.ProgressOf())
+	fmt.Println(progress())
 	t.Progress(1200, 1000) // clamped
-	fmt.Println(t.ProgressOf())
+	fmt.Println(progress())
 	// Output:
 	// 250 1000
 	// 1000 1000
 }
 
 func ExampleTask_OnCancel() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	ctx, t := reg.Begin(context.Background(), task.Spec{Class: "report", Cancellable: true})
+	ctl := moirai.New()
+	defer ctl.Close()
+	ctx, t := ctl.Begin(context.Background(), task.Spec{Class: "report", Cancellable: true})
 	defer t.End(nil)
 
 	stopped := make(chan struct{})
@@ -68,66 +71,38 @@ func ExampleTask_OnCancel() {
 		close(stopped)
 	})
 
-	// The controller, after its safety checks:
-	if err := t.Cancel("memory pressure"); err != nil {
+	// The controller, after its safety checks (here an operator's):
+	if err := ctl.Cancel(t.ID(), "memory pressure"); err != nil {
 		fmt.Println(err)
 	}
 	<-stopped // hooks run in their own goroutine
 	<-ctx.Done()
 	fmt.Println(context.Cause(ctx))
 	fmt.Println(errors.Is(context.Cause(ctx), task.ErrCancelled), ctx.Err())
-	fmt.Println(t.Cancel("again"))
+	fmt.Println(t.Cancelled())
 	// Output:
 	// hook: aborting the query
 	// moirai: task cancelled by the overload controller: memory pressure
 	// true context canceled
-	// task: 1 is already cancelled
-}
-
-func ExampleTask_Cancel() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, t := reg.Begin(context.Background(), task.Spec{Class: "checkout"}) // not cancellable
-	defer t.End(nil)
-
-	fmt.Println(t.Cancel("overload"))
-	fmt.Println(t.Cancelled())
-	// Output:
-	// task: 1 is not cancellable
-	// false
-}
-
-func ExampleTask_Usage() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, t := reg.Begin(context.Background(), task.Spec{})
-	defer t.End(nil)
-
-	// The instrumented primitives of package resource emit these events.
-	t.WaitBegin(connPool)
-	t.WaitEnd(connPool)
-	t.Acquire(connPool, 1)
-	t.Evicted(bufferPool, 3)
-
-	u, ok := t.Usage(connPool)
-	fmt.Println(ok, "held:", u.Held, "waits:", u.Waits)
-	u, _ = t.Usage(bufferPool)
-	fmt.Println("evicted:", u.Evictions)
-	fmt.Println(t.Release(connPool, 2))
-	// Output:
-	// true held: 1 waits: 1
-	// evicted: 3
-	// task: release of more units than held
+	// true
 }
 
 func ExampleTask_Freeze() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, conn := reg.Begin(context.Background(), task.Spec{Class: "connection"})
+	ctl := moirai.New()
+	defer ctl.Close()
+	_, conn := ctl.Begin(context.Background(), task.Spec{Class: "connection"})
 	defer conn.End(nil)
+	state := func() (bool, int64) {
+		s := ctl.Snapshot()
+		st := s.Tasks[s.TaskByID(conn.ID())]
+		return st.Active, st.Activities
+	}
 
 	// A connection-scoped task freezes between the requests it serves.
 	conn.Freeze()
-	fmt.Println(conn.Active(), conn.Activities())
+	fmt.Println(state())
 	conn.Activate() // the next request
-	fmt.Println(conn.Active(), conn.Activities())
+	fmt.Println(state())
 	// Output:
 	// false 1
 	// true 2
@@ -165,35 +140,8 @@ func ExamplePriority() {
 	// 0/5 2/0 true
 }
 
-func ExampleUsage() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, t := reg.Begin(context.Background(), task.Spec{})
-	defer t.End(nil)
-	t.Acquire(bufferPool, 4)
-	t.Acquire(connPool, 1)
-
-	// The controller reads every task's accounting at one clock value.
-	for _, u := range t.AppendUsage(nil, reg.Clock().Now()) {
-		fmt.Printf("resource %d: %d held, %d waiting\n", u.Resource, u.Held, u.Waiting)
-	}
-	// Output:
-	// resource 2: 4 held, 0 waiting
-	// resource 1: 1 held, 0 waiting
-}
-
-func ExampleResourceID() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, t := reg.Begin(context.Background(), task.Spec{})
-	defer t.End(nil)
-
-	var pages task.ResourceID = 42 // resolved once from a name, then reused
-	fmt.Println(t.Acquire(pages, task.MaxUnits+1))
-	// Output:
-	// task: too many units held of one resource
-}
-
 func ExampleFromContext() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	ctx, t := reg.Begin(context.Background(), task.Spec{Class: "GET /a"})
 	defer t.End(nil)
 
@@ -211,9 +159,8 @@ func ExampleFromContext() {
 }
 
 func ExampleNewContext() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	_, a := reg.Begin(context.Background(), task.Spec{Class: "a", Cancellable: true})
-	defer a.End(nil)
 
 	// One event loop serves many tasks: bind the right one to each piece
 	// of work.
@@ -221,7 +168,7 @@ func ExampleNewContext() {
 	work := task.NewContext(loop, a)
 	fmt.Println(task.FromContext(work).Spec().Class)
 
-	a.Cancel("")
+	a.End(nil)
 	fmt.Println(work.Err(), a.Context().Err()) // follows loop, not the task
 	// Output:
 	// a
@@ -230,7 +177,7 @@ func ExampleNewContext() {
 
 func ExampleOptions() {
 	held := make(map[task.ResourceID]int64)
-	reg := task.NewRegistry(clock.New(), task.Options{
+	reg := task.NewRegistry(task.Options{
 		// Fold each ended task's accounting into per-resource totals.
 		OnEnd: func(t *task.Task, now int64, usage []task.Usage) {
 			for _, u := range usage {
@@ -239,21 +186,23 @@ func ExampleOptions() {
 		},
 		HookTimeout: 100 * time.Millisecond,
 	})
-	_, t := reg.Begin(context.Background(), task.Spec{})
-	t.Acquire(connPool, 2)
+	pool, _ := resource.NewRegistry().Register("conn-pool", resource.KindQueue, 10)
+	ctx, t := reg.Begin(context.Background(), task.Spec{})
+	_ = pool.Acquire(ctx, 2)
 	t.End(nil) // still holding: a leak the totals show
-	fmt.Println(held[connPool])
+	fmt.Println(held[pool.ID()])
 	// Output:
 	// 2
 }
 
 func ExampleStats() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
-	_, t := reg.Begin(context.Background(), task.Spec{})
-	t.WaitEnd(connPool) // without WaitBegin
+	reg := task.NewRegistry(task.Options{})
+	pool, _ := resource.NewRegistry().Register("conn-pool", resource.KindQueue, 10)
+	ctx, t := reg.Begin(context.Background(), task.Spec{})
+	pool.WaitEnd(ctx) // without WaitBegin
 	t.End(nil)
 	t.End(nil)
-	t.Acquire(connPool, 1) // after End
+	_ = pool.Acquire(ctx, 1) // after End
 
 	st := reg.Stats()
 	fmt.Printf("live %d, ended twice %d, late %d, bad %d\n", st.Live, st.EndedTwice, st.LateEvents, st.BadEvents)
@@ -262,7 +211,7 @@ func ExampleStats() {
 }
 
 func ExampleTotals() {
-	reg := task.NewRegistry(clock.New(), task.Options{})
+	reg := task.NewRegistry(task.Options{})
 	for i := range 5 {
 		_, t := reg.Begin(context.Background(), task.Spec{})
 		if i == 4 {
@@ -280,28 +229,4 @@ func ExampleTotals() {
 	fmt.Printf("begun %d, ended %d, failed %d, latencies %d\n", tot.Begun, tot.Ended, tot.Failed, tot.Latency.Count())
 	// Output:
 	// begun 5, ended 4, failed 1, latencies 4
-}
-
-func ExampleUnendedError() {
-	reg := task.NewRegistry(clock.New(), task.Options{Report: func(err error) {
-		var ue *task.UnendedError
-		if errors.As(err, &ue) {
-			fmt.Println("report:", ue)
-		}
-	}})
-	req, cancel := context.WithCancel(context.Background())
-	_, t := reg.Begin(req, task.Spec{Class: "GET /leak", Key: "conn-9"})
-	cancel() // the request is over, but the handler forgot End
-
-	// The controller checks every live task it visits.
-	start := t.Started()
-	fmt.Println(reg.CheckUnended(t, start+int64(time.Second), 5*time.Second))   // first seen
-	fmt.Println(reg.CheckUnended(t, start+int64(6*time.Second), 5*time.Second)) // grace over
-	fmt.Println(reg.CheckUnended(t, start+int64(7*time.Second), 5*time.Second)) // once
-	t.End(nil)
-	// Output:
-	// false
-	// report: task: task 1 (class "GET /leak", key "conn-9") was never ended; its context is done, age 6s
-	// true
-	// false
 }

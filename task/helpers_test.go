@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -26,7 +27,7 @@ func newEnv(t *testing.T, o task.Options) *env {
 	rep := &reports{}
 	o.Report = rep.add
 	clk := clock.New()
-	return &env{clk: clk, reg: task.NewRegistry(clk, o), reports: rep}
+	return &env{clk: clk, reg: taskx.NewRegistry(clk, o), reports: rep}
 }
 
 // begin starts a task that the test ends on cleanup (ending it twice is
@@ -35,7 +36,7 @@ func (e *env) begin(t *testing.T, spec task.Spec) (context.Context, *task.Task) 
 	t.Helper()
 	ctx, tk := e.reg.Begin(context.Background(), spec)
 	t.Cleanup(func() {
-		if !tk.Ended() {
+		if !taskx.Ended(tk) {
 			tk.End(nil)
 		}
 	})
@@ -71,7 +72,7 @@ func (r *reports) get() []error {
 // task never touched it.
 func usage(t *testing.T, tk *task.Task, id task.ResourceID) task.Usage {
 	t.Helper()
-	u, ok := tk.Usage(id)
+	u, ok := taskx.Usage(tk, id)
 	if !ok {
 		t.Fatalf("Usage(%d): not found", id)
 	}

@@ -5,21 +5,21 @@ import (
 	"time"
 )
 
-// statePenalized marks a task with a penalty to serve (see [Task.Penalize]).
+// statePenalized marks a task with a penalty to serve (see Task.penalize).
 // It lives in the state word the primitives already load to see whether
 // the task was cancelled, so an unpenalized task pays nothing for it.
 const statePenalized = 1 << 5
 
-// MaxPenalty bounds any single penalty: [Task.Penalize] clamps to it.
+// MaxPenalty bounds any single penalty the controller gives a task.
 const MaxPenalty = time.Second
 
-// Flagged reports whether the task was cancelled or has a penalty to serve:
+// flagged reports whether the task was cancelled or has a penalty to serve:
 // the one test the instrumented primitives make before they acquire.
-func (t *Task) Flagged() bool {
+func (t *Task) flagged() bool {
 	return t != nil && t.state.Load()&(stateCancelled|statePenalized) != 0
 }
 
-// Penalize asks the task to pause for d (at most [MaxPenalty]) at its next
+// penalize asks the task to pause for d (at most [MaxPenalty]) at its next
 // safe point: the next time it acquires an instrumented resource, or begins
 // an activity, while holding none (pBox's penalty). A new penalty replaces
 // one not yet served. A penalty still pending when the task ends passes to
@@ -27,7 +27,7 @@ func (t *Task) Flagged() bool {
 // task (a cancelled task's penalties are dropped) and for d ≤ 0. It is
 // safe for concurrent use; policies never call it directly: the controller
 // does.
-func (t *Task) Penalize(d time.Duration) {
+func (t *Task) penalize(d time.Duration) {
 	if t == nil || d <= 0 {
 		return
 	}
@@ -51,41 +51,41 @@ func (t *Task) dropPenalty() {
 	t.blk.meta.penalty.Store(0)
 }
 
-// Penalty returns the length of the penalty the task has yet to serve, 0 if
+// penalty returns the length of the penalty the task has yet to serve, 0 if
 // none (or once the task has ended).
-func (t *Task) Penalty() time.Duration {
+func (t *Task) penalty() time.Duration {
 	if t == nil || t.state.Load()&(statePenalized|stateEnded) != statePenalized {
 		return 0
 	}
 	return time.Duration(t.blk.meta.penalty.Load())
 }
 
-// PenaltyServed returns the time the task has spent serving penalties (0
+// penaltyServed returns the time the task has spent serving penalties (0
 // once the task has ended). It does not count as execution time.
-func (t *Task) PenaltyServed() time.Duration {
-	if t == nil || t.Ended() {
+func (t *Task) penaltyServed() time.Duration {
+	if t == nil || t.ended() {
 		return 0
 	}
 	return time.Duration(t.blk.meta.served.Load())
 }
 
-// Penalties returns how many penalties the task has served.
-func (t *Task) Penalties() int64 {
-	if t == nil || t.Ended() {
+// penalties returns how many penalties the task has served.
+func (t *Task) penalties() int64 {
+	if t == nil || t.ended() {
 		return 0
 	}
 	return t.blk.meta.penalties.Load()
 }
 
-// Holding reports whether the task holds any unit of any instrumented
+// holding reports whether the task holds any unit of any instrumented
 // resource, including the locks whose holder the primitive tracks itself.
 // It reads every slot of the task: it is for safe points, not hot paths.
-func (t *Task) Holding() bool {
-	if t == nil || t.Ended() {
+func (t *Task) holding() bool {
+	if t == nil || t.ended() {
 		return false
 	}
 	held := false
-	t.EachUsage(t.reg.clock.Now(), func(u Usage) {
+	t.eachUsage(t.reg.clock.Now(), func(u Usage) {
 		if u.Held > 0 {
 			held = true
 		}
@@ -95,9 +95,10 @@ func (t *Task) Holding() bool {
 
 // TakePenalty claims the task's pending penalty if the task is at a safe
 // point (it holds nothing) and returns its length; it returns 0, leaving
-// the penalty pending, while the task holds something. A worker serving
-// many tasks (an event loop, a pool) calls it before it runs a task's next
-// activity and, when it returns d > 0, puts the task back in its queue for
+// the penalty pending, while the task holds something. Call it in a worker
+// that serves many tasks (an event loop, a pool), where [Task.Pause] would
+// put the shared worker to sleep: before the worker runs a task's next
+// activity; and, when it returns d > 0, puts the task back in its queue for
 // d instead of sleeping the shared worker (pBox's unbind mode); the time is
 // counted as served. Safe for concurrent use; at most one caller gets a
 // given penalty.
@@ -113,7 +114,7 @@ func (t *Task) TakePenalty() time.Duration {
 		t.dropPenalty()
 		return 0
 	}
-	if t.Holding() {
+	if t.holding() {
 		return 0 // never while holding what victims need
 	}
 	if !t.state.CompareAndSwap(s, s&^statePenalized) {
@@ -132,7 +133,9 @@ func (t *Task) TakePenalty() time.Duration {
 // Pause is the safe point of a task on its own goroutine: if the task has
 // a penalty pending and holds nothing, Pause sleeps for it, returning early
 // with context.Cause(ctx) if ctx is done. Otherwise it returns nil at once.
-// The instrumented primitives call it before they acquire.
+// The instrumented primitives call it before they acquire; call it yourself
+// at the top of a loop that does heavy work without them (a scan, a batch),
+// so that a penalty the controller gives the task is served there.
 func (t *Task) Pause(ctx context.Context) error {
 	d := t.TakePenalty()
 	if d <= 0 {

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -14,12 +15,12 @@ func TestPenaltyServedAtSafePoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		ctx, tk := e.begin(t, task.Spec{})
-		if tk.Flagged() {
+		if taskx.Flagged(tk) {
 			t.Fatal("a new task is flagged")
 		}
-		tk.Penalize(30 * time.Millisecond)
-		if !tk.Flagged() || tk.Penalty() != 30*time.Millisecond {
-			t.Fatalf("after Penalize: flagged %v, penalty %v", tk.Flagged(), tk.Penalty())
+		taskx.Penalize(tk, 30*time.Millisecond)
+		if !taskx.Flagged(tk) || taskx.Penalty(tk) != 30*time.Millisecond {
+			t.Fatalf("after Penalize: flagged %v, penalty %v", taskx.Flagged(tk), taskx.Penalty(tk))
 		}
 		start := time.Now()
 		if err := tk.Pause(ctx); err != nil {
@@ -28,11 +29,11 @@ func TestPenaltyServedAtSafePoint(t *testing.T) {
 		if got := time.Since(start); got != 30*time.Millisecond {
 			t.Errorf("paused %v, want 30ms", got)
 		}
-		if tk.Flagged() || tk.Penalty() != 0 || tk.Penalties() != 1 || tk.PenaltyServed() != 30*time.Millisecond {
-			t.Errorf("after Pause: flagged %v, pending %v, served %d for %v", tk.Flagged(), tk.Penalty(), tk.Penalties(), tk.PenaltyServed())
+		if taskx.Flagged(tk) || taskx.Penalty(tk) != 0 || taskx.Penalties(tk) != 1 || taskx.PenaltyServed(tk) != 30*time.Millisecond {
+			t.Errorf("after Pause: flagged %v, pending %v, served %d for %v", taskx.Flagged(tk), taskx.Penalty(tk), taskx.Penalties(tk), taskx.PenaltyServed(tk))
 		}
 		e.clk.Advance()
-		if ex := tk.ExecTime(e.clk.Now()); ex != 0 {
+		if ex := taskx.ExecTime(tk, e.clk.Now()); ex != 0 {
 			t.Errorf("exec time %v counts the penalty", ex)
 		}
 		// Nothing pending: Pause returns at once.
@@ -47,18 +48,18 @@ func TestPenaltyNeverWhileHolding(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		ctx, tk := e.begin(t, task.Spec{})
-		if err := tk.Acquire(1, 1); err != nil {
+		if err := taskx.Acquire(tk, 1, 1); err != nil {
 			t.Fatal(err)
 		}
-		tk.Penalize(time.Second)
+		taskx.Penalize(tk, time.Second)
 		start := time.Now()
 		if err := tk.Pause(ctx); err != nil || time.Since(start) != 0 {
 			t.Fatalf("Pause while holding: %v after %v; want nil at once", err, time.Since(start))
 		}
-		if tk.TakePenalty() != 0 || tk.Penalty() != time.Second {
-			t.Fatalf("penalty taken while holding; pending %v", tk.Penalty())
+		if tk.TakePenalty() != 0 || taskx.Penalty(tk) != time.Second {
+			t.Fatalf("penalty taken while holding; pending %v", taskx.Penalty(tk))
 		}
-		if err := tk.Release(1, 1); err != nil {
+		if err := taskx.Release(tk, 1, 1); err != nil {
 			t.Fatal(err)
 		}
 		if d := tk.TakePenalty(); d != time.Second {
@@ -74,25 +75,25 @@ func TestPenaltyBoundsAndCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		_, tk := e.begin(t, task.Spec{Cancellable: true})
-		tk.Penalize(time.Hour)
-		if tk.Penalty() != task.MaxPenalty {
-			t.Errorf("penalty %v, want the cap %v", tk.Penalty(), task.MaxPenalty)
+		taskx.Penalize(tk, time.Hour)
+		if taskx.Penalty(tk) != task.MaxPenalty {
+			t.Errorf("penalty %v, want the cap %v", taskx.Penalty(tk), task.MaxPenalty)
 		}
-		tk.Penalize(-time.Second) // ignored
-		if tk.Penalty() != task.MaxPenalty {
-			t.Errorf("a negative penalty changed the pending one to %v", tk.Penalty())
+		taskx.Penalize(tk, -time.Second) // ignored
+		if taskx.Penalty(tk) != task.MaxPenalty {
+			t.Errorf("a negative penalty changed the pending one to %v", taskx.Penalty(tk))
 		}
-		if err := tk.Cancel("test"); err != nil {
+		if err := taskx.Cancel(tk, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if tk.Penalty() != 0 {
-			t.Errorf("a cancelled task keeps its penalty %v", tk.Penalty())
+		if taskx.Penalty(tk) != 0 {
+			t.Errorf("a cancelled task keeps its penalty %v", taskx.Penalty(tk))
 		}
-		tk.Penalize(time.Millisecond)
-		if tk.Penalty() != 0 {
-			t.Errorf("a cancelled task was penalized: %v", tk.Penalty())
+		taskx.Penalize(tk, time.Millisecond)
+		if taskx.Penalty(tk) != 0 {
+			t.Errorf("a cancelled task was penalized: %v", taskx.Penalty(tk))
 		}
-		if !tk.Flagged() {
+		if !taskx.Flagged(tk) {
 			t.Error("a cancelled task is not flagged")
 		}
 	})
@@ -102,7 +103,7 @@ func TestPauseGivesUpOnDoneContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		_, tk := e.begin(t, task.Spec{})
-		tk.Penalize(time.Second)
+		taskx.Penalize(tk, time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -114,16 +115,16 @@ func TestPauseGivesUpOnDoneContext(t *testing.T) {
 
 func TestPenaltyNilAndEnded(t *testing.T) {
 	var nilTask *task.Task
-	nilTask.Penalize(time.Second)
-	if nilTask.Flagged() || nilTask.Penalty() != 0 || nilTask.TakePenalty() != 0 || nilTask.Pause(context.Background()) != nil {
+	taskx.Penalize(nilTask, time.Second)
+	if taskx.Flagged(nilTask) || taskx.Penalty(nilTask) != 0 || nilTask.TakePenalty() != 0 || nilTask.Pause(context.Background()) != nil {
 		t.Error("a nil task has a penalty")
 	}
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		_, tk := e.reg.Begin(context.Background(), task.Spec{})
 		tk.End(nil)
-		tk.Penalize(time.Second)
-		if tk.Penalty() != 0 || tk.TakePenalty() != 0 {
+		taskx.Penalize(tk, time.Second)
+		if taskx.Penalty(tk) != 0 || tk.TakePenalty() != 0 {
 			t.Error("an ended task has a penalty")
 		}
 	})

@@ -22,9 +22,9 @@ import (
 func TestEventRacingEndStaysInBlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.New()
-		r := NewRegistry(clk, Options{})
+		r := newRegistry(clk, Options{})
 		_, old := r.Begin(context.Background(), Spec{})
-		old.Acquire(1, 1)
+		old.acquire(1, 1)
 
 		s, key := old.slotFor(2) // goroutine G: Acquire(2, 3) has found its slot
 		old.End(nil)             // End on another goroutine
@@ -55,10 +55,10 @@ func TestEventRacingEndStaysInBlock(t *testing.T) {
 		}
 		defer next.End(nil)
 
-		next.Acquire(7, 1)
-		next.Acquire(8, 1)
+		next.acquire(7, 1)
+		next.acquire(8, 1)
 		want := []Usage{{Resource: 7, Held: 1}, {Resource: 8, Held: 1}}
-		got := next.AppendUsage(nil, clk.Now())
+		got := next.appendUsage(nil, clk.Now())
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 			t.Errorf("a new task holding one unit each of 7 and 8 reads %+v, want %+v", got, want)
 		}

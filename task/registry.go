@@ -84,17 +84,26 @@ type Options struct {
 	HookTimeout time.Duration
 	// LiveHold reports the hold in progress of a resource whose primitive
 	// tracks its holder itself rather than in the holder's accounting (the
-	// controller passes resource.Registry.LiveHold): the HolderTag of the
-	// holder and how long it has held the resource at clock value now.
-	// Task.EachUsage and End's final accounting add such holds.
+	// controller passes resource.Registry.LiveHold): the holder's tag (the
+	// low 29 bits of its Task.ID) and how long it has held the resource at
+	// clock value now. The runtime's readings of a task and End's final
+	// accounting add such holds.
 	LiveHold func(id ResourceID, now int64) (tag uint64, held time.Duration, ok bool)
 }
 
-// NewRegistry returns an empty registry reading time from clk.
-func NewRegistry(clk *clock.Clock, o Options) *Registry {
-	if clk == nil {
-		clk = clock.New()
-	}
+// NewRegistry returns an empty registry of its own, for code that keeps
+// tasks without a controller (a tool, a test). It reads the monotonic clock
+// at every event, since no controller advances a coarse one; the
+// controller's registry (moirai.Controller.Tasks) reads the controller's
+// coarse clock instead.
+func NewRegistry(o Options) *Registry {
+	clk := clock.New()
+	clk.SetPrecise(true)
+	return newRegistry(clk, o)
+}
+
+// newRegistry returns an empty registry reading time from clk.
+func newRegistry(clk *clock.Clock, o Options) *Registry {
 	n := 1
 	for n < shardsPerCPU*runtime.GOMAXPROCS(0) {
 		n <<= 1
@@ -110,8 +119,10 @@ func NewRegistry(clk *clock.Clock, o Options) *Registry {
 	return r
 }
 
-// Clock returns the registry's clock.
-func (r *Registry) Clock() *clock.Clock { return r.clock }
+// Now returns the registry's clock value: nanoseconds since the clock's
+// epoch, the time base of the snapshots' ages and holds.
+// resource.NewMutex takes r.Now as its clock.
+func (r *Registry) Now() int64 { return r.clock.Now() }
 
 // Begin starts a task described by spec and returns its context, a child of
 // parent that carries the task and is cancelled with cause [ErrCancelled]
@@ -158,7 +169,7 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 	sh.begun++
 	sh.mu.Unlock()
 	if d := r.carry.take(spec.Class, now); d > 0 {
-		t.Penalize(d)
+		t.penalize(d)
 	}
 	return &t.ctx, t
 }
@@ -182,7 +193,7 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 	claimed := state>>8 != 0
 	if r.onEnd != nil {
 		sh.scratch = sh.scratch[:0]
-		tag := HolderTag(t.id)
+		tag := holderTag(t.id)
 		if claimed {
 			t.blk.each(t.tag(), now, func(u Usage) {
 				if r.liveHold != nil {
@@ -248,10 +259,10 @@ func (r *Registry) Len() int {
 	return n
 }
 
-// AppendLive appends every live task to dst and returns the extended slice.
+// appendLive appends every live task to dst and returns the extended slice.
 // It locks one shard at a time: tasks that begin or end meanwhile may or may
 // not appear.
-func (r *Registry) AppendLive(dst []*Task) []*Task {
+func (r *Registry) appendLive(dst []*Task) []*Task {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
@@ -333,12 +344,12 @@ func (r *Registry) Stats() Stats {
 	}
 }
 
-// CheckUnended looks for a task that was never ended: its context has been
+// checkUnended looks for a task that was never ended: its context has been
 // done for longer than grace (the request it served is over) but End has not
 // been called. It reports such a task once, the first time it is found,
 // evicts it from the registry (ending it with [ErrUnended]), and returns
 // true then. The controller calls it on every live task it visits.
-func (r *Registry) CheckUnended(t *Task, now int64, grace time.Duration) bool {
+func (r *Registry) checkUnended(t *Task, now int64, grace time.Duration) bool {
 	if t.state.Load()&(stateEnded|stateUnended) != 0 || t.ctx.Err() == nil {
 		return false
 	}

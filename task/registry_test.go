@@ -11,17 +11,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
-func TestNewRegistryNilClock(t *testing.T) {
-	reg := task.NewRegistry(nil, task.Options{})
-	if reg.Clock() == nil {
-		t.Fatal("Clock() = nil")
+func TestNewRegistryOwnClock(t *testing.T) {
+	reg := task.NewRegistry(task.Options{})
+	if reg.Now() < 1 {
+		t.Fatalf("Now() = %d, want ≥ 1", reg.Now())
 	}
 	_, tk := reg.Begin(context.Background(), task.Spec{})
-	if tk.Started() < 1 {
-		t.Errorf("Started() = %d, want ≥ 1", tk.Started())
+	if taskx.Started(tk) < 1 {
+		t.Errorf("Started() = %d, want ≥ 1", taskx.Started(tk))
 	}
 	tk.End(nil)
 }
@@ -40,11 +41,11 @@ func TestOnEnd(t *testing.T) {
 		}})
 		_, a := e.reg.Begin(context.Background(), task.Spec{})
 		_, b := e.reg.Begin(context.Background(), task.Spec{})
-		a.Acquire(1, 2)
-		a.WaitBegin(2)
+		taskx.Acquire(a, 1, 2)
+		taskx.WaitBegin(a, 2)
 		e.sleep(3 * ms)
-		a.Release(1, 1)
-		a.Evicted(3, 4)
+		taskx.Release(a, 1, 1)
+		taskx.Evicted(a, 3, 4)
 		e.sleep(2 * ms)
 		a.End(nil)
 		b.End(errors.New("failed"))
@@ -76,7 +77,7 @@ func TestTotals(t *testing.T) {
 		ok.End(nil)
 		e.sleep(10 * ms)
 		failed.End(errors.New("boom"))
-		cancelled.Cancel("")
+		taskx.Cancel(cancelled, "")
 		cancelled.End(nil)
 
 		var tot task.Totals
@@ -108,35 +109,35 @@ func TestBlockRecycling(t *testing.T) {
 		for round := range 40 {
 			for i := range 50 {
 				_, tk := e.reg.Begin(context.Background(), task.Spec{Cancellable: true})
-				if got := tk.AppendUsage(nil, e.clk.Now()); len(got) != 0 {
+				if got := taskx.AppendUsage(tk, nil, e.clk.Now()); len(got) != 0 {
 					t.Fatalf("round %d: a new task has usage %+v", round, got)
 				}
-				if d, n := tk.ProgressOf(); tk.Claimed() != 0 || tk.Activities() != 1 || d != 0 || n != 0 || !tk.Active() {
+				if d, n := taskx.ProgressOf(tk); taskx.Claimed(tk) != 0 || taskx.Activities(tk) != 1 || d != 0 || n != 0 || !taskx.Active(tk) {
 					t.Fatalf("round %d: a new task has Claimed %d, Activities %d, progress %d/%d",
-						round, tk.Claimed(), tk.Activities(), d, n)
+						round, taskx.Claimed(tk), taskx.Activities(tk), d, n)
 				}
-				if got := tk.ExecTime(e.clk.Now()); got != 0 {
+				if got := taskx.ExecTime(tk, e.clk.Now()); got != 0 {
 					t.Fatalf("round %d: a new task has ExecTime %v", round, got)
 				}
 				// The first acquisition of a fresh task holds exactly what
 				// it took, since now.
-				tk.Acquire(1, 1)
+				taskx.Acquire(tk, 1, 1)
 				if u := usage(t, tk, 1); u != (task.Usage{Resource: 1, Held: 1}) {
 					t.Fatalf("round %d: first Acquire gives %+v", round, u)
 				}
 				// Leave everything behind: holds, waits, evictions, an
 				// overflow chunk for some, progress, frozen state.
 				for id := task.ResourceID(2); id < task.ResourceID(2+(round+i)%12); id++ {
-					tk.Acquire(id, int64(id))
-					tk.WaitBegin(id)
-					tk.Evicted(id, 1)
+					taskx.Acquire(tk, id, int64(id))
+					taskx.WaitBegin(tk, id)
+					taskx.Evicted(tk, id, 1)
 				}
 				tk.Progress(int64(i), 100)
 				if i%3 == 0 {
 					tk.Freeze()
 				}
 				if i%5 == 0 {
-					tk.Cancel("")
+					taskx.Cancel(tk, "")
 				}
 				live = append(live, tk)
 			}
@@ -171,8 +172,8 @@ func TestCheckUnended(t *testing.T) {
 	_, running := e.begin(t, task.Spec{})
 	ended.End(nil)
 
-	base := leaked.Started() + int64(time.Hour)
-	if e.reg.CheckUnended(leaked, base, grace) {
+	base := taskx.Started(leaked) + int64(time.Hour)
+	if taskx.CheckUnended(e.reg, leaked, base, grace) {
 		t.Error("reported a task whose context is not done")
 	}
 	cancel()
@@ -187,13 +188,13 @@ func TestCheckUnended(t *testing.T) {
 	}
 	for _, s := range steps {
 		now := base + int64(s.at)
-		if got := e.reg.CheckUnended(leaked, now, grace); got != s.want {
+		if got := taskx.CheckUnended(e.reg, leaked, now, grace); got != s.want {
 			t.Errorf("CheckUnended(leaked, +%v) = %v, want %v", s.at, got, s.want)
 		}
-		if e.reg.CheckUnended(ended, now, grace) {
+		if taskx.CheckUnended(e.reg, ended, now, grace) {
 			t.Errorf("CheckUnended(ended, +%v) reported an ended task", s.at)
 		}
-		if e.reg.CheckUnended(running, now, 0) {
+		if taskx.CheckUnended(e.reg, running, now, 0) {
 			t.Errorf("CheckUnended(running, +%v) reported a running task", s.at)
 		}
 	}
@@ -219,7 +220,7 @@ func TestCheckUnended(t *testing.T) {
 	// Ending the reported task afterwards is fine, and then it is never
 	// reported again.
 	leaked.End(nil)
-	if e.reg.CheckUnended(leaked, base+int64(10*grace), grace) {
+	if taskx.CheckUnended(e.reg, leaked, base+int64(10*grace), grace) {
 		t.Error("reported an ended task")
 	}
 	var tot task.Totals
@@ -234,12 +235,12 @@ func TestCheckUnended(t *testing.T) {
 func TestCheckUnendedCancelledTask(t *testing.T) {
 	e := newEnv(t, task.Options{})
 	_, tk := e.begin(t, task.Spec{Cancellable: true})
-	tk.Cancel("")
-	now := tk.Started() + 1
-	if e.reg.CheckUnended(tk, now, 0) {
+	taskx.Cancel(tk, "")
+	now := taskx.Started(tk) + 1
+	if taskx.CheckUnended(e.reg, tk, now, 0) {
 		t.Error("reported on first sight")
 	}
-	if !e.reg.CheckUnended(tk, now, 0) {
+	if !taskx.CheckUnended(e.reg, tk, now, 0) {
 		t.Error("not reported after the grace period")
 	}
 }

@@ -16,8 +16,7 @@ import (
 var ErrCancelled = errors.New("moirai: task cancelled by the overload controller")
 
 // ErrUnended is the outcome recorded for a task the registry evicted
-// because its context had ended long before without End
-// ([Registry.CheckUnended]).
+// because its context had ended long before without End.
 var ErrUnended = errors.New("task: evicted: its context ended long ago without End")
 
 const (
@@ -52,6 +51,25 @@ func (t *Task) actStart() int64 {
 // connection serving many requests, or a background job. A Task is created
 // by [Registry.Begin] and lives until [Task.End]; its context is cancelled
 // with cause [ErrCancelled] if the controller picks it.
+//
+// Most handlers call only [Task.End] (deferred, right after Begin) and,
+// for long work, [Task.Progress]. The other methods are for particular
+// shapes of service:
+//
+//   - a connection or session that serves many requests: [Task.Freeze]
+//     between requests, [Task.Activate] at the start of each;
+//   - work the application can abort itself (a query on another server, a
+//     job on a worker): [Task.OnCancel], and [Task.Cancelled] to tell a
+//     cancellation from other errors;
+//   - code that waits or loops without an instrumented primitive: a safe
+//     point for penalties, [Task.Pause] on the task's own goroutine, or
+//     [Task.TakePenalty] in a worker that serves many tasks;
+//   - logging and middleware: [Task.ID], [Task.Spec], [Task.Context],
+//     [Task.MarkAdmittedDownstream] and [Task.AdmittedDownstream].
+//
+// The events the instrumented primitives emit and the controller's readings
+// and actions are not methods: applications emit events through package
+// resource, and read the runtime's view of their tasks in its snapshots.
 //
 // All methods are safe for concurrent use, and all are no-ops on a nil
 // *Task, so code can call task.FromContext(ctx).Progress(...) whether or not
@@ -101,7 +119,9 @@ func (t *Task) rareState() *rareState {
 
 type hook struct{ fn func() }
 
-// ID returns the task's identifier, unique within its registry and never 0.
+// ID returns the task's identifier, unique within its registry and never 0
+// (0 on a nil task). Call it to name the task in logs and traces: it is the
+// ID the debug page, the snapshots and the controller's decisions use.
 func (t *Task) ID() uint64 {
 	if t == nil {
 		return 0
@@ -109,7 +129,9 @@ func (t *Task) ID() uint64 {
 	return t.id
 }
 
-// Spec returns the spec the task began with, after defaults were applied.
+// Spec returns the spec the task began with, after defaults were applied
+// (the zero Spec on a nil task). Middleware calls it to read the class, key
+// or priority a handler's task was begun with.
 func (t *Task) Spec() Spec {
 	if t == nil {
 		return Spec{}
@@ -117,7 +139,10 @@ func (t *Task) Spec() Spec {
 	return t.spec
 }
 
-// Context returns the task's own context: the one Begin returned.
+// Context returns the task's own context: the one Begin returned, which is
+// cancelled when the controller cancels the task. Call it where work for
+// the task runs under another context (one [NewContext] made, or a
+// worker's), to wait on the task's cancellation there.
 func (t *Task) Context() context.Context {
 	if t == nil {
 		return context.Background()
@@ -125,26 +150,31 @@ func (t *Task) Context() context.Context {
 	return &t.ctx
 }
 
-// Started returns the clock value at which the task began.
-func (t *Task) Started() int64 {
+// started returns the clock value at which the task began.
+func (t *Task) started() int64 {
 	if t == nil {
 		return 0
 	}
 	return t.begin
 }
 
-// Ended reports whether End has been called.
-func (t *Task) Ended() bool { return t != nil && t.state.Load()&stateEnded != 0 }
+// ended reports whether End has been called.
+func (t *Task) ended() bool { return t != nil && t.state.Load()&stateEnded != 0 }
 
-// Cancelled reports whether the controller has cancelled the task.
+// Cancelled reports whether the controller has cancelled the task. Call it
+// where an error ends the work, to tell a cancellation by moirai from other
+// failures (for a metric, a retry, a status code); errors.Is on
+// context.Cause of the task's context with [ErrCancelled] says the same.
 func (t *Task) Cancelled() bool { return t != nil && t.state.Load()&stateCancelled != 0 }
 
 // Progress reports that done of total units of work are complete (the
 // GetNext model: rows returned of rows expected, bytes sent of bytes to
-// send). The estimator uses it to predict how much more of each resource
-// the task will use. Values outside 0 ≤ done ≤ total are clamped.
+// send). Call it from long work, as it advances: the estimator uses it to
+// predict how much more of each resource the task will use, and a task
+// that reports none is estimated from its class. Values outside
+// 0 ≤ done ≤ total are clamped; a call after End does nothing.
 func (t *Task) Progress(done, total int64) {
-	if t == nil || t.Ended() {
+	if t == nil || t.ended() {
 		return
 	}
 	if total < 0 {
@@ -157,19 +187,19 @@ func (t *Task) Progress(done, total int64) {
 	t.clearIfEnded()
 }
 
-// ProgressOf returns the last progress the task reported (0, 0 if none,
+// progressOf returns the last progress the task reported (0, 0 if none,
 // or if the task has ended).
-func (t *Task) ProgressOf() (done, total int64) {
-	if t == nil || t.Ended() {
+func (t *Task) progressOf() (done, total int64) {
+	if t == nil || t.ended() {
 		return 0, 0
 	}
 	return t.blk.meta.done.Load(), t.blk.meta.total.Load()
 }
 
 // Freeze ends the task's current activity: until [Task.Activate], time does
-// not count as the task's execution time. Connection-scoped tasks freeze
-// between the requests they serve (pBox's freeze). Freezing a frozen task
-// does nothing.
+// not count as the task's execution time. Call it when a task that spans
+// many requests (a connection, a session) goes idle between two of them
+// (pBox's freeze). Freezing a frozen task does nothing.
 func (t *Task) Freeze() {
 	if t == nil {
 		return
@@ -189,9 +219,9 @@ func (t *Task) Freeze() {
 	}
 }
 
-// Activate starts a new activity of a frozen task (pBox's activate): a
-// connection begins serving its next request. Activating an active task
-// does nothing.
+// Activate starts a new activity of a frozen task (pBox's activate). Call
+// it when a connection-scoped task frozen by [Task.Freeze] begins serving
+// its next request. Activating an active task does nothing.
 func (t *Task) Activate() {
 	if t == nil {
 		return
@@ -207,7 +237,7 @@ func (t *Task) Activate() {
 			t.clearIfEnded()
 			return
 		}
-		if t.Ended() {
+		if t.ended() {
 			t.clearIfEnded()
 			return
 		}
@@ -219,30 +249,30 @@ func (t *Task) Activate() {
 // block is reused no sooner than a quarter tick after End, far longer than
 // the race.)
 func (t *Task) clearIfEnded() {
-	if t.Ended() {
+	if t.ended() {
 		t.blk.meta.clear()
 	}
 }
 
-// Active reports whether the task is in an activity (not frozen, not ended).
-func (t *Task) Active() bool {
+// active reports whether the task is in an activity (not frozen, not ended).
+func (t *Task) active() bool {
 	return t != nil && t.state.Load()&(stateFrozen|stateEnded) == 0
 }
 
-// Activities returns how many activities the task has begun, counting the
+// activities returns how many activities the task has begun, counting the
 // one Begin starts (0 once the task has ended).
-func (t *Task) Activities() int64 {
-	if t == nil || t.Ended() {
+func (t *Task) activities() int64 {
+	if t == nil || t.ended() {
 		return 0
 	}
 	return 1 + t.blk.meta.extra.Load()
 }
 
-// ExecTime returns the task's execution time at clock value now: the time
+// execTime returns the task's execution time at clock value now: the time
 // spent in activities, including the current one, less the penalties served
 // (0 once the task has ended).
-func (t *Task) ExecTime(now int64) time.Duration {
-	if t == nil || t.Ended() {
+func (t *Task) execTime(now int64) time.Duration {
+	if t == nil || t.ended() {
 		return 0
 	}
 	e := t.blk.meta.exec.Load() - t.blk.meta.served.Load()
@@ -255,7 +285,9 @@ func (t *Task) ExecTime(now int64) time.Duration {
 }
 
 // OnCancel registers fn as the application's own cancellation initiator
-// (Atropos' setCancelAction): when the controller cancels the task it
+// (Atropos' setCancelAction). Call it when cancelling the task's context is
+// not enough to stop its work: a query running on a database server, a job
+// handed to another process. When the controller cancels the task it
 // cancels the task's context and then calls every registered fn, each at
 // most once, in its own goroutine and outside every runtime lock. A panic in
 // fn is recovered and reported; a fn that blocks is reported and does not
@@ -289,20 +321,20 @@ func (t *Task) OnCancel(fn func()) (stop func() bool) {
 	}
 }
 
-// Cancel cancels the task on the controller's behalf: the task is marked
+// cancel cancels the task on the controller's behalf: the task is marked
 // cancelled, its context is cancelled with cause [ErrCancelled] wrapped in
 // reason (when reason is non-empty), and its OnCancel hooks are started.
 // Cancel refuses, returning an error and changing nothing, a task that is
 // not cancellable, already cancelled, or ended. Policies never call it
 // directly: the controller does, after its safety checks.
-func (t *Task) Cancel(reason string) error {
+func (t *Task) cancel(reason string) error {
 	if t == nil {
 		return errors.New("task: cancel of a nil task")
 	}
 	if !t.spec.Cancellable {
 		return fmt.Errorf("task: %d is not cancellable", t.id)
 	}
-	if t.Ended() {
+	if t.ended() {
 		return fmt.Errorf("task: %d has ended", t.id)
 	}
 	// The first Cancel to record its reason is the one that cancels, so
@@ -352,9 +384,10 @@ func (e *cancelError) Unwrap() error { return ErrCancelled }
 
 // End ends the task: it leaves the registry, its accounting is folded into
 // the resources' totals, its latency is recorded, and its context is
-// released. err is the outcome of the work (nil for success). End is
-// idempotent: a second call does nothing but count the mistake. Events after
-// End are counted and dropped.
+// released. Every task must be ended: defer End right after Begin. err is
+// the outcome of the work (nil for success). End is idempotent: a second
+// call does nothing but count the mistake. Events after End are counted and
+// dropped.
 func (t *Task) End(err error) {
 	if t == nil {
 		return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -30,8 +31,8 @@ func TestBeginEnd(t *testing.T) {
 	if tk.Context() != ctx {
 		t.Error("Context() is not the context Begin returned")
 	}
-	if tk.Ended() || tk.Cancelled() || !tk.Active() {
-		t.Errorf("new task: Ended %v Cancelled %v Active %v, want false false true", tk.Ended(), tk.Cancelled(), tk.Active())
+	if taskx.Ended(tk) || tk.Cancelled() || !taskx.Active(tk) {
+		t.Errorf("new task: Ended %v Cancelled %v Active %v, want false false true", taskx.Ended(tk), tk.Cancelled(), taskx.Active(tk))
 	}
 	if got := e.reg.Lookup(tk.ID()); got != tk {
 		t.Errorf("Lookup(%d) = %p, want %p", tk.ID(), got, tk)
@@ -41,8 +42,8 @@ func TestBeginEnd(t *testing.T) {
 	}
 
 	tk.End(nil)
-	if !tk.Ended() || tk.Active() {
-		t.Errorf("ended task: Ended %v Active %v, want true false", tk.Ended(), tk.Active())
+	if !taskx.Ended(tk) || taskx.Active(tk) {
+		t.Errorf("ended task: Ended %v Active %v, want true false", taskx.Ended(tk), taskx.Active(tk))
 	}
 	if got := e.reg.Lookup(tk.ID()); got != nil {
 		t.Errorf("Lookup after End = %p, want nil", got)
@@ -130,7 +131,7 @@ func TestIDsAndLive(t *testing.T) {
 	if got := e.reg.Len(); got != goroutines*each {
 		t.Errorf("Len() = %d, want %d", got, goroutines*each)
 	}
-	live := e.reg.AppendLive(nil)
+	live := taskx.AppendLive(e.reg, nil)
 	sortByID := func(ts []*task.Task) {
 		slices.SortFunc(ts, func(a, b *task.Task) int { return int(a.ID()) - int(b.ID()) })
 	}
@@ -159,7 +160,7 @@ func TestIDsAndLive(t *testing.T) {
 			t.Fatalf("Lookup(%d) found an ended task", tk.ID())
 		}
 	}
-	live = e.reg.AppendLive(live[:0])
+	live = taskx.AppendLive(e.reg, live[:0])
 	sortByID(live)
 	if !slices.Equal(live, want) {
 		t.Errorf("AppendLive after End returned %d tasks, want the %d live", len(live), len(want))
@@ -195,9 +196,9 @@ func TestContextDone(t *testing.T) {
 			wantErr: context.Canceled, wantCause: context.Canceled},
 		{name: "End, touched", touch: true, event: func(tk *task.Task, _ context.CancelCauseFunc) { tk.End(nil) },
 			wantErr: context.Canceled, wantCause: context.Canceled},
-		{name: "Cancel", cancellable: true, event: func(tk *task.Task, _ context.CancelCauseFunc) { tk.Cancel("") },
+		{name: "Cancel", cancellable: true, event: func(tk *task.Task, _ context.CancelCauseFunc) { taskx.Cancel(tk, "") },
 			wantErr: context.Canceled, wantCause: task.ErrCancelled},
-		{name: "Cancel, touched", cancellable: true, touch: true, event: func(tk *task.Task, _ context.CancelCauseFunc) { tk.Cancel("") },
+		{name: "Cancel, touched", cancellable: true, touch: true, event: func(tk *task.Task, _ context.CancelCauseFunc) { taskx.Cancel(tk, "") },
 			wantErr: context.Canceled, wantCause: task.ErrCancelled},
 	}
 	for _, tt := range tests {
@@ -236,7 +237,7 @@ func TestCancelCause(t *testing.T) {
 	child, cancelChild := context.WithCancel(ctx) // before the cancellation
 	defer cancelChild()
 
-	if err := tk.Cancel("memory pressure"); err != nil {
+	if err := taskx.Cancel(tk, "memory pressure"); err != nil {
 		t.Fatalf("Cancel() = %v", err)
 	}
 	if !tk.Cancelled() {
@@ -326,7 +327,7 @@ func TestContextAfterFunc(t *testing.T) {
 		ctx, tk := e.begin(t, task.Spec{Cancellable: true})
 		var fired atomic.Bool
 		context.AfterFunc(ctx, func() { fired.Store(true) })
-		tk.Cancel("x")
+		taskx.Cancel(tk, "x")
 		synctest.Wait()
 		if !fired.Load() {
 			t.Error("AfterFunc did not run on Cancel")
@@ -357,7 +358,7 @@ func TestNewContext(t *testing.T) {
 		t.Errorf("FromContext(NewContext(bg, nil)) = %p, want nil", got)
 	}
 
-	tk.Cancel("")
+	taskx.Cancel(tk, "")
 	if isClosed(bound.Done()) {
 		t.Error("the bound context is done when its task is cancelled; it follows its parent only")
 	}
@@ -385,7 +386,7 @@ func TestCancel(t *testing.T) {
 	}{
 		{name: "cancellable", cancellable: true, wantState: true},
 		{name: "not cancellable", wantErr: "not cancellable"},
-		{name: "twice", cancellable: true, before: func(tk *task.Task) { tk.Cancel("first") }, wantErr: "already cancelled", wantState: true},
+		{name: "twice", cancellable: true, before: func(tk *task.Task) { taskx.Cancel(tk, "first") }, wantErr: "already cancelled", wantState: true},
 		{name: "after End", cancellable: true, before: func(tk *task.Task) { tk.End(nil) }, wantErr: "has ended"},
 		{name: "after End, not cancellable", before: func(tk *task.Task) { tk.End(nil) }, wantErr: "not cancellable"},
 	}
@@ -398,7 +399,7 @@ func TestCancel(t *testing.T) {
 			}
 			wasDone := isClosed(ctx.Done())
 			before := e.reg.Stats().Cancelled
-			err := tk.Cancel("reason")
+			err := taskx.Cancel(tk, "reason")
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Cancel() = %v", err)
@@ -429,8 +430,8 @@ func TestCancel(t *testing.T) {
 func TestCancelFirstReasonWins(t *testing.T) {
 	e := newEnv(t, task.Options{})
 	ctx, tk := e.begin(t, task.Spec{Cancellable: true})
-	tk.Cancel("first")
-	tk.Cancel("second")
+	taskx.Cancel(tk, "first")
+	taskx.Cancel(tk, "second")
 	if got, want := context.Cause(ctx).Error(), task.ErrCancelled.Error()+": first"; got != want {
 		t.Errorf("Cause() = %q, want %q", got, want)
 	}
@@ -470,10 +471,10 @@ func TestOnCancel(t *testing.T) {
 			t.Fatalf("hooks ran before Cancel: %v", order)
 		}
 
-		if err := tk.Cancel("go"); err != nil {
+		if err := taskx.Cancel(tk, "go"); err != nil {
 			t.Fatal(err)
 		}
-		tk.Cancel("again")
+		taskx.Cancel(tk, "again")
 		synctest.Wait()
 		// Each hook runs in its own goroutine: in no particular order.
 		sorted := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Sorted(slices.Values(order)) }
@@ -505,7 +506,7 @@ func TestOnCancelNotRunOnEnd(t *testing.T) {
 		var ran atomic.Bool
 		stop := tk.OnCancel(func() { ran.Store(true) })
 		tk.End(nil)
-		tk.Cancel("late")
+		taskx.Cancel(tk, "late")
 		synctest.Wait()
 		if ran.Load() {
 			t.Error("a hook ran although the task ended without being cancelled")
@@ -523,7 +524,7 @@ func TestOnCancelPanic(t *testing.T) {
 		var ran atomic.Int32
 		tk.OnCancel(func() { panic("boom") })
 		tk.OnCancel(func() { ran.Add(1) })
-		tk.Cancel("")
+		taskx.Cancel(tk, "")
 		synctest.Wait()
 		if ran.Load() != 1 {
 			t.Errorf("the hook after a panicking one ran %d times, want 1", ran.Load())
@@ -566,7 +567,7 @@ func TestOnCancelBlocked(t *testing.T) {
 				var after atomic.Bool
 				tk.OnCancel(func() { <-unblock })
 				tk.OnCancel(func() { after.Store(true) })
-				tk.Cancel("")
+				taskx.Cancel(tk, "")
 				synctest.Wait()
 				if got := e.reg.Stats().HooksRunning; got != 1 {
 					t.Errorf("Stats().HooksRunning = %d, want 1", got)
@@ -631,17 +632,17 @@ func TestProgress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, task.Options{})
 			_, tk := e.begin(t, task.Spec{})
-			if d, n := tk.ProgressOf(); d != 0 || n != 0 {
+			if d, n := taskx.ProgressOf(tk); d != 0 || n != 0 {
 				t.Fatalf("ProgressOf() = %d, %d before any report", d, n)
 			}
 			tk.Progress(1, 2)
 			tk.Progress(tt.done, tt.total)
-			if d, n := tk.ProgressOf(); d != tt.wantDone || n != tt.wantTot {
+			if d, n := taskx.ProgressOf(tk); d != tt.wantDone || n != tt.wantTot {
 				t.Errorf("Progress(%d, %d): ProgressOf() = %d, %d; want %d, %d", tt.done, tt.total, d, n, tt.wantDone, tt.wantTot)
 			}
 			tk.End(nil)
 			tk.Progress(1, 2)
-			if d, n := tk.ProgressOf(); d != 0 || n != 0 {
+			if d, n := taskx.ProgressOf(tk); d != 0 || n != 0 {
 				t.Errorf("ProgressOf() = %d, %d after End", d, n)
 			}
 		})
@@ -652,16 +653,16 @@ func TestFreezeActivate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		_, tk := e.reg.Begin(context.Background(), task.Spec{})
-		exec := func() time.Duration { return tk.ExecTime(e.clk.Now()) }
+		exec := func() time.Duration { return taskx.ExecTime(tk, e.clk.Now()) }
 		check := func(step string, wantExec time.Duration, wantActive bool, wantActs int64) {
 			t.Helper()
 			if got := exec(); got != wantExec {
 				t.Errorf("%s: ExecTime = %v, want %v", step, got, wantExec)
 			}
-			if got := tk.Active(); got != wantActive {
+			if got := taskx.Active(tk); got != wantActive {
 				t.Errorf("%s: Active() = %v, want %v", step, got, wantActive)
 			}
-			if got := tk.Activities(); got != wantActs {
+			if got := taskx.Activities(tk); got != wantActs {
 				t.Errorf("%s: Activities() = %d, want %d", step, got, wantActs)
 			}
 		}
@@ -682,7 +683,7 @@ func TestFreezeActivate(t *testing.T) {
 		tk.Activate()
 		e.sleep(time.Millisecond)
 		check("third activity", 7*time.Millisecond, true, 3)
-		if got := tk.ExecTime(tk.Started()); got != 6*time.Millisecond {
+		if got := taskx.ExecTime(tk, taskx.Started(tk)); got != 6*time.Millisecond {
 			t.Errorf("ExecTime(before the activity began) = %v, want the finished activities' 6ms", got)
 		}
 
@@ -726,16 +727,16 @@ func TestNilTask(t *testing.T) {
 	tk.Freeze()
 	tk.Activate()
 	tk.End(nil)
-	tk.WaitBegin(1)
-	tk.WaitEnd(1)
-	tk.Evicted(1, 1)
-	if err := tk.Acquire(1, 1); err != nil {
+	taskx.WaitBegin(tk, 1)
+	taskx.WaitEnd(tk, 1)
+	taskx.Evicted(tk, 1, 1)
+	if err := taskx.Acquire(tk, 1, 1); err != nil {
 		t.Errorf("Acquire = %v", err)
 	}
-	if err := tk.Release(1, 1); err != nil {
+	if err := taskx.Release(tk, 1, 1); err != nil {
 		t.Errorf("Release = %v", err)
 	}
-	if tk.Cancel("x") == nil {
+	if taskx.Cancel(tk, "x") == nil {
 		t.Error("Cancel on a nil task succeeded")
 	}
 	if tk.OnCancel(func() {})() {
@@ -751,11 +752,11 @@ func TestNilTask(t *testing.T) {
 		Found                     bool
 		Usages                    []task.Usage
 	}
-	done, _ := tk.ProgressOf()
-	_, found := tk.Usage(1)
-	got := result{ID: tk.ID(), Spec: tk.Spec(), Started: tk.Started(), Activities: tk.Activities(), Done: done,
-		Ended: tk.Ended(), Cancelled: tk.Cancelled(), Active: tk.Active(), Exec: tk.ExecTime(100),
-		Claimed: tk.Claimed(), Found: found, Usages: tk.AppendUsage(nil, 1)}
+	done, _ := taskx.ProgressOf(tk)
+	_, found := taskx.Usage(tk, 1)
+	got := result{ID: tk.ID(), Spec: tk.Spec(), Started: taskx.Started(tk), Activities: taskx.Activities(tk), Done: done,
+		Ended: taskx.Ended(tk), Cancelled: tk.Cancelled(), Active: taskx.Active(tk), Exec: taskx.ExecTime(tk, 100),
+		Claimed: taskx.Claimed(tk), Found: found, Usages: taskx.AppendUsage(tk, nil, 1)}
 	if diff := cmp.Diff(result{}, got); diff != "" {
 		t.Errorf("nil task (-want +got):\n%s", diff)
 	}
@@ -776,7 +777,7 @@ func TestConcurrentCancelsAgreeOnTheReason(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, r := range reasons {
 			wg.Go(func() {
-				if tk.Cancel(r) == nil {
+				if taskx.Cancel(tk, r) == nil {
 					won <- r
 				}
 			})
@@ -807,7 +808,7 @@ func TestBlockedHookDoesNotDelayOthers(t *testing.T) {
 		second := make(chan struct{})
 		tk.OnCancel(func() { <-release })
 		tk.OnCancel(func() { close(second) })
-		if err := tk.Cancel("test"); err != nil {
+		if err := taskx.Cancel(tk, "test"); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

@@ -194,6 +194,25 @@ func zero(w *atomic.Int64) {
 // claiming a free slot the first time the task touches the resource, or
 // nil if the task has ended.
 func (t *Task) slotFor(id ResourceID) (*slot, uint32) {
+	if s, key := t.firstSlot(id); s != nil {
+		return s, key
+	}
+	return t.slotForSlow(id)
+}
+
+// firstSlot returns the task's first slot and its res word if the task
+// has not ended and the slot is the one for resource id; nil otherwise.
+// Most events are on the first resource a task touched: this is slotFor's
+// look there, small enough to inline into the events.
+func (t *Task) firstSlot(id ResourceID) (*slot, uint32) {
+	if key := t.key(id); t.state.Load()&stateEnded == 0 && t.blk.slots[0].res.Load() == key {
+		return &t.blk.slots[0], key
+	}
+	return nil, 0
+}
+
+// slotForSlow is slotFor past the first slot.
+func (t *Task) slotForSlow(id ResourceID) (*slot, uint32) {
 	if t.state.Load()&stateEnded != 0 {
 		t.reg.lateEvents.Add(1)
 		return nil, 0
@@ -312,22 +331,27 @@ func (s *slot) give(word *atomic.Uint64, acc *atomic.Int64, key uint32, n uint64
 		}
 		if word.CompareAndSwap(old, nw) {
 			if nw == 0 {
-				if d := since(old, now); d > 0 {
-					acc.Add(int64(d))
-				}
+				addSince(acc, old, now)
 			}
 			return opDone
 		}
 	}
 }
 
-// WaitBegin records that the task starts waiting for resource id. Every
-// WaitBegin must be followed by one [Task.WaitEnd]. It is safe for concurrent
+// addSince adds to acc the time from the packed start of word to now.
+func addSince(acc *atomic.Int64, word uint64, now int64) {
+	if d := since(word, now); d > 0 {
+		acc.Add(int64(d))
+	}
+}
+
+// waitBegin records that the task starts waiting for resource id. Every
+// WaitBegin must be followed by one Task.waitEnd. It is safe for concurrent
 // use; on a nil or ended task it does nothing.
 //
 // Most code never calls it: the instrumented primitives of package resource
 // emit the events themselves.
-func (t *Task) WaitBegin(id ResourceID) {
+func (t *Task) waitBegin(id ResourceID) {
 	if t == nil {
 		return
 	}
@@ -345,10 +369,10 @@ func (t *Task) WaitBegin(id ResourceID) {
 	}
 }
 
-// WaitEnd records that a wait begun by [Task.WaitBegin] is over, whether the
+// waitEnd records that a wait begun by Task.waitBegin is over, whether the
 // resource was obtained or not. A WaitEnd without a WaitBegin is counted
 // and otherwise ignored.
-func (t *Task) WaitEnd(id ResourceID) {
+func (t *Task) waitEnd(id ResourceID) {
 	if t == nil {
 		return
 	}
@@ -368,17 +392,19 @@ func (t *Task) WaitEnd(id ResourceID) {
 // units of one resource.
 var ErrTooManyUnits = errors.New("task: too many units held of one resource")
 
-// Acquire records that the task now holds n more units of resource id.
+// acquire records that the task now holds n more units of resource id.
 // Values of n ≤ 0 are ignored. A task holds at most [MaxUnits] units of one
 // resource at a time (count pages or KiB, not bytes, for large pools); past
 // that Acquire returns [ErrTooManyUnits] and changes nothing.
-func (t *Task) Acquire(id ResourceID, n int64) error {
+func (t *Task) acquire(id ResourceID, n int64) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
-	s, key := t.slotFor(id)
+	s, key := t.firstSlot(id)
 	if s == nil {
-		return nil
+		if s, key = t.slotForSlow(id); s == nil {
+			return nil
+		}
 	}
 	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
@@ -394,15 +420,17 @@ func (t *Task) Acquire(id ResourceID, n int64) error {
 	return nil
 }
 
-// Release records that the task gave back n units of resource id. Releasing
+// release records that the task gave back n units of resource id. Releasing
 // more than the task holds returns [ErrOverRelease] and changes nothing.
-func (t *Task) Release(id ResourceID, n int64) error {
+func (t *Task) release(id ResourceID, n int64) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
-	s, key := t.slotFor(id)
+	s, key := t.firstSlot(id)
 	if s == nil {
-		return nil
+		if s, key = t.slotForSlow(id); s == nil {
+			return nil
+		}
 	}
 	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
@@ -418,19 +446,19 @@ func (t *Task) Release(id ResourceID, n int64) error {
 	return nil
 }
 
-// Claim makes sure the task has an accounting entry for resource id, for a
+// claim makes sure the task has an accounting entry for resource id, for a
 // primitive that tracks its holds in progress itself (see
 // Options.LiveHold) and adds them with AddHold when they end. Only the
 // first call for a resource costs an atomic operation.
-func (t *Task) Claim(id ResourceID) {
+func (t *Task) claim(id ResourceID) {
 	if t != nil {
 		t.slotFor(id)
 	}
 }
 
-// AddHold adds a finished hold of d to the task's accounting for resource
+// addHold adds a finished hold of d to the task's accounting for resource
 // id. It costs one atomic add, none when d ≤ 0.
-func (t *Task) AddHold(id ResourceID, d time.Duration) {
+func (t *Task) addHold(id ResourceID, d time.Duration) {
 	if t == nil || d <= 0 {
 		return
 	}
@@ -439,17 +467,9 @@ func (t *Task) AddHold(id ResourceID, d time.Duration) {
 	}
 }
 
-// tagBits is the width of a holder tag.
-const tagBits = 29
-
-// HolderTag returns the tag by which a primitive that tracks its holder
-// itself names the task with the given ID: the low 29 bits of the ID. Tasks
-// whose IDs differ by a multiple of 2²⁹ share a tag; 0 names no task.
-func HolderTag(id uint64) uint64 { return id & (1<<tagBits - 1) }
-
-// Evicted records that the task's work evicted n units of resource id that
+// evicted records that the task's work evicted n units of resource id that
 // others were using (a buffer-pool page, a cache entry).
-func (t *Task) Evicted(id ResourceID, n int64) {
+func (t *Task) evicted(id ResourceID, n int64) {
 	if n <= 0 || t == nil {
 		return
 	}
@@ -458,14 +478,14 @@ func (t *Task) Evicted(id ResourceID, n int64) {
 	}
 }
 
-// Usage returns the task's accounting for resource id at the current clock
+// usage returns the task's accounting for resource id at the current clock
 // time, and false if the task never touched it.
-func (t *Task) Usage(id ResourceID) (u Usage, found bool) {
+func (t *Task) usage(id ResourceID) (u Usage, found bool) {
 	if t == nil {
 		return Usage{}, false
 	}
 	now := t.reg.clock.Now()
-	t.EachUsage(now, func(x Usage) {
+	t.eachUsage(now, func(x Usage) {
 		if x.Resource == id {
 			u, found = x, true
 		}
@@ -473,29 +493,29 @@ func (t *Task) Usage(id ResourceID) (u Usage, found bool) {
 	return u, found
 }
 
-// AppendUsage appends the task's accounting for every resource it touched,
+// appendUsage appends the task's accounting for every resource it touched,
 // read at time now (a value of the controller's clock), and returns the
 // extended slice.
-func (t *Task) AppendUsage(dst []Usage, now int64) []Usage {
-	t.EachUsage(now, func(u Usage) { dst = append(dst, u) })
+func (t *Task) appendUsage(dst []Usage, now int64) []Usage {
+	t.eachUsage(now, func(u Usage) { dst = append(dst, u) })
 	return dst
 }
 
-// EachUsage calls fn with the task's accounting for every resource it
+// eachUsage calls fn with the task's accounting for every resource it
 // touched, read at time now, in the order the resources were first touched,
 // including holds in progress that primitives track themselves (see
 // Options.LiveHold).
-func (t *Task) EachUsage(now int64, fn func(Usage)) {
+func (t *Task) eachUsage(now int64, fn func(Usage)) {
 	if t == nil {
 		return
 	}
 	live := t.reg.liveHold
 	if live == nil {
-		t.EachSlot(now, fn)
+		t.eachSlot(now, fn)
 		return
 	}
-	tag := HolderTag(t.id)
-	t.EachSlot(now, func(u Usage) {
+	tag := holderTag(t.id)
+	t.eachSlot(now, func(u Usage) {
 		if htag, held, ok := live(u.Resource, now); ok && htag == tag {
 			u.Held++
 			u.Hold += held
@@ -504,10 +524,10 @@ func (t *Task) EachUsage(now int64, fn func(Usage)) {
 	})
 }
 
-// ReadSlots stores in dst, up to its length, what EachSlot would report,
+// readSlots stores in dst, up to its length, what EachSlot would report,
 // and returns how many entries it stored. It calls no function per entry,
 // which makes it the fastest way to read a task's accounting.
-func (t *Task) ReadSlots(dst []Usage, now int64) int {
+func (t *Task) readSlots(dst []Usage, now int64) int {
 	if t == nil || t.state.Load()&stateEnded != 0 || t.claimed() == 0 {
 		return 0
 	}
@@ -540,10 +560,10 @@ func (t *Task) ReadSlots(dst []Usage, now int64) int {
 	return n
 }
 
-// EachSlot is EachUsage without the holds in progress that primitives
+// eachSlot is EachUsage without the holds in progress that primitives
 // track themselves: the controller's snapshot adds those from one reading
 // of each primitive instead of one per task.
-func (t *Task) EachSlot(now int64, fn func(Usage)) {
+func (t *Task) eachSlot(now int64, fn func(Usage)) {
 	if t == nil {
 		return
 	}
@@ -584,10 +604,10 @@ func (s *slot) visit(tag uint32, now int64, fn func(Usage)) bool {
 	return true
 }
 
-// Claimed returns how many resources the task has touched: the number of
+// claims returns how many resources the task has touched: the number of
 // entries EachUsage reports (0 once the task has ended).
-func (t *Task) Claimed() int {
-	if t == nil || t.Ended() {
+func (t *Task) claims() int {
+	if t == nil || t.ended() {
 		return 0
 	}
 	return t.claimed()

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -188,15 +189,15 @@ func TestAccounting(t *testing.T) {
 					var err error
 					switch s.op {
 					case "acquire":
-						err = tk.Acquire(s.res, s.n)
+						err = taskx.Acquire(tk, s.res, s.n)
 					case "release":
-						err = tk.Release(s.res, s.n)
+						err = taskx.Release(tk, s.res, s.n)
 					case "waitBegin":
-						tk.WaitBegin(s.res)
+						taskx.WaitBegin(tk, s.res)
 					case "waitEnd":
-						tk.WaitEnd(s.res)
+						taskx.WaitEnd(tk, s.res)
 					case "evicted":
-						tk.Evicted(s.res, s.n)
+						taskx.Evicted(tk, s.res, s.n)
 					case "sleep":
 						e.sleep(s.d)
 					default:
@@ -207,16 +208,16 @@ func TestAccounting(t *testing.T) {
 					}
 				}
 
-				got := tk.AppendUsage(nil, e.clk.Now())
+				got := taskx.AppendUsage(tk, nil, e.clk.Now())
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("AppendUsage mismatch (-want +got):\n%s", diff)
 				}
 				var each []task.Usage
-				tk.EachUsage(e.clk.Now(), func(u task.Usage) { each = append(each, u) })
+				taskx.EachUsage(tk, e.clk.Now(), func(u task.Usage) { each = append(each, u) })
 				if diff := cmp.Diff(got, each); diff != "" {
 					t.Errorf("EachUsage differs from AppendUsage (-AppendUsage +EachUsage):\n%s", diff)
 				}
-				if got := tk.Claimed(); got != len(tt.want) {
+				if got := taskx.Claimed(tk); got != len(tt.want) {
 					t.Errorf("Claimed() = %d, want %d", got, len(tt.want))
 				}
 				for _, w := range tt.want {
@@ -224,7 +225,7 @@ func TestAccounting(t *testing.T) {
 						t.Errorf("Usage(%d) = %+v, want %+v", w.Resource, u, w)
 					}
 				}
-				if _, ok := tk.Usage(1000); ok {
+				if _, ok := taskx.Usage(tk, 1000); ok {
 					t.Error("Usage of an untouched resource found")
 				}
 				if got := e.reg.Stats().BadEvents; got != tt.wantBad {
@@ -232,7 +233,7 @@ func TestAccounting(t *testing.T) {
 				}
 				// AppendUsage appends.
 				prefix := []task.Usage{{Resource: 99}}
-				if got := tk.AppendUsage(prefix, e.clk.Now()); len(got) != 1+len(tt.want) || got[0].Resource != 99 {
+				if got := taskx.AppendUsage(tk, prefix, e.clk.Now()); len(got) != 1+len(tt.want) || got[0].Resource != 99 {
 					t.Errorf("AppendUsage(prefix) = %+v, want the prefix kept", got)
 				}
 			})
@@ -246,11 +247,11 @@ func TestAccountingReadAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, task.Options{})
 		_, tk := e.begin(t, task.Spec{})
-		tk.Acquire(1, 1)
-		tk.WaitBegin(2)
+		taskx.Acquire(tk, 1, 1)
+		taskx.WaitBegin(tk, 2)
 		start := e.clk.Now()
 		e.sleep(5 * ms)
-		got := tk.AppendUsage(nil, start+int64(2*ms))
+		got := taskx.AppendUsage(tk, nil, start+int64(2*ms))
 		want := []task.Usage{{Resource: 1, Held: 1, Hold: 2 * ms}, {Resource: 2, Waiting: 1, Wait: 2 * ms, Waits: 1}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("AppendUsage(start+2ms) mismatch (-want +got):\n%s", diff)
@@ -261,29 +262,29 @@ func TestAccountingReadAt(t *testing.T) {
 func TestLateEvents(t *testing.T) {
 	e := newEnv(t, task.Options{})
 	_, tk := e.reg.Begin(context.Background(), task.Spec{})
-	tk.Acquire(1, 1)
+	taskx.Acquire(tk, 1, 1)
 	tk.End(nil)
 
-	if err := tk.Acquire(1, 1); err != nil {
+	if err := taskx.Acquire(tk, 1, 1); err != nil {
 		t.Errorf("Acquire after End = %v, want nil (dropped)", err)
 	}
-	if err := tk.Release(1, 1); err != nil {
+	if err := taskx.Release(tk, 1, 1); err != nil {
 		t.Errorf("Release after End = %v, want nil (dropped)", err)
 	}
-	tk.WaitBegin(2)
-	tk.WaitEnd(2)
-	tk.Evicted(3, 1)
-	tk.Acquire(1, 0) // no event at all
+	taskx.WaitBegin(tk, 2)
+	taskx.WaitEnd(tk, 2)
+	taskx.Evicted(tk, 3, 1)
+	taskx.Acquire(tk, 1, 0) // no event at all
 	if diff := cmp.Diff(task.Stats{LateEvents: 5}, e.reg.Stats()); diff != "" {
 		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 	}
-	if u, ok := tk.Usage(1); ok {
+	if u, ok := taskx.Usage(tk, 1); ok {
 		t.Errorf("Usage after End = %+v, found", u)
 	}
-	if got := tk.AppendUsage(nil, 1); len(got) != 0 {
+	if got := taskx.AppendUsage(tk, nil, 1); len(got) != 0 {
 		t.Errorf("AppendUsage after End = %+v", got)
 	}
-	if got := tk.Claimed(); got != 0 {
+	if got := taskx.Claimed(tk); got != 0 {
 		t.Errorf("Claimed() after End = %d", got)
 	}
 }
@@ -303,29 +304,29 @@ func TestAccountingConcurrent(t *testing.T) {
 			for range rounds {
 				id := task.ResourceID(1 + rng.IntN(resources))
 				n := int64(1 + rng.IntN(3))
-				tk.WaitBegin(id)
-				tk.WaitEnd(id)
-				if err := tk.Acquire(id, n); err != nil {
+				taskx.WaitBegin(tk, id)
+				taskx.WaitEnd(tk, id)
+				if err := taskx.Acquire(tk, id, n); err != nil {
 					t.Errorf("Acquire: %v", err)
 				}
-				tk.Evicted(id, 1)
-				if err := tk.Release(id, n); err != nil {
+				taskx.Evicted(tk, id, 1)
+				if err := taskx.Release(tk, id, n); err != nil {
 					t.Errorf("Release: %v", err)
 				}
-				_ = tk.AppendUsage(nil, e.clk.Now())
+				_ = taskx.AppendUsage(tk, nil, e.clk.Now())
 			}
 			// Keep one unit of each resource.
 			for id := task.ResourceID(1); id <= resources; id++ {
-				tk.Acquire(id, 1)
+				taskx.Acquire(tk, id, 1)
 			}
 		})
 	}
 	close(start)
 	wg.Wait()
 
-	us := tk.AppendUsage(nil, e.clk.Now())
-	if len(us) != resources || tk.Claimed() != resources {
-		t.Fatalf("%d usages, Claimed %d; want %d each: %+v", len(us), tk.Claimed(), resources, us)
+	us := taskx.AppendUsage(tk, nil, e.clk.Now())
+	if len(us) != resources || taskx.Claimed(tk) != resources {
+		t.Fatalf("%d usages, Claimed %d; want %d each: %+v", len(us), taskx.Claimed(tk), resources, us)
 	}
 	seen := make(map[task.ResourceID]bool)
 	var waits, evictions int64
@@ -386,31 +387,31 @@ func FuzzAccounting(f *testing.F) {
 					e.sleep(time.Duration(1+b>>3) * 100 * time.Microsecond)
 					m.advance(time.Duration(1+b>>3) * 100 * time.Microsecond)
 				case 1:
-					err := tk.Acquire(id, n)
+					err := taskx.Acquire(tk, id, n)
 					if !ended {
 						if wantErr := m.acquire(id, n); !errors.Is(err, wantErr) || (err == nil) != (wantErr == nil) {
 							t.Fatalf("event %d: Acquire(%d, %d) = %v, want %v", i, id, n, err, wantErr)
 						}
 					}
 				case 2:
-					err := tk.Release(id, n)
+					err := taskx.Release(tk, id, n)
 					if !ended {
 						if wantErr := m.release(id, n); !errors.Is(err, wantErr) || (err == nil) != (wantErr == nil) {
 							t.Fatalf("event %d: Release(%d, %d) = %v, want %v", i, id, n, err, wantErr)
 						}
 					}
 				case 3:
-					tk.WaitBegin(id)
+					taskx.WaitBegin(tk, id)
 					if !ended {
 						m.waitBegin(id)
 					}
 				case 4:
-					tk.WaitEnd(id)
+					taskx.WaitEnd(tk, id)
 					if !ended {
 						m.waitEnd(id)
 					}
 				case 5:
-					tk.Evicted(id, n)
+					taskx.Evicted(tk, id, n)
 					if !ended {
 						m.evicted(id, n)
 					}
@@ -422,7 +423,7 @@ func FuzzAccounting(f *testing.F) {
 				case 7:
 					// Read only.
 				}
-				got := tk.AppendUsage(nil, e.clk.Now())
+				got := taskx.AppendUsage(tk, nil, e.clk.Now())
 				want := m.usage()
 				if ended {
 					want = nil
@@ -542,17 +543,17 @@ func (m *model) usage() []task.Usage {
 func TestAppendUsageBeforeEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.New()
-		reg := task.NewRegistry(clk, task.Options{})
+		reg := taskx.NewRegistry(clk, task.Options{})
 		_, tk := reg.Begin(context.Background(), task.Spec{})
 		defer tk.End(nil)
 
 		snapshotAt := clk.Now() // the controller reads the clock
 		time.Sleep(ms)
 		clk.Advance() // a tick
-		tk.Acquire(1, 1)
-		tk.WaitBegin(2)
+		taskx.Acquire(tk, 1, 1)
+		taskx.WaitBegin(tk, 2)
 
-		got := tk.AppendUsage(nil, snapshotAt) // ... and visits the task
+		got := taskx.AppendUsage(tk, nil, snapshotAt) // ... and visits the task
 		for _, u := range got {
 			if u.Hold > ms || u.Wait > ms {
 				t.Errorf("resource %d read at a time before its hold/wait began: Hold %v, Wait %v; want 0",

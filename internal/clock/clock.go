@@ -47,6 +47,12 @@ func (c *Clock) Now() int64 {
 	return c.coarse.Load()
 }
 
+// Coarse returns the coarse value, whatever the mode: one atomic load. The
+// primitives read it for the holds they track themselves, which matter at
+// the millisecond scale (see TestCoarseHoldsSameDecisions in package
+// moirai); everything else reads [Clock.Now].
+func (c *Clock) Coarse() int64 { return c.coarse.Load() }
+
 // Precise reads the monotonic clock and returns the time since the epoch in
 // nanoseconds, whatever the mode. It also advances the coarse value.
 func (c *Clock) Precise() int64 {

@@ -1,0 +1,162 @@
+package moirai
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/moirai-go/moirai/penalty"
+	"github.com/moirai-go/moirai/resource"
+)
+
+// The controller's mutexes read the coarse value of its clock, even while
+// a detector has fired and everything else reads the precise one: their
+// holds matter at the millisecond scale. TestCoarseHoldsSameDecisions runs
+// random lock scenarios twice, once with the mutex on the coarse clock and
+// once on the precise one (what it read before), and checks that the
+// controller's decisions are the same: the same first decision, the same
+// kinds of action on the same classes (a penalty repeated on a noisy task
+// may be repeated a different number of times: each one served shifts the
+// timeline), and the same requests failing. The scenarios' holds and
+// arrivals have random
+// sub-millisecond parts, so that the coarse clock's readings differ from
+// the precise ones by up to a tick.
+
+// lockMix is one random scenario: a heavy task that takes the lock
+// heavyRounds times for heavy at a time (once, for long, a third of the
+// time), and light requests arriving every gap[i] that hold it
+// for light[i].
+type lockMix struct {
+	heavy       time.Duration
+	heavyRounds int
+	gap, light  []time.Duration
+	cancellable bool
+}
+
+func randomMix(rng *rand.Rand) lockMix {
+	us := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Microsecond }
+	m := lockMix{heavy: us(3000, 40000), cancellable: rng.IntN(2) == 0}
+	m.heavyRounds = int(1500*time.Millisecond/m.heavy) + 1
+	if rng.IntN(3) == 0 { // one long hold: a scan, Atropos' culprit
+		m.heavy, m.heavyRounds, m.cancellable = us(300000, 1500000), 1, true
+	}
+	for range 150 + rng.IntN(150) {
+		m.gap = append(m.gap, us(1500, 9000))
+		m.light = append(m.light, us(200, 2500))
+	}
+	return m
+}
+
+// run plays the mix against mu and returns the controller's decisions, as
+// "policy action class outcome" lines, and how many requests failed.
+func (m lockMix) run(ctl *Controller, mu *resource.Mutex) (decisions []string, failed int) {
+	var wg sync.WaitGroup
+	var fmu sync.Mutex
+	fail := func(err error) {
+		if err != nil {
+			fmu.Lock()
+			failed++
+			fmu.Unlock()
+		}
+	}
+	wg.Go(func() {
+		ctx, tk := ctl.Begin(context.Background(), Spec{Class: "heavy", Cancellable: m.cancellable})
+		var err error
+		defer func() { tk.End(err); fail(err) }()
+		for i := range m.heavyRounds {
+			if err = mu.Lock(ctx); err != nil {
+				return
+			}
+			time.Sleep(m.heavy)
+			mu.Unlock()
+			tk.Progress(int64(i+1), int64(m.heavyRounds))
+		}
+	})
+	for i := range m.gap {
+		time.Sleep(m.gap[i])
+		wg.Go(func() {
+			ctx, tk := ctl.Begin(context.Background(), Spec{Class: "light", Cancellable: m.cancellable})
+			err := mu.Lock(ctx)
+			if err == nil {
+				time.Sleep(m.light[i])
+				mu.Unlock()
+			}
+			tk.End(err)
+			fail(err)
+		})
+	}
+	wg.Wait()
+	for _, d := range ctl.Decisions() {
+		decisions = append(decisions, fmt.Sprintf("%s %v %s %v", d.Policy, d.Action, d.TaskClass, d.Outcome))
+	}
+	return decisions, failed
+}
+
+func TestCoarseHoldsSameDecisions(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	n := 12
+	if testing.Short() {
+		n = 4
+	}
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	controllers := []struct {
+		name string
+		opts []Option
+	}{
+		{"atropos", []Option{WithSLO(0.99, 50*time.Millisecond)}},
+		{"pbox", []Option{WithPolicy(penalty.New()), WithTick(20*time.Millisecond, 5*time.Millisecond)}},
+	}
+	acted := 0
+	var count [2]int
+	cancels := 0
+	for i := range n {
+		mix := randomMix(rng)
+		for _, c := range controllers {
+			var got [2][]string
+			var failed [2]int
+			for precise := range 2 {
+				synctest.Test(t, func(t *testing.T) {
+					ctl := New(c.opts...)
+					defer ctl.Close()
+					mu := ctl.Mutex("table")
+					if precise == 1 {
+						mu = resource.NewMutex(ctl.mustRegister("table:precise", resource.KindLock, 0), ctl.clock.Now)
+					}
+					got[precise], failed[precise] = mix.run(ctl, mu)
+				})
+			}
+			kinds := func(ds []string) []string { return slices.Compact(slices.Sorted(slices.Values(ds))) }
+			first := func(ds []string) string {
+				if len(ds) == 0 {
+					return ""
+				}
+				return ds[0]
+			}
+			if first(got[0]) != first(got[1]) || !slices.Equal(kinds(got[0]), kinds(got[1])) || failed[0] != failed[1] {
+				t.Errorf("seed %d, scenario %d (%s, heavy %v): coarse clock: %d failed, decisions %q; precise clock: %d failed, decisions %q",
+					seed, i, c.name, mix.heavy, failed[0], got[0], failed[1], got[1])
+			}
+			if len(got[0]) > 0 {
+				acted++
+			}
+			count[0] += len(got[0])
+			count[1] += len(got[1])
+			for _, d := range got[0] {
+				if strings.Contains(d, " cancel ") {
+					cancels++
+				}
+			}
+		}
+	}
+	if acted == 0 {
+		t.Errorf("seed %d: no scenario led to a decision: the test compares nothing", seed)
+	}
+	t.Logf("%d of %d runs led to decisions: %d with the mutex on the coarse clock (%d cancellations), %d on the precise one", acted, 2*n, count[0], cancels, count[1])
+}
