@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/moirai-go/moirai/cancel"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
@@ -263,5 +265,80 @@ func TestRandomTopologiesBlameOnlyRoots(t *testing.T) {
 				fail("decided on %d: not an actionable root", id)
 			}
 		}
+	}
+}
+
+// When the root cannot be acted on, the guard acts on nobody in its
+// chain, and says why once: a no-action decision naming the root, in the
+// decisions, the audit, the explanation and the metric.
+func TestUnactionableRootLeavesTheChainAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		root    func(*Session)
+		opt     Options
+		blocked string
+	}{
+		{"idle in transaction", func(s *Session) { s.Active, s.IdleInTransaction, s.State = false, true, "idle in transaction" }, Options{}, BlockedIdle},
+		{"protected user", func(s *Session) { s.User = "batch" }, Options{Protect: Protection{Users: []string{"batch"}}}, BlockedProtected},
+		{"superuser", func(s *Session) { s.Superuser = true }, Options{}, BlockedSuperuser},
+		{"another database", func(s *Session) { s.Database = "other" }, Options{Database: "db"}, BlockedScope},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fake{obs: func(n int, at time.Time) *Observation {
+				obs := rowQueue(n, at)
+				for i := range obs.Sessions {
+					obs.Sessions[i].Database = "db"
+				}
+				tc.root(&obs.Sessions[0])
+				return obs
+			}}
+			var audit bytes.Buffer
+			reg := prometheus.NewRegistry()
+			opt := tc.opt
+			opt.SLO, opt.Logger, opt.Audit, opt.Registerer = 500*time.Millisecond, quiet, &audit, reg
+			g, err := New(f, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := steps(t, g, 16)
+			if len(f.cancelled()) != 0 || len(f.terminates) != 0 {
+				t.Fatalf("acted: cancels %+v terminates %+v", f.cancelled(), f.terminates)
+			}
+			// Two chains: 20 waits for 10's transactionid, 21 and 22
+			// for the tuple lock behind 20; each reported once.
+			waiters := 0
+			for _, d := range ds {
+				if d.Outcome != OutcomeNoAction || d.Root != 10 || d.Blocked != tc.blocked {
+					t.Fatalf("decision %+v: want a no-action on the root 10 (%s)", d, tc.blocked)
+				}
+				waiters += len(d.Waiters)
+			}
+			if len(ds) != 2 || waiters != 3 {
+				t.Fatalf("decisions %+v: want two chains, 3 waiters", ds)
+			}
+			if !strings.Contains(audit.String(), `"outcome":"no-action"`) || !strings.Contains(audit.String(), `"blocked":"`+tc.blocked+`"`) {
+				t.Errorf("audit: %s", audit.String())
+			}
+			x := g.Explain()
+			var b bytes.Buffer
+			x.WriteText(&b)
+			if x.Would != 0 || !strings.Contains(b.String(), "no action on tuple:db.public.t (root 10, 2 waiting)") {
+				t.Errorf("explain:\n%s", b.String())
+			}
+			mfs, _ := reg.Gather()
+			found := false
+			for _, mf := range mfs {
+				if mf.GetName() == "moirai_guard_chains_not_acted_total" {
+					for _, m := range mf.GetMetric() {
+						for _, l := range m.GetLabel() {
+							found = found || l.GetName() == "reason" && l.GetValue() == tc.blocked && m.GetCounter().GetValue() == 2
+						}
+					}
+				}
+			}
+			if !found {
+				t.Error("moirai_guard_chains_not_acted_total does not count the chain")
+			}
+		})
 	}
 }

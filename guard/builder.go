@@ -76,6 +76,9 @@ type Builder struct {
 	// Cancellable decides which sessions the policy may choose. Nil: every
 	// ordinary client session that runs a statement.
 	Cancellable func(*Session) bool
+	// MinRun is how long a statement must have run to hold ServerResource
+	// as a candidate (0: the throughput's averaging span).
+	MinRun time.Duration
 
 	poll       uint64
 	origin     time.Time
@@ -101,6 +104,7 @@ type Builder struct {
 	byTask   map[uint64]*Session
 	chains   []Chain
 	inferred map[int64]bool
+	sessions map[int64]*Session
 	shares   map[uint64]float64
 }
 
@@ -190,7 +194,7 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 	sessions, order, ignored := distinct(obs.Sessions)
 	b.noteResources(obs.Resources)
 	uses, waiting, chains, inferred := blame(obs.Uses, sessions)
-	b.chains, b.inferred = chains, inferred
+	b.chains, b.inferred, b.sessions = chains, inferred, sessions
 	live, taskOf := b.liveTasks(sessions, order, uses, at)
 	uses = b.serverUses(sessions, order, taskOf, uses)
 	ignored += b.integrate(uses, sessions, taskOf, at, dt)
@@ -473,6 +477,16 @@ func (b *Builder) completions(snap *snapshot.Snapshot, live map[taskKey]*tracked
 	}
 }
 
+// holdsLock reports whether the session roots a chain of the last Build.
+func (b *Builder) holdsLock(session int64) bool {
+	for _, c := range b.chains {
+		if c.Root == session {
+			return true
+		}
+	}
+	return false
+}
+
 // Chains returns the chains of the wait-for graph of the last Build.
 func (b *Builder) Chains() []Chain { return slices.Clone(b.chains) }
 
@@ -522,27 +536,51 @@ func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]
 	// held the server for a whole span of the lost throughput. Only those
 	// hold it: a statement that has run for less than that may be one the
 	// loss itself held up (a commit stuck in a checkpoint's fsync), not a
-	// cause of it, and is no candidate.
-	// And a monopolist holds most of it: when several statements have
-	// run through the loss, none of them more than half of their summed
-	// hold (every client's UPDATE stuck in a stall of the server's own,
-	// seen in an open-loop run of my-ftwrl), none is its cause.
-	long := 0
-	var total time.Duration
+	// cause of it, and is no candidate. And its statement (not only its
+	// transaction: a transaction of short statements, one running at
+	// every poll, is the normal load) must have run MinRun.
+	// And a monopolist holds most of the server's work: its statement's
+	// time in the last span must be at least half of every running
+	// statement's (every client's UPDATE stuck in a stall of the server's
+	// own, seen in an open-loop run of my-ftwrl, has no such share).
+	clear(b.shares)
+	minRun := b.MinRun
+	if minRun <= 0 {
+		minRun = b.lossSpan
+	}
+	var work time.Duration
+	ran := make(map[int32]time.Duration)
 	for i := range snap.Usage {
 		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 {
-			if u.Hold >= b.lossSpan {
-				long++
-				total += u.Hold
-			} else {
-				u.Held = 0
+			s := b.byTask[snap.Tasks[u.Task].ID]
+			var run time.Duration
+			if s != nil {
+				run = clampSince(snap.Time, s.QueryStart, maxFirst)
+				if s.Age > 0 && s.XactStart.IsZero() {
+					run = s.Age
+				}
 			}
+			ran[u.Task] = run
+			work += min(run, b.lossSpan)
 		}
 	}
+	long := 0
 	for i := range snap.Usage {
-		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 && 2*u.Hold < total {
-			u.Held = 0
+		u := &snap.Usage[i]
+		if u.Res != ri || u.Held <= 0 {
+			continue
 		}
+		run := ran[u.Task]
+		share := 0.0
+		if work > 0 {
+			share = float64(min(run, b.lossSpan)) / float64(work)
+		}
+		if u.Hold < b.lossSpan || run < minRun || share < 0.5 {
+			u.Held = 0
+			continue
+		}
+		long++
+		b.shares[snap.Tasks[u.Task].ID] = share
 	}
 	r.Waiters = max(len(snap.Tasks)-long, 0)
 }
