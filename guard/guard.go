@@ -341,6 +341,21 @@ func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 	return ds, nil
 }
 
+// touches reports whether the chain has a session in the guard's scope:
+// a chain wholly in another database is none of its business; one that
+// crosses the scope is reported, and not acted on.
+func (g *Guard) touches(c Chain) bool {
+	if g.scope == "" {
+		return true
+	}
+	for _, id := range append([]int64{c.Root}, c.Waiters...) {
+		if s := g.b.sessions[id]; s != nil && s.Database == g.scope {
+			return true
+		}
+	}
+	return false
+}
+
 // reportChains records a no-action decision, once per chain, for every
 // chain of the last Build whose root cannot be acted on and one of whose
 // waiters has waited the objective. The policy never chooses a waiter,
@@ -360,7 +375,7 @@ func (g *Guard) reportChains(snap *snapshot.Snapshot, obs *Observation) (ds []De
 		for _, w := range c.Waiters {
 			long = long || waited[w] >= g.opt.SLO
 		}
-		if !long {
+		if !long || !g.touches(c) {
 			continue
 		}
 		code, why := BlockedNoRoot, c.Why

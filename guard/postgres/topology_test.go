@@ -199,3 +199,123 @@ func TestAdvisoryLocksKeepEveryField(t *testing.T) {
 		}
 	}
 }
+
+// An acting guard, scoped to the test's database, cancels the row's
+// holder in a row-lock queue, and reports its decision with the root; a
+// holder idle in transaction is left alone and reported.
+func TestRowLockQueueActing(t *testing.T) {
+	d := database(t, "rowqact")
+	s := sourceOf(t, d)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := clientOf(t, d)
+	exec(t, c, "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g")
+	holder := pid(t, c)
+	exec(t, c, "BEGIN; UPDATE t SET v = 1 WHERE id = 1")
+	held := background(ctx, c, "SELECT pg_sleep(15)")
+	var waiters []int64
+	var done []<-chan error
+	for range 3 {
+		w := clientOf(t, d)
+		waiters = append(waiters, pid(t, w))
+		done = append(done, background(ctx, w, "UPDATE t SET v = 2 WHERE id = 1"))
+	}
+	until(t, s, "updates waiting", func(o *guard.Observation) bool {
+		for _, p := range waiters {
+			if _, ok := waitingUse(o, p); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	g, err := guard.New(s, guard.Options{Interval: 50 * time.Millisecond, SLO: 300 * time.Millisecond, Logger: quiet,
+		Protect: guard.Protection{AllowSuperuser: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acted []guard.Decision
+	for start := time.Now(); len(acted) == 0 && time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
+		ds, err := g.Step(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Outcome == guard.OutcomeActed || d.Outcome == guard.OutcomeFailed {
+				acted = append(acted, d)
+			}
+		}
+	}
+	if len(acted) != 1 || acted[0].Target.Session != holder || acted[0].Root != holder {
+		t.Fatalf("acted %+v, want one cancel of the holder %d", acted, holder)
+	}
+	if err := <-held; err == nil || !strings.Contains(err.Error(), "canceling statement") {
+		t.Fatalf("holder's statement ended with %v, want a cancel", err)
+	}
+	// PostgreSQL releases an aborted transaction's locks: the waiters
+	// go through.
+	exec(t, c, "ROLLBACK")
+	for i, ch := range done {
+		if err := <-ch; err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+	}
+}
+
+// A holder idle in transaction (no --terminate-idle): the acting guard
+// acts on nobody in its queue, and reports the chain with its root.
+func TestRowLockQueueIdleHolderLeftAlone(t *testing.T) {
+	d := database(t, "rowqidle")
+	s := sourceOf(t, d)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := clientOf(t, d)
+	exec(t, c, "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g")
+	holder := pid(t, c)
+	exec(t, c, "BEGIN; UPDATE t SET v = 1 WHERE id = 1")
+	var waiters []int64
+	var done []<-chan error
+	for range 3 {
+		w := clientOf(t, d)
+		waiters = append(waiters, pid(t, w))
+		done = append(done, background(ctx, w, "UPDATE t SET v = 2 WHERE id = 1"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	until(t, s, "updates waiting", func(o *guard.Observation) bool {
+		for _, p := range waiters {
+			if _, ok := waitingUse(o, p); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	g, err := guard.New(s, guard.Options{Interval: 50 * time.Millisecond, SLO: 300 * time.Millisecond, Logger: quiet,
+		Protect: guard.Protection{AllowSuperuser: true}, MinInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []guard.Decision
+	for _, d := range runGuard(t, g, 2*time.Second) {
+		switch d.Outcome {
+		case guard.OutcomeNoAction:
+			left = append(left, d)
+		default:
+			t.Errorf("decision %s on %d (%s): the root is idle, the rest are its victims", d.Outcome, d.Target.Session, d.Reason)
+		}
+	}
+	waiting := 0
+	for _, d := range left {
+		if d.Root != holder || d.Blocked != guard.BlockedIdle {
+			t.Errorf("no-action %+v, want the idle holder %d", d, holder)
+		}
+		waiting += len(d.Waiters)
+	}
+	if waiting != len(waiters) {
+		t.Errorf("no-action decisions %+v cover %d waiters, want %d", left, waiting, len(waiters))
+	}
+	exec(t, c, "ROLLBACK")
+	for i, ch := range done {
+		if err := <-ch; err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+	}
+}
