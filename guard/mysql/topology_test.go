@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -96,53 +97,80 @@ func TestRowLockQueueIdleHolderNoVictim(t *testing.T) {
 }
 
 // Observation 3: with the documented least-privilege account, a session
-// of an account holding ALL PRIVILEGES ON *.* is seen as a superuser.
+// of an account holding ALL PRIVILEGES ON *.* is seen as a superuser's:
+// without the grants to read the accounts' privileges, Check names them
+// and every other account's session is treated as a superuser's (fails
+// closed); with them, the superuser's session is, a plain one is not.
 func TestSuperuserSeenByLeastPrivilegeGuard(t *testing.T) {
 	_, admin, ctx := server(t)
-	const mon, su = "moirai_guard_mon", "moirai_guard_su"
+	const mon, su, app = "moirai_guard_mon", "moirai_guard_su", "moirai_guard_app"
 	for _, q := range []string{
-		"DROP USER IF EXISTS " + mon + "@'%'", "DROP USER IF EXISTS " + su + "@'%'",
+		"DROP USER IF EXISTS " + mon + "@'%'", "DROP USER IF EXISTS " + su + "@'%'", "DROP USER IF EXISTS " + app + "@'%'",
 		"CREATE USER " + mon + "@'%' IDENTIFIED BY 'moirai'", "GRANT PROCESS, CONNECTION ADMIN ON *.* TO " + mon + "@'%'",
 		"CREATE USER " + su + "@'%' IDENTIFIED BY 'moirai'", "GRANT ALL PRIVILEGES ON *.* TO " + su + "@'%'",
+		"CREATE USER " + app + "@'%' IDENTIFIED BY 'moirai'",
 	} {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	t.Cleanup(func() {
-		admin.ExecContext(context.Background(), "DROP USER IF EXISTS "+mon+"@'%'")
-		admin.ExecContext(context.Background(), "DROP USER IF EXISTS "+su+"@'%'")
+		for _, u := range []string{mon, su, app} {
+			admin.ExecContext(context.Background(), "DROP USER IF EXISTS "+u+"@'%'")
+		}
 	})
 	cfg, _ := ParseDSN(dsn())
-	cfg.User, cfg.Passwd, cfg.DBName = su, "moirai", ""
-	supool, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
+	cfg.DBName = ""
+	sessionOf := func(user string) *session {
+		c := *cfg
+		c.User, c.Passwd = user, "moirai"
+		pool, err := sql.Open("mysql", c.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pool.Close() })
+		s := newSession(t, ctx, pool)
+		s.background(ctx, "SELECT SLEEP(20)")
+		return s
 	}
-	t.Cleanup(func() { supool.Close() })
-	s := newSession(t, ctx, supool)
-	s.background(ctx, "SELECT SLEEP(20)")
-	cfg.User = mon
-	src, err := Open(ctx, "mysql://"+cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if _, err := src.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
-	obs := until(t, ctx, src, "the superuser's session", func(o *guard.Observation) bool {
-		for _, se := range o.Sessions {
-			if se.ID == s.id && se.Active {
-				return true
+	sus, apps := sessionOf(su), sessionOf(app)
+	superOf := func(wantCheck bool) map[int64]bool {
+		c := *cfg
+		c.User, c.Passwd = mon, "moirai"
+		src, err := Open(ctx, "mysql://"+c.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		_, err = src.Check(ctx)
+		var pe *guard.PrivilegeError
+		switch {
+		case wantCheck && err != nil:
+			t.Fatal(err)
+		case !wantCheck && (!errors.As(err, &pe) || !strings.Contains(pe.Hint, "mysql.global_priv")):
+			t.Fatalf("Check = %v, want the grant to read mysql.global_priv named", err)
+		}
+		out := map[int64]bool{}
+		until(t, ctx, src, "the sessions", func(o *guard.Observation) bool {
+			for _, se := range o.Sessions {
+				if (se.ID == sus.id || se.ID == apps.id) && se.Active {
+					out[se.ID] = se.Superuser
+				}
 			}
+			return len(out) == 2
+		})
+		return out
+	}
+	if got := superOf(false); !got[sus.id] || !got[apps.id] {
+		t.Errorf("privileges unreadable: superuser %v (su %d, app %d): want both treated as superusers'", got, sus.id, apps.id)
+	}
+	for _, q := range []string{"GRANT SELECT ON mysql.global_priv TO " + mon + "@'%'", "GRANT SELECT ON mysql.roles_mapping TO " + mon + "@'%'"} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
-		return false
-	})
-	for _, se := range obs.Sessions {
-		if se.ID == s.id && !se.Superuser {
-			t.Errorf("session %d of %s (ALL PRIVILEGES ON *.*) not seen as a superuser by %s", se.ID, su, mon)
-		}
+	}
+	if got := superOf(true); !got[sus.id] || got[apps.id] {
+		t.Errorf("privileges readable: superuser %v (su %d, app %d): want su only", got, sus.id, apps.id)
 	}
 }
 
