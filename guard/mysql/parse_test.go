@@ -3,6 +3,7 @@ package mysql
 import (
 	"database/sql"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,48 @@ func FuzzParseGrant(f *testing.F) {
 			t.Fatalf("ParseGrant(%q) = %v from a grant that is not global", s, privs)
 		}
 	})
+}
+
+// Without a metadata lock view, the holder of a table's metadata lock is
+// inferred when exactly one session can hold it: one that began before
+// the first waiter and runs a statement naming the table, or holds a
+// transaction open in the table's database. With two, nobody is blamed.
+func TestBuildMDLInferred(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		holders []ProcRow
+		trx     []Trx
+		want    int64 // 0: none
+	}{
+		{"a long read", []ProcRow{proc(1, "Query", 9000, "User sleep", "SELECT SLEEP(100) FROM gm_m", 11)}, nil, 1},
+		{"idle in transaction", []ProcRow{proc(1, "Sleep", 9000, "", "", 11)}, []Trx{{ID: "a", Thread: 1, Started: t0.Add(-9 * time.Second), State: "RUNNING"}}, 1},
+		{"younger than the waiter", []ProcRow{proc(1, "Query", 500, "User sleep", "SELECT SLEEP(100) FROM gm_m", 11)}, nil, 0},
+		{"another table", []ProcRow{proc(1, "Query", 9000, "User sleep", "SELECT SLEEP(100) FROM gm_other", 11)}, nil, 0},
+		{"two candidates", []ProcRow{proc(1, "Query", 9000, "User sleep", "SELECT SLEEP(100) FROM gm_m", 11), proc(4, "Query", 8000, "Sending data", "SELECT * FROM test.gm_m", 14)}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &guard.Observation{Skipped: map[string]int{}}
+			for _, r := range append(tc.holders,
+				proc(2, "Query", 3000, "Waiting for table metadata lock", "ALTER TABLE gm_m ADD COLUMN w INT", 12),
+				proc(3, "Query", 1000, "Waiting for table metadata lock", "SELECT * FROM gm_m", 13)) {
+				s, _ := ParseSession(r, t0)
+				obs.Sessions = append(obs.Sessions, s)
+			}
+			Build(obs, tc.trx, nil, nil)
+			held := false
+			for _, u := range obs.Uses {
+				switch {
+				case u.Waiting && tc.want != 0 && (!slices.Equal(u.BlockedBy, []int64{tc.want}) || !u.Inferred):
+					t.Errorf("wait %+v: want blocked by %d, inferred", u, tc.want)
+				case u.Waiting && tc.want == 0 && (len(u.BlockedBy) != 0 || u.Why == ""):
+					t.Errorf("wait %+v: want no holder, and why", u)
+				case u.Held:
+					held = u.Session == tc.want && u.Inferred && u.Resource == "mdl:test.gm_m"
+				}
+			}
+			if held != (tc.want != 0) {
+				t.Errorf("uses %+v: want the inferred hold of %d", obs.Uses, tc.want)
+			}
+		})
+	}
 }

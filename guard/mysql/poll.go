@@ -118,8 +118,9 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	var mdl []MDL
+	var mdl []MDL // nil: no view, the holders are inferred
 	if q := mdlQuery(s.mdl); q != "" {
+		mdl = []MDL{}
 		rows, err = conn.QueryContext(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("guard/mysql: metadata locks (%s): %w", s.mdl, err)

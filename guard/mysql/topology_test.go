@@ -233,6 +233,9 @@ func TestMetadataLockHolderInferred(t *testing.T) {
 		chose = true
 	}
 	if !chose {
-		t.Error("no decision: the reader holding the metadata lock was not inferred")
+		x := g.Explain()
+		var b strings.Builder
+		x.WriteText(&b)
+		t.Errorf("no decision: the reader holding the metadata lock was not inferred; explain:\n%s", b.String())
 	}
 }
