@@ -263,6 +263,9 @@ func (g *Guard) blocker(s *Session) (code, why string) {
 	return BlockedNotRunning, "it runs no statement and holds no transaction the guard could end (a lock kept between statements)"
 }
 
+// Scope returns the database the guard acts in ("" for every one).
+func (g *Guard) Scope() string { return g.scope }
+
 // Options returns the options g runs with, defaults filled in.
 func (g *Guard) Options() Options { return g.opt }
 
