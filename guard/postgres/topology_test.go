@@ -43,6 +43,20 @@ func clientOf(t *testing.T, d string) *pgx.Conn {
 	return c
 }
 
+// bg runs sql on c in the background and reports its error when it ends;
+// the test's cleanup waits for it before c is closed.
+func bg(t *testing.T, ctx context.Context, c *pgx.Conn, sql string) <-chan error {
+	out := make(chan error, 1)
+	fin := make(chan struct{})
+	go func() {
+		defer close(fin)
+		_, err := c.Exec(ctx, sql)
+		out <- err
+	}()
+	t.Cleanup(func() { <-fin })
+	return out
+}
+
 // sourceOf opens the guard's source on d.
 func sourceOf(t *testing.T, d string) *Source {
 	t.Helper()
@@ -76,11 +90,11 @@ func rowQueue(t *testing.T, ctx context.Context, d string, n int) (holder int64,
 	exec(t, c, "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g")
 	holder = pid(t, c)
 	exec(t, c, "BEGIN; UPDATE t SET v = 1 WHERE id = 1")
-	background(ctx, c, "SELECT pg_sleep(15)")
+	bg(t, ctx, c, "SELECT pg_sleep(15)")
 	for range n {
 		w := clientOf(t, d)
 		waiters = append(waiters, pid(t, w))
-		background(ctx, w, "UPDATE t SET v = 2 WHERE id = 1")
+		bg(t, ctx, w, "UPDATE t SET v = 2 WHERE id = 1")
 		time.Sleep(20 * time.Millisecond) // a queue in a known order
 	}
 	return holder, waiters
@@ -136,12 +150,12 @@ func TestScopeIsTheDSNDatabase(t *testing.T) {
 	c := clientOf(t, db)
 	exec(t, c, "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
 	exec(t, c, "BEGIN; LOCK TABLE t IN EXCLUSIVE MODE")
-	background(ctx, c, "SELECT pg_sleep(15)")
+	bg(t, ctx, c, "SELECT pg_sleep(15)")
 	var waiters []int64
 	for range 3 {
 		w := clientOf(t, db)
 		waiters = append(waiters, pid(t, w))
-		background(ctx, w, "UPDATE t SET v = 2 WHERE id = 1")
+		bg(t, ctx, w, "UPDATE t SET v = 2 WHERE id = 1")
 	}
 	until(t, s, "updates waiting", func(o *guard.Observation) bool {
 		for _, p := range waiters {
@@ -173,11 +187,11 @@ func TestAdvisoryLocksKeepEveryField(t *testing.T) {
 	other, culprit, waiter := clientOf(t, d), clientOf(t, d), clientOf(t, d)
 	op, cp, wp := pid(t, other), pid(t, culprit), pid(t, waiter)
 	exec(t, other, "SELECT pg_advisory_lock(2, 42)")
-	background(ctx, other, "SELECT pg_sleep(15)")
+	bg(t, ctx, other, "SELECT pg_sleep(15)")
 	time.Sleep(300 * time.Millisecond) // other is the older
 	exec(t, culprit, "SELECT pg_advisory_lock(1, 42)")
-	background(ctx, culprit, "SELECT pg_sleep(15)")
-	background(ctx, waiter, "SELECT pg_advisory_lock(1, 42)")
+	bg(t, ctx, culprit, "SELECT pg_sleep(15)")
+	bg(t, ctx, waiter, "SELECT pg_advisory_lock(1, 42)")
 	obs := until(t, s, "the waiter waiting", func(o *guard.Observation) bool { _, ok := waitingUse(o, wp); return ok })
 	w, _ := waitingUse(obs, wp)
 	for _, u := range usesOf(obs, op) {
@@ -212,13 +226,13 @@ func TestRowLockQueueActing(t *testing.T) {
 	exec(t, c, "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g")
 	holder := pid(t, c)
 	exec(t, c, "BEGIN; UPDATE t SET v = 1 WHERE id = 1")
-	held := background(ctx, c, "SELECT pg_sleep(15)")
+	held := bg(t, ctx, c, "SELECT pg_sleep(15)")
 	var waiters []int64
 	var done []<-chan error
 	for range 3 {
 		w := clientOf(t, d)
 		waiters = append(waiters, pid(t, w))
-		done = append(done, background(ctx, w, "UPDATE t SET v = 2 WHERE id = 1"))
+		done = append(done, bg(t, ctx, w, "UPDATE t SET v = 2 WHERE id = 1"))
 	}
 	until(t, s, "updates waiting", func(o *guard.Observation) bool {
 		for _, p := range waiters {
@@ -277,7 +291,7 @@ func TestRowLockQueueIdleHolderLeftAlone(t *testing.T) {
 	for range 3 {
 		w := clientOf(t, d)
 		waiters = append(waiters, pid(t, w))
-		done = append(done, background(ctx, w, "UPDATE t SET v = 2 WHERE id = 1"))
+		done = append(done, bg(t, ctx, w, "UPDATE t SET v = 2 WHERE id = 1"))
 		time.Sleep(20 * time.Millisecond)
 	}
 	until(t, s, "updates waiting", func(o *guard.Observation) bool {
