@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moirai-go/moirai/cancel"
+	"github.com/moirai-go/moirai/guard/internal/seeds"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 )
@@ -223,17 +222,7 @@ func (tp *topology) isRoot(id int64) bool {
 // roots the holders of a contended resource, and the library's policy
 // never offers a waiter as a candidate. MOIRAI_SEED replays one graph.
 func TestRandomTopologiesBlameOnlyRoots(t *testing.T) {
-	seeds := make([]uint64, 300)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
-	if s := os.Getenv("MOIRAI_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = []uint64{n}
-	}
+	seeds := seeds.Of(t, 300)
 	for _, seed := range seeds {
 		tp := randomTopology(rand.New(rand.NewPCG(seed, 27)))
 		b := NewBuilder()
