@@ -389,3 +389,45 @@ func TestUnactionableRootLeavesTheChainAlone(t *testing.T) {
 		})
 	}
 }
+
+// A chain that crosses the scope: the root is in the guard's database,
+// one of its waiters in another. The guard acts on nothing in it and
+// reports it; a chain wholly in another database is not reported.
+func TestChainCrossingTheScopeIsReported(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		dbs      map[int64]string
+		reported bool
+	}{
+		{"a waiter outside", map[int64]string{10: "db", 20: "db", 21: "other", 22: "db"}, true},
+		{"wholly outside", map[int64]string{10: "other", 20: "other", 21: "other", 22: "other"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fake{obs: func(n int, at time.Time) *Observation {
+				obs := rowQueue(n, at)
+				for i := range obs.Sessions {
+					obs.Sessions[i].Database = tc.dbs[obs.Sessions[i].ID]
+				}
+				return obs
+			}}
+			g, err := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet, Database: "db"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := steps(t, g, 16)
+			if len(f.cancelled()) != 0 {
+				t.Fatalf("acted: %+v", f.cancelled())
+			}
+			scoped := 0
+			for _, d := range ds {
+				if d.Outcome != OutcomeNoAction || d.Root != 10 || d.Blocked != BlockedScope {
+					t.Fatalf("decision %+v: want a no-action on the root 10 (scope)", d)
+				}
+				scoped++
+			}
+			if (scoped > 0) != tc.reported {
+				t.Fatalf("%d chains reported, want reported %v", scoped, tc.reported)
+			}
+		})
+	}
+}

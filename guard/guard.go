@@ -507,13 +507,7 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 	if g.b.holdsLock(s.ID) {
 		d.Root = s.ID
 	}
-	if g.b.Inferred(s.ID) {
-		d.Inferred = true
-		d.Reason += "; its hold is inferred (the server shows no metadata lock view): it is the only session that can hold the lock"
-	}
-	if share, ok := g.b.shares[id]; ok {
-		d.Reason += fmt.Sprintf("; it had %.0f%% of the server's statement time in the last span", 100*share)
-	}
+	d.Reason, d.Inferred = g.annotate(id, s, d.Reason)
 	if !s.Active {
 		d.Action = "terminate"
 	}
@@ -551,6 +545,20 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 		d.Outcome, d.Note = OutcomeFailed, err.Error()
 	}
 	return g.record(d)
+}
+
+// annotate adds to the policy's reason for choosing task id (of session
+// s) what the policy cannot know: that the session's hold was inferred,
+// and its share of the server's work when it holds the server.
+func (g *Guard) annotate(id uint64, s *Session, reason string) (string, bool) {
+	inferred := g.b.Inferred(s.ID)
+	if inferred {
+		reason += "; its hold is inferred (the server shows no metadata lock view): it is the only session that can hold the lock"
+	}
+	if share, ok := g.b.shares[id]; ok {
+		reason += fmt.Sprintf("; it had %.0f%% of the server's statement time in the last span", 100*share)
+	}
+	return reason, inferred
 }
 
 // call runs the source's action, turning a panic into an error.
