@@ -2,12 +2,16 @@ package httpmw_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/fence"
@@ -116,4 +120,92 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 	}
+}
+
+func okResponse(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}, nil
+}
+
+// catchAll is a mux whose handlers make one downstream call, on "d1",
+// through the middleware's Transport.
+func catchAll() *http.ServeMux {
+	client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
+		httpmw.WithPathName(func(*http.Request) string { return "d1" }))}
+	call := func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://d1.invalid/", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		io.WriteString(w, moirai.From(r.Context()).Spec().Class)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", call)
+	mux.HandleFunc("/", call)
+	return mux
+}
+
+// TestDefaultClassIsTheRoutePattern: by default a request's class is its
+// route's pattern, not its raw path, so distinct IDs in paths neither
+// grow the classifier nor show on the live page.
+func TestDefaultClassIsTheRoutePattern(t *testing.T) {
+	f, err := fence.New(8, []fence.Reservation{{Name: "d1", Permits: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls := fence.NewClassifier(f)
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	h := httpmw.Handler(ctl, catchAll(), httpmw.WithFence(cls))
+	for i := range 200 {
+		for _, path := range []string{fmt.Sprintf("/users/%d", i), fmt.Sprintf("/anything/%d", i)} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+			if w.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+			}
+			if i == 0 {
+				t.Logf("%s: class %q", path, w.Body)
+			}
+		}
+	}
+	want := map[string]string{"GET /users/{id}": "d1", "GET /": "d1"}
+	if d := cmp.Diff(want, cls.Routes()); d != "" {
+		t.Errorf("learned routes (-want +got):\n%s", d)
+	}
+}
+
+// BenchmarkFenceDistinctPaths is a request per distinct path
+// (/users/0, /users/1, ...) through WithFence and a catch-all handler
+// making one downstream call: run with -benchtime=50000x for 50k
+// distinct paths.
+func BenchmarkFenceDistinctPaths(b *testing.B) {
+	f, err := fence.New(8, []fence.Reservation{{Name: "d1", Permits: 4}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cls := fence.NewClassifier(f)
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	mux := http.NewServeMux()
+	client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
+		httpmw.WithPathName(func(*http.Request) string { return "d1" }))}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://d1.invalid/", nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+	h := httpmw.Handler(ctl, mux, httpmw.WithFence(cls))
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodGet, "/users/"+strconv.Itoa(i), nil)
+		h.ServeHTTP(w, r)
+		i++
+	}
+	b.ReportMetric(float64(len(cls.Routes())), "kinds")
 }
