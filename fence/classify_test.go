@@ -63,9 +63,11 @@ func TestClassifierBoundsItsKinds(t *testing.T) {
 	for i := range 50_000 {
 		c.Observe(fmt.Sprintf("GET /users/%d", i), "d1", time.Millisecond)
 	}
-	const maxKinds = 1024 // fence.MaxKinds
-	if n := len(c.Routes()); n > maxKinds {
-		t.Fatalf("%d kinds learned from 50,001 distinct ones, want at most %d", n, maxKinds)
+	if n := len(c.Routes()); n != fence.MaxKinds {
+		t.Fatalf("%d kinds learned from 50,001 distinct ones, want the cap, %d", n, fence.MaxKinds)
+	}
+	if got, want := c.Dropped(), int64(50_001-fence.MaxKinds); got != want {
+		t.Errorf("Dropped() = %d, want %d (the calls of kinds past the cap)", got, want)
 	}
 	if got := c.PathOf("GET /known").Name(); got != "d1" {
 		t.Errorf("a kind learned before the flood: %q, want d1", got)

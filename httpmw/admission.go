@@ -189,8 +189,37 @@ type transport struct {
 	base     http.RoundTripper
 	ttl      time.Duration
 	noShed   bool
-	levels   sync.Map // host → cachedLevel
+	levels   sync.Map // host → cachedLevel; at most MaxLevelHosts
+	nlevels  atomic.Int64
 	pathName func(*http.Request) string
+}
+
+// MaxLevelHosts is how many downstream hosts a [Transport] caches levels
+// of. Hosts can come from requests (a proxy's targets), so the cache is
+// bounded: a new host past the cap is sent to without local shedding,
+// and counted ([UncachedLevels]).
+const MaxLevelHosts = 1024
+
+var uncachedLevels atomic.Int64
+
+// UncachedLevels returns how many levels transports did not cache
+// because they already held [MaxLevelHosts] hosts.
+func UncachedLevels() int64 { return uncachedLevels.Load() }
+
+// cacheLevel stores host's level, if the host is cached or fits.
+func (t *transport) cacheLevel(host string, c cachedLevel) {
+	if _, ok := t.levels.Load(host); !ok {
+		if t.nlevels.Add(1) > MaxLevelHosts {
+			t.nlevels.Add(-1)
+			uncachedLevels.Add(1)
+			return
+		}
+		if _, loaded := t.levels.LoadOrStore(host, c); !loaded {
+			return
+		}
+		t.nlevels.Add(-1) // another call cached it first
+	}
+	t.levels.Store(host, c)
 }
 
 type cachedLevel struct {
@@ -242,7 +271,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {
-			t.levels.Store(r.URL.Host, cachedLevel{level: l, expires: monotonic() + t.ttl})
+			t.cacheLevel(r.URL.Host, cachedLevel{level: l, expires: monotonic() + t.ttl})
 		}
 	}
 	return resp, nil

@@ -180,32 +180,44 @@ func TestDefaultClassIsTheRoutePattern(t *testing.T) {
 // BenchmarkFenceDistinctPaths is a request per distinct path
 // (/users/0, /users/1, ...) through WithFence and a catch-all handler
 // making one downstream call: run with -benchtime=50000x for 50k
-// distinct paths.
+// distinct paths. "default" classes requests by route pattern;
+// "raw-path" by method and raw path (WithClass), where only the
+// classifier's cap bounds the kinds.
 func BenchmarkFenceDistinctPaths(b *testing.B) {
-	f, err := fence.New(8, []fence.Reservation{{Name: "d1", Permits: 4}})
-	if err != nil {
-		b.Fatal(err)
+	for _, bc := range []struct {
+		name string
+		opts []httpmw.Option
+	}{
+		{"default", nil},
+		{"raw-path", []httpmw.Option{httpmw.WithClass(func(r *http.Request) string { return r.Method + " " + r.URL.Path })}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			f, err := fence.New(8, []fence.Reservation{{Name: "d1", Permits: 4}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cls := fence.NewClassifier(f)
+			ctl := moirai.New(moirai.WithTraceOnly())
+			defer ctl.Close()
+			mux := http.NewServeMux()
+			client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
+				httpmw.WithPathName(func(*http.Request) string { return "d1" }))}
+			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+				req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://d1.invalid/", nil)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			})
+			h := httpmw.Handler(ctl, mux, append(bc.opts, httpmw.WithFence(cls))...)
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodGet, "/users/"+strconv.Itoa(i), nil)
+				h.ServeHTTP(w, r)
+				i++
+			}
+			b.ReportMetric(float64(len(cls.Routes())), "kinds")
+		})
 	}
-	cls := fence.NewClassifier(f)
-	ctl := moirai.New(moirai.WithTraceOnly())
-	defer ctl.Close()
-	mux := http.NewServeMux()
-	client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
-		httpmw.WithPathName(func(*http.Request) string { return "d1" }))}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://d1.invalid/", nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	})
-	h := httpmw.Handler(ctl, mux, httpmw.WithFence(cls))
-	w := httptest.NewRecorder()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		r := httptest.NewRequest(http.MethodGet, "/users/"+strconv.Itoa(i), nil)
-		h.ServeHTTP(w, r)
-		i++
-	}
-	b.ReportMetric(float64(len(cls.Routes())), "kinds")
 }
