@@ -160,6 +160,14 @@ func digits(s string) bool {
 // WithPriority sets how an entry service assigns a request's priority
 // (typically from an [admit.Actions] table and an [admit.UserHasher]).
 // Default: the lowest priority.
+//
+// Derive the user from what the service has authenticated (a verified
+// session, token or client certificate), never from a header the client
+// sets: DAGOR refuses users by their hashed priority, so a refused client
+// that can name its user (an X-User header) renames itself until a name
+// hashes under the level. A header is safe only when a trusted proxy
+// sets it on every request from its own authentication and overwrites
+// what the client sent.
 func WithPriority(fn func(*http.Request) moirai.Priority) Option {
 	return func(c *config) {
 		if fn != nil {

@@ -51,3 +51,29 @@ func ExampleTransportOption() {
 	fmt.Println(client.Transport != nil)
 	// Output: true
 }
+
+// An entry service assigns priorities: the business priority from the
+// action, the user priority from the user the service authenticated,
+// never from a header the client sets (a refused client would rename
+// itself until admitted).
+func ExampleWithPriority() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	actions := admit.Actions{"POST /checkout": 0, "GET /search": 10}
+	users := admit.NewUserHasher(42, time.Hour)
+	passwords := map[string]string{"alice": "secret"} // stands for the service's own authentication
+	authenticated := func(r *http.Request) (string, bool) {
+		name, pass, ok := r.BasicAuth()
+		return name, ok && passwords[name] == pass
+	}
+	h := httpmw.Handler(ctl, http.NotFoundHandler(),
+		httpmw.WithPriority(func(r *http.Request) moirai.Priority {
+			p := moirai.Priority{Business: actions.Business(r.Method + " " + r.URL.Path), User: admit.UserLevels - 1}
+			if name, ok := authenticated(r); ok {
+				p.User = users.User(name, time.Now())
+			}
+			return p
+		}))
+	fmt.Println(h != nil)
+	// Output: true
+}
