@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -43,6 +44,7 @@ type Registry struct {
 	hookBlocked  atomic.Int64
 	hooksRunning atomic.Int64
 	unended      atomic.Int64
+	refused      atomic.Int64
 
 	carry carrier // penalties ended tasks left to their class
 }
@@ -88,7 +90,17 @@ type Options struct {
 	// holder and how long it has held the resource at clock value now.
 	// Task.EachUsage and End's final accounting add such holds.
 	LiveHold func(id ResourceID, now int64) (tag uint64, held time.Duration, ok bool)
+	// MaxLive bounds the live tasks (see [Registry.Begin]). Zero means
+	// [DefaultMaxLive]; negative means no bound.
+	MaxLive int
 }
+
+// DefaultMaxLive is the default bound on a registry's live tasks.
+const DefaultMaxLive = 1 << 17
+
+// ErrTooManyTasks is reported (Options.Report) when Begin refuses a task
+// because the registry holds its bound of live tasks.
+var ErrTooManyTasks = errors.New("task: too many live tasks: Begin refused (tasks begun on contexts that never end and never ended?)")
 
 // NewRegistry returns an empty registry reading time from clk.
 func NewRegistry(clk *clock.Clock, o Options) *Registry {
@@ -315,6 +327,7 @@ type Stats struct {
 	HookBlocked  int64 // cancel hooks still running after the hook timeout
 	HooksRunning int64 // cancel hooks running now
 	Unended      int64 // tasks whose context ended long ago without End
+	Refused      int64 // Begins refused because MaxLive tasks were live
 }
 
 // Stats returns the registry's counters.
@@ -330,6 +343,7 @@ func (r *Registry) Stats() Stats {
 		HookBlocked:  r.hookBlocked.Load(),
 		HooksRunning: r.hooksRunning.Load(),
 		Unended:      r.unended.Load(),
+		Refused:      r.refused.Load(),
 	}
 }
 
