@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -31,9 +32,10 @@ type Registry struct {
 	report      func(error)
 	hookTimeout time.Duration
 
-	nextID atomic.Uint64
-	shards []shard
-	mask   uint64
+	nextID   atomic.Uint64
+	shards   []shard
+	mask     uint64
+	maxShard int // live tasks a shard holds at most
 
 	cancelled    atomic.Int64
 	endedTwice   atomic.Int64
@@ -119,6 +121,14 @@ func NewRegistry(clk *clock.Clock, o Options) *Registry {
 	if r.hookTimeout == 0 {
 		r.hookTimeout = time.Second
 	}
+	switch {
+	case o.MaxLive == 0:
+		r.maxShard = (DefaultMaxLive + n - 1) / n
+	case o.MaxLive < 0:
+		r.maxShard = math.MaxInt
+	default:
+		r.maxShard = (o.MaxLive + n - 1) / n
+	}
 	return r
 }
 
@@ -130,6 +140,15 @@ func (r *Registry) Clock() *clock.Clock { return r.clock }
 // when the controller picks the task. The caller must call [Task.End] when
 // the work is over. An invalid spec field is replaced by its default and
 // reported. Begin panics on a nil parent, as context.WithCancel does.
+//
+// The live tasks are bounded by Options.MaxLive (rounded up to a multiple
+// of the shard count; [DefaultMaxLive] by default): a task whose context
+// ends without End is evicted ([Registry.CheckUnended]), but one begun on
+// a context that never ends and never ended would stay for ever. Past the
+// bound Begin refuses: it returns parent itself and a nil *Task (every
+// method of which is a no-op, so the work runs, untracked), counts the
+// refusal in Stats().Refused and reports [ErrTooManyTasks] (the first
+// refusal, then at every power of two).
 func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *Task) {
 	if parent == nil {
 		panic("moirai: Begin with nil parent context")
@@ -146,6 +165,13 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 
 	sh := &r.shards[t.id&r.mask]
 	sh.mu.Lock()
+	if len(sh.live) >= r.maxShard {
+		sh.mu.Unlock()
+		if n := r.refused.Add(1); n&(n-1) == 0 {
+			r.report(fmt.Errorf("%w (%d refused so far)", ErrTooManyTasks, n))
+		}
+		return parent, nil
+	}
 	if now-sh.rotated >= r.clock.Resolution() {
 		sh.rotateLocked(now)
 	} else if len(sh.free) == 0 && len(sh.limbo[0])+len(sh.limbo[1]) > 0 {
