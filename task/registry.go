@@ -354,6 +354,7 @@ type Stats struct {
 	HooksRunning int64 // cancel hooks running now
 	Unended      int64 // tasks whose context ended long ago without End
 	Refused      int64 // Begins refused because MaxLive tasks were live
+	CarryDropped int64 // penalties left by ended tasks not carried: 1,024 classes had some waiting
 }
 
 // Stats returns the registry's counters.
@@ -370,6 +371,7 @@ func (r *Registry) Stats() Stats {
 		HooksRunning: r.hooksRunning.Load(),
 		Unended:      r.unended.Load(),
 		Refused:      r.refused.Load(),
+		CarryDropped: r.carryDropped(),
 	}
 }
 
@@ -426,4 +428,10 @@ type UnendedError struct {
 // Error describes the task that was never ended.
 func (e *UnendedError) Error() string {
 	return fmt.Sprintf("task: task %d (class %q, key %q) was never ended; its context is done, age %v", e.ID, e.Class, e.Key, e.Age)
+}
+
+func (r *Registry) carryDropped() int64 {
+	r.carry.mu.Lock()
+	defer r.carry.mu.Unlock()
+	return r.carry.dropped
 }
