@@ -25,7 +25,7 @@
 // # The mutant format
 //
 //	guarantee: Cancellations are at least the minimum interval apart.
-//	package: .                  the package of the tests, from the root
+//	package: . ./task           the packages of the tests, from the root (one module)
 //	tests: TestA TestB          test names, run with -run '^(TestA|TestB)$'
 //	race: true                  optional: run the tests with -race
 //	file: loop.go               then one or more hunks of this file:
@@ -73,7 +73,7 @@ type edit struct {
 type mutant struct {
 	name      string
 	guarantee string
-	pkg       string
+	pkgs      []string
 	tests     []string
 	race      bool
 	edits     []edit
@@ -234,7 +234,7 @@ func parse(name, text string) (*mutant, error) {
 			case "guarantee":
 				m.guarantee = v
 			case "package":
-				m.pkg = v
+				m.pkgs = strings.Fields(v)
 			case "tests":
 				m.tests = strings.Fields(v)
 			case "race":
@@ -249,7 +249,7 @@ func parse(name, text string) (*mutant, error) {
 	switch {
 	case state != "":
 		return nil, errors.New("unterminated hunk")
-	case m.guarantee == "" || m.pkg == "" || len(m.tests) == 0:
+	case m.guarantee == "" || len(m.pkgs) == 0 || len(m.tests) == 0:
 		return nil, errors.New("guarantee, package and tests are required")
 	case len(m.edits) == 0 || len(m.edits[0].hunks) == 0:
 		return nil, errors.New("no change")
@@ -300,7 +300,7 @@ func runMutant(scratch string, m *mutant, baseline map[string]error) result {
 		return r
 	}
 	restore()
-	key := fmt.Sprint(m.pkg, m.tests, m.race)
+	key := fmt.Sprint(m.pkgs, m.tests, m.race)
 	if _, ok := baseline[key]; !ok {
 		res := goTest(scratch, m)
 		if res.outcome != "survived" { // the tests failed unchanged
@@ -379,16 +379,26 @@ var (
 // no-compile.
 func goTest(scratch string, m *mutant) result {
 	r := result{m: m}
-	modDir, rel, err := moduleOf(scratch, m.pkg)
-	if err != nil {
-		r.outcome, r.detail = "stale", err.Error()
-		return r
+	var modDir string
+	var rels []string
+	for _, pkg := range m.pkgs {
+		dir, rel, err := moduleOf(scratch, pkg)
+		if err != nil {
+			r.outcome, r.detail = "stale", err.Error()
+			return r
+		}
+		if modDir != "" && dir != modDir {
+			r.outcome, r.detail = "stale", "packages "+strings.Join(m.pkgs, " ")+" are in different modules now: split the mutant"
+			return r
+		}
+		modDir = dir
+		rels = append(rels, rel)
 	}
 	args := []string{"test", "-count=1", "-timeout", testTimeout.String(), "-run", "^(" + strings.Join(m.tests, "|") + ")$"}
 	if m.race {
 		args = append(args, "-race")
 	}
-	args = append(args, rel)
+	args = append(args, rels...)
 	ctx, cancel := context.WithTimeout(context.Background(), wallLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -398,12 +408,16 @@ func goTest(scratch string, m *mutant) result {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	wall := time.Since(start)
 	text := out.String()
 	r.secs = wall.Seconds()
-	if mm := pkgTime.FindStringSubmatch(text); mm != nil {
-		r.secs, _ = strconv.ParseFloat(mm[1], 64)
+	if mms := pkgTime.FindAllStringSubmatch(text, -1); mms != nil {
+		r.secs = 0
+		for _, mm := range mms { // the slowest package's test time
+			v, _ := strconv.ParseFloat(mm[1], 64)
+			r.secs = max(r.secs, v)
+		}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -471,15 +485,11 @@ func lastLines(s string, n int) string {
 // render is the table for GUARANTEES.md.
 func render(rs []result) string {
 	var b strings.Builder
-	b.WriteString("| guarantee | mutant | test | failed in |\n|---|---|---|---|\n")
+	b.WriteString("| guarantee | mutant | packages | tests | failed in |\n|---|---|---|---|---|\n")
 	for _, r := range rs {
-		pkg := strings.TrimPrefix(strings.TrimPrefix(r.m.pkg, "./"), ".")
-		if pkg == "" {
-			pkg = "moirai"
-		}
 		var tests []string
 		for _, t := range r.m.tests {
-			tests = append(tests, "`"+filepath.Base(pkg)+"."+t+"`")
+			tests = append(tests, "`"+t+"`")
 		}
 		if r.m.race {
 			tests[len(tests)-1] += " (-race)"
@@ -488,7 +498,15 @@ func render(rs []result) string {
 		if r.outcome != "killed" {
 			failed = "**" + r.outcome + "**"
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", r.m.guarantee, r.m.name, strings.Join(tests, ", "), failed)
+		var pkgs []string
+		for _, p := range r.m.pkgs {
+			p = strings.TrimPrefix(p, "./")
+			if p == "." {
+				p = "moirai"
+			}
+			pkgs = append(pkgs, p)
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", r.m.guarantee, r.m.name, strings.Join(pkgs, ", "), strings.Join(tests, ", "), failed)
 	}
 	return b.String()
 }
