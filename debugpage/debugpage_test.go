@@ -127,3 +127,25 @@ func TestPageShowsRoutePatternsNotPaths(t *testing.T) {
 		t.Errorf("the live task's class on the page: want the pattern GET /users/{id}, not the path /users/31337:\n%s", body)
 	}
 }
+
+// TestPageHidesKeys: a task's key (user data: a client, a tenant) is on
+// neither the HTML page nor its JSON twin unless ShowKeys is set.
+func TestPageHidesKeys(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	_, tk := ctl.Begin(context.Background(), moirai.Spec{Key: "tenant-7f3a", Class: "GET /orders", Cancellable: true})
+	defer tk.End(nil)
+	if err := ctl.Cancel(tk.ID(), "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"/debug/moirai", "/debug/moirai?format=json"} {
+		_, body := get(t, debugpage.Handler(ctl, debugpage.Config{}), url)
+		if strings.Contains(body, "tenant-7f3a") {
+			t.Errorf("%s shows the key without ShowKeys:\n%s", url, body)
+		}
+		_, body = get(t, debugpage.Handler(ctl, debugpage.Config{ShowKeys: true}), url)
+		if !strings.Contains(body, "tenant-7f3a") {
+			t.Errorf("%s hides the key with ShowKeys:\n%s", url, body)
+		}
+	}
+}
