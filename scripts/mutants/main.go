@@ -209,7 +209,7 @@ func parse(name, text string) (*mutant, error) {
 		case state == "" && (strings.HasPrefix(l, "#") || strings.TrimSpace(l) == ""):
 		case state == "" && l == "<<<<":
 			if len(m.edits) == 0 {
-				return nil, fmt.Errorf("line %d: a hunk before any file:", line+1)
+				return nil, fmt.Errorf("line %d: a hunk before any file field", line+1)
 			}
 			state, buf = "find", nil
 		case state == "find" && l == "====":
@@ -332,9 +332,9 @@ func apply(scratch string, m *mutant) (restore func(), err error) {
 	}
 	for _, e := range m.edits {
 		p := filepath.Join(scratch, e.file)
-		b, ok := saved[p]
-		if !ok {
-			if b, err = os.ReadFile(p); err != nil {
+		if _, ok := saved[p]; !ok {
+			b, err := os.ReadFile(p)
+			if err != nil {
 				restore()
 				return nil, fmt.Errorf("no longer applies: %s: %v", e.file, err)
 			}
