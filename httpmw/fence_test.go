@@ -221,3 +221,36 @@ func BenchmarkFenceDistinctPaths(b *testing.B) {
 		})
 	}
 }
+
+// FuzzDefaultClass: whatever method and path a client sends, the default
+// class is one of a fixed set, a route's pattern behind a known method
+// (or OTHER): a client cannot make up classes.
+func FuzzDefaultClass(f *testing.F) {
+	for _, s := range [][2]string{{"GET", "/users/1"}, {"BREW", "/users/2"}, {"GET", "/x/../users/3"}, {"POST", "/"}, {"get", "//a"}, {"GET", "/users/%zz"}} {
+		f.Add(s[0], s[1])
+	}
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	var seen string
+	record := func(_ http.ResponseWriter, r *http.Request) { seen = moirai.From(r.Context()).Spec().Class }
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", record)
+	mux.HandleFunc("/", record)
+	h := httpmw.Handler(ctl, mux)
+	allowed := map[string]bool{"GET /users/{id}": true}
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE", "OTHER"} {
+		allowed[m+" /"] = true
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		r, err := http.NewRequest(method, "http://example.com/", nil)
+		if err != nil {
+			return // not a request net/http would build
+		}
+		r.URL.Path = path
+		seen = ""
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if seen != "" && !allowed[seen] {
+			t.Fatalf("%q %q: class %q, not one of the routes' classes", method, path, seen)
+		}
+	})
+}
