@@ -24,7 +24,7 @@ func ExampleOption() {
 		fmt.Fprintf(w, "class %q cancellable %v", t.Spec().Class, t.Spec().Cancellable)
 	})
 	h := httpmw.Handler(ctl, mux,
-		httpmw.WithClass(func(r *http.Request) string { return r.Method + " " + r.URL.Path }),
+		httpmw.WithClass(func(r *http.Request) string { return "orders" }), // default: the route's pattern, "GET /orders"
 		httpmw.WithCancellable(true),
 		httpmw.WithPriority(func(*http.Request) moirai.Priority { return moirai.Priority{Business: 1} }),
 		httpmw.WithAdmission(admit.NewDAGOR()),
@@ -38,7 +38,7 @@ func ExampleOption() {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.StatusCode, string(body), resp.Header.Get(httpmw.HeaderLevel) != "")
-	// Output: 200 class "GET /orders" cancellable true true
+	// Output: 200 class "orders" cancellable true true
 }
 
 // The client side: a Transport sends the caller's priority, learns each
