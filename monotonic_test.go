@@ -17,6 +17,11 @@ var wallClockAllowed = map[string]string{
 	// must agree on it, which only the wall clock gives. A step moves users
 	// to a new period early or late; it never stalls or misorders anything.
 	"admit/priority.go:User": "shared period across machines",
+	// A proxy's X-Request-Start is a wall-clock stamp by definition (it was
+	// taken on another machine); the delay it gives is bounded by the
+	// admitter's window (httpmw.WithArrival), so a step or a skew moves
+	// one request's queueing time by at most that.
+	"httpmw/admission.go:ParseRequestStart": "a proxy's wall-clock stamp, bounded by the window",
 }
 
 // TestMonotonicOnly: the library's timing (windows, intervals, rate

@@ -211,6 +211,11 @@ func (d *DAGOR) Level() Level { return levelOf(d.level.Load()) }
 // Overloaded reports whether the last closed window was overloaded.
 func (d *DAGOR) Overloaded() bool { return d.overloaded.Load() }
 
+// Window returns the longest a detection window lasts (see
+// [WithWindow]); middleware bounds the queueing delays it reports
+// from outside by it.
+func (d *DAGOR) Window() time.Duration { return d.cfg.window }
+
 // Admit admits a request of unknown priority, which counts as the lowest.
 func (d *DAGOR) Admit(now time.Duration) bool {
 	return d.AdmitPriority(now, task.Priority{Business: 255, User: 255})

@@ -12,6 +12,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/debugpage"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/httpmw"
 	"go.uber.org/goleak"
 )
 
@@ -106,5 +107,45 @@ func TestFenceSection(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "fence grpc") || !strings.Contains(body, "permits 3") ||
 		!strings.Contains(body, "not evaluated yet") || strings.Contains(body, "<d1>") || !strings.Contains(body, "&lt;d1&gt;") {
 		t.Errorf("page %d without the escaped fence section:\n%s", code, body)
+	}
+}
+
+// TestPageShowsRoutePatternsNotPaths: a request served through httpmw
+// with its default class shows on the page as its route pattern, never
+// as its raw path (user IDs in paths are user data).
+func TestPageShowsRoutePatternsNotPaths(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	page := debugpage.Handler(ctl, debugpage.Config{})
+	var body string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		_, body = get(t, page, "/debug/moirai")
+	})
+	httpmw.Handler(ctl, mux).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/users/31337", nil))
+	if strings.Contains(body, "31337") || !strings.Contains(body, "GET /users/{id}") {
+		t.Errorf("the live task's class on the page: want the pattern GET /users/{id}, not the path /users/31337:\n%s", body)
+	}
+}
+
+// TestPageHidesKeys: a task's key (user data: a client, a tenant) is on
+// neither the HTML page nor its JSON twin unless ShowKeys is set.
+func TestPageHidesKeys(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	_, tk := ctl.Begin(context.Background(), moirai.Spec{Key: "tenant-7f3a", Class: "GET /orders", Cancellable: true})
+	defer tk.End(nil)
+	if err := ctl.Cancel(tk.ID(), "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"/debug/moirai", "/debug/moirai?format=json"} {
+		_, body := get(t, debugpage.Handler(ctl, debugpage.Config{}), url)
+		if strings.Contains(body, "tenant-7f3a") {
+			t.Errorf("%s shows the key without ShowKeys:\n%s", url, body)
+		}
+		_, body = get(t, debugpage.Handler(ctl, debugpage.Config{ShowKeys: true}), url)
+		if !strings.Contains(body, "tenant-7f3a") {
+			t.Errorf("%s hides the key with ShowKeys:\n%s", url, body)
+		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 type Durations struct {
 	classes    map[string]*classHist
 	maxClasses int
+	dropped    int64 // durations not learned: maxClasses classes were kept
 	seen       map[uint64]seenTask
 	gen        uint64
 	// blind is the age below which the learned durations say nothing: a
@@ -85,6 +86,7 @@ func (d *Durations) Record(class string, dur time.Duration) {
 	h := d.classes[class]
 	if h == nil {
 		if len(d.classes) >= d.maxClasses {
+			d.dropped++
 			return
 		}
 		h = new(classHist)
@@ -100,6 +102,10 @@ func (d *Durations) Record(class string, dur time.Duration) {
 		}
 	}
 }
+
+// Dropped returns how many durations were not learned because their
+// class was new once the learner kept its maximum of classes.
+func (d *Durations) Dropped() int64 { return d.dropped }
 
 // Observe learns from a snapshot: the tasks of the previous observed
 // snapshot that are absent from s finished. Call it with every snapshot of

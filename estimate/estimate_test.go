@@ -243,3 +243,15 @@ func ExampleSource() {
 	// 0.26 class-history
 	// 0.50 half-done
 }
+
+// TestDurationsClassesBounded: a learner keeps at most its maximum of
+// classes, and counts the durations of further classes it drops.
+func TestDurationsClassesBounded(t *testing.T) {
+	d := NewDurations(10)
+	for i := range 25 {
+		d.Record(fmt.Sprintf("c%d", i), time.Millisecond)
+	}
+	if len(d.classes) != 10 || d.Dropped() != 15 {
+		t.Errorf("%d classes kept, %d dropped; want 10 and 15", len(d.classes), d.Dropped())
+	}
+}

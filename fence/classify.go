@@ -21,13 +21,27 @@ import (
 // D1 belongs to D1's path. Times are decayed (halved once a kind has
 // seen a minute of calls), so a kind whose calls change moves to its new
 // path. A Classifier is safe for concurrent use.
+//
+// # Bounds
+//
+// Kinds usually come from requests (a route, a method name), so a
+// classifier learns at most [MaxKinds] of them and forgets none: a kind
+// first seen once the cap is reached is not learned and stays on the
+// local path, and each of its calls is counted ([Classifier.Dropped]).
+// Downstreams are counted per fence path, never per name, so a kind's
+// record is bounded by the fence's paths. Learning a new kind costs one
+// map insertion, never a copy of the routes.
 type Classifier struct {
 	f      *Fence
-	routes atomic.Pointer[map[string]*Path] // kind → path; copied on write
+	routes sync.Map // kind → *Path; read without a lock by PathOf
 
-	mu    sync.Mutex
-	spent map[string]map[string]time.Duration // kind → downstream path name → time
+	mu      sync.Mutex
+	spent   map[string]map[*Path]time.Duration // kind → downstream path → time
+	dropped atomic.Int64
 }
+
+// MaxKinds is how many kinds a [Classifier] learns at most.
+const MaxKinds = 1024
 
 // decayAt is the total call time a kind accumulates before its times are
 // halved.
@@ -35,71 +49,74 @@ const decayAt = time.Minute
 
 // NewClassifier returns a classifier of requests into f's paths.
 func NewClassifier(f *Fence) *Classifier {
-	c := &Classifier{f: f, spent: map[string]map[string]time.Duration{}}
-	m := map[string]*Path{}
-	c.routes.Store(&m)
-	return c
+	return &Classifier{f: f, spent: map[string]map[*Path]time.Duration{}}
 }
 
 // Fence returns the fence the classifier classifies into.
 func (c *Classifier) Fence() *Fence { return c.f }
 
 // PathOf returns the path learned for kind, or the local reservation if
-// the kind has not been seen calling a downstream. One map load.
+// the kind has not been seen calling a downstream (or was seen only once
+// [MaxKinds] kinds were learned). One lock-free map load.
 func (c *Classifier) PathOf(kind string) *Path {
-	if p, ok := (*c.routes.Load())[kind]; ok {
-		return p
+	if p, ok := c.routes.Load(kind); ok {
+		return p.(*Path)
 	}
 	return c.f.local
 }
 
+// Dropped returns how many calls were not learned because their kind was
+// new once the classifier had learned [MaxKinds] kinds.
+func (c *Classifier) Dropped() int64 { return c.dropped.Load() }
+
 // Observe records that a request of kind spent d calling the downstream
 // path named path. A path the fence does not know counts as the fence's
-// fallback ([Fence.Path]).
+// fallback ([Fence.Path]). A new kind past [MaxKinds] is not learned; the
+// call is counted in [Classifier.Dropped].
 func (c *Classifier) Observe(kind, path string, d time.Duration) {
 	if d < 0 || path == "" {
 		return
 	}
+	p := c.f.Path(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.spent[kind]
 	if m == nil {
-		m = map[string]time.Duration{}
+		if len(c.spent) >= MaxKinds {
+			c.dropped.Add(1)
+			return
+		}
+		m = map[*Path]time.Duration{}
 		c.spent[kind] = m
 	}
-	m[path] += d + 1 // a call of no measurable length still counts
+	m[p] += d + 1 // a call of no measurable length still counts
 	var total time.Duration
-	best, bestT := "", time.Duration(-1)
-	for name, t := range m {
+	var best *Path
+	bestT := time.Duration(-1)
+	for q, t := range m {
 		total += t
-		if t > bestT || (t == bestT && name < best) {
-			best, bestT = name, t
+		if t > bestT || (t == bestT && q.name < best.name) {
+			best, bestT = q, t
 		}
 	}
 	if total > decayAt {
-		for name := range m {
-			m[name] /= 2
+		for q := range m {
+			m[q] /= 2
 		}
 	}
-	p := c.f.Path(best)
-	if cur := *c.routes.Load(); cur[kind] != p {
-		next := make(map[string]*Path, len(cur)+1)
-		for k, v := range cur {
-			next[k] = v
-		}
-		next[kind] = p
-		c.routes.Store(&next)
+	if cur, ok := c.routes.Load(kind); !ok || cur.(*Path) != best {
+		c.routes.Store(kind, best)
 	}
 }
 
 // Routes returns the learned path of every kind seen calling a
 // downstream, by kind.
 func (c *Classifier) Routes() map[string]string {
-	cur := *c.routes.Load()
-	out := make(map[string]string, len(cur))
-	for k, p := range cur {
-		out[k] = p.name
-	}
+	out := map[string]string{}
+	c.routes.Range(func(k, p any) bool {
+		out[k.(string)] = p.(*Path).name
+		return true
+	})
 	return out
 }
 

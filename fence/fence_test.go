@@ -287,10 +287,14 @@ func TestMisuse(t *testing.T) {
 
 // TestConcurrentChurn hammers a fence from many goroutines with random
 // paths, cancellations and resizes; every permit must come back. Run it
-// under -race.
+// under -race. A lost permit would make the waits behind it last for
+// ever: all of them end at the test's own deadline instead (20 s, where
+// the churn takes well under a second), and the test fails.
 func TestConcurrentChurn(t *testing.T) {
 	f := mustNew(t, 8, []fence.Reservation{{"d1", 2}, {"d2", 3}}, fence.WithBacklog(16))
 	paths := []*fence.Path{nil, f.Path("d1"), f.Path("d2")}
+	deadline, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Add(1)
@@ -298,7 +302,7 @@ func TestConcurrentChurn(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			for range 300 {
-				ctx, cancel := context.WithCancel(context.Background())
+				ctx, cancel := context.WithCancel(deadline)
 				if rng.IntN(4) == 0 {
 					go cancel()
 				}
@@ -316,6 +320,9 @@ func TestConcurrentChurn(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if deadline.Err() != nil {
+		t.Errorf("the churn did not end in 20 s: permits lost")
+	}
 	checkIdle(t, f)
 }
 

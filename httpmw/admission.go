@@ -2,7 +2,10 @@ package httpmw
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,15 +54,120 @@ func WithAdmission(d *admit.DAGOR) Option {
 }
 
 // WithArrival sets how the time a request arrived is known, for example
-// from a proxy's header; the queueing time is the difference to the start
-// of the handler. Default: the moment the middleware sees the request.
+// from a proxy's header ([RequestStart]); the queueing time is the
+// difference to the start of the handler. Default: the moment the
+// middleware sees the request.
+//
+// The arrival time must come from a trusted proxy that sets it on every
+// request and overwrites what a client sent: a client that can set it
+// chooses its own queueing time, and the admission level with it. As a
+// bound on what one request can do, a queueing time longer than the
+// admitter's window ([admit.DAGOR.Window]) counts as the window and a
+// negative one (an arrival in the future) as zero; both are counted
+// ([ClampedArrivals]). One request then moves a window's average
+// queueing time by at most the window over the requests in it.
 func WithArrival(fn func(*http.Request) (time.Time, bool)) Option {
 	return func(c *config) { c.arrival = fn }
+}
+
+var clampedArrivals atomic.Int64
+
+// ClampedArrivals returns how many arrival times (see [WithArrival])
+// gave a negative queueing time or one longer than the admitter's
+// window, and were clamped.
+func ClampedArrivals() int64 { return clampedArrivals.Load() }
+
+// queueDelay is the queueing time of a request that arrived at at,
+// bounded by window.
+func queueDelay(at time.Time, window time.Duration) time.Duration {
+	q := time.Since(at)
+	switch {
+	case q < 0:
+		clampedArrivals.Add(1)
+		return 0
+	case q > window:
+		clampedArrivals.Add(1)
+		return window
+	}
+	return q
+}
+
+// RequestStart returns an arrival function for [WithArrival] that reads
+// header as proxies write it (see [ParseRequestStart]), for example
+// RequestStart("X-Request-Start"). Use it only behind a proxy that sets
+// the header on every request (see WithArrival).
+func RequestStart(header string) func(*http.Request) (time.Time, bool) {
+	header = http.CanonicalHeaderKey(header)
+	return func(r *http.Request) (time.Time, bool) {
+		v := r.Header[header]
+		if len(v) != 1 {
+			return time.Time{}, false
+		}
+		return ParseRequestStart(v[0])
+	}
+}
+
+// ParseRequestStart parses a request's start time as proxies write it in
+// X-Request-Start: an optional "t=", then either seconds since 1970 with
+// a fraction ("1700000000.123", nginx's $msec) or an integer whose
+// magnitude gives its unit: seconds, milliseconds, microseconds
+// (HAProxy's and Heroku's) or nanoseconds. It reports false for
+// anything else: signs, exponents, spaces, more than 19 digits in a part.
+func ParseRequestStart(v string) (time.Time, bool) {
+	v = strings.TrimPrefix(v, "t=")
+	ip, fp, dot := strings.Cut(v, ".")
+	if !digits(ip) || (dot && !digits(fp)) {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ip, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if dot {
+		if n > math.MaxInt64/int64(time.Second) {
+			return time.Time{}, false
+		}
+		if len(fp) > 9 {
+			fp = fp[:9]
+		}
+		ns, _ := strconv.ParseInt(fp+strings.Repeat("0", 9-len(fp)), 10, 64)
+		return time.Unix(n, ns), true
+	}
+	switch {
+	case n < 1e11:
+		return time.Unix(n, 0), true
+	case n < 1e14:
+		return time.UnixMilli(n), true
+	case n < 1e17:
+		return time.UnixMicro(n), true
+	}
+	return time.Unix(0, n), true
+}
+
+// digits reports whether s is 1 to 19 ASCII digits.
+func digits(s string) bool {
+	if len(s) == 0 || len(s) > 19 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // WithPriority sets how an entry service assigns a request's priority
 // (typically from an [admit.Actions] table and an [admit.UserHasher]).
 // Default: the lowest priority.
+//
+// Derive the user from what the service has authenticated (a verified
+// session, token or client certificate), never from a header the client
+// sets: DAGOR refuses users by their hashed priority, so a refused client
+// that can name its user (an X-User header) renames itself until a name
+// hashes under the level. A header is safe only when a trusted proxy
+// sets it on every request from its own authentication and overwrites
+// what the client sent.
 func WithPriority(fn func(*http.Request) moirai.Priority) Option {
 	return func(c *config) {
 		if fn != nil {
@@ -121,7 +229,7 @@ func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.
 	var q time.Duration
 	if h.cfg.arrival != nil {
 		if at, ok := h.cfg.arrival(r); ok {
-			q = max(time.Since(at), 0)
+			q = queueDelay(at, d.Window())
 		}
 	}
 	d.Started(now, q)
@@ -189,8 +297,37 @@ type transport struct {
 	base     http.RoundTripper
 	ttl      time.Duration
 	noShed   bool
-	levels   sync.Map // host → cachedLevel
+	levels   sync.Map // host → cachedLevel; at most MaxLevelHosts
+	nlevels  atomic.Int64
 	pathName func(*http.Request) string
+}
+
+// MaxLevelHosts is how many downstream hosts a [Transport] caches levels
+// of. Hosts can come from requests (a proxy's targets), so the cache is
+// bounded: a new host past the cap is sent to without local shedding,
+// and counted ([UncachedLevels]).
+const MaxLevelHosts = 1024
+
+var uncachedLevels atomic.Int64
+
+// UncachedLevels returns how many levels transports did not cache
+// because they already held [MaxLevelHosts] hosts.
+func UncachedLevels() int64 { return uncachedLevels.Load() }
+
+// cacheLevel stores host's level, if the host is cached or fits.
+func (t *transport) cacheLevel(host string, c cachedLevel) {
+	if _, ok := t.levels.Load(host); !ok {
+		if t.nlevels.Add(1) > MaxLevelHosts {
+			t.nlevels.Add(-1)
+			uncachedLevels.Add(1)
+			return
+		}
+		if _, loaded := t.levels.LoadOrStore(host, c); !loaded {
+			return
+		}
+		t.nlevels.Add(-1) // another call cached it first
+	}
+	t.levels.Store(host, c)
 }
 
 type cachedLevel struct {
@@ -242,7 +379,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {
-			t.levels.Store(r.URL.Host, cachedLevel{level: l, expires: monotonic() + t.ttl})
+			t.cacheLevel(r.URL.Host, cachedLevel{level: l, expires: monotonic() + t.ttl})
 		}
 	}
 	return resp, nil

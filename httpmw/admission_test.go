@@ -3,6 +3,7 @@ package httpmw_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -259,4 +260,34 @@ func TestContinuation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTransportLevelsBounded: a transport caches the levels of at most
+// MaxLevelHosts downstream hosts, whatever hosts requests send it to;
+// the ones past the cap are counted.
+func TestTransportLevelsBounded(t *testing.T) {
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{httpmw.HeaderLevel: {"0/0"}}, Body: http.NoBody}, nil
+	})
+	c := &http.Client{Transport: httpmw.Transport(base)}
+	before := httpmw.UncachedLevels()
+	const hosts = httpmw.MaxLevelHosts + 100
+	for i := range hosts {
+		resp, err := c.Get(fmt.Sprintf("http://h%d.invalid/", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if got := httpmw.UncachedLevels() - before; got != 100 {
+		t.Errorf("%d levels not cached, want 100 (the hosts past the cap)", got)
+	}
+	// A cached host's level is used: a low-priority request to it is shed.
+	if _, err := c.Get("http://h0.invalid/"); !errors.Is(err, httpmw.ErrShed) {
+		t.Errorf("a cached host's level 0/0: %v, want ErrShed", err)
+	}
+	// A host past the cap is sent to.
+	if _, err := c.Get(fmt.Sprintf("http://h%d.invalid/", hosts-1)); err != nil {
+		t.Errorf("a host past the cap: %v, want sent", err)
+	}
 }

@@ -24,7 +24,7 @@ func ExampleOption() {
 		fmt.Fprintf(w, "class %q cancellable %v", t.Spec().Class, t.Spec().Cancellable)
 	})
 	h := httpmw.Handler(ctl, mux,
-		httpmw.WithClass(func(r *http.Request) string { return r.Method + " " + r.URL.Path }),
+		httpmw.WithClass(func(r *http.Request) string { return "orders" }), // default: the route's pattern, "GET /orders"
 		httpmw.WithCancellable(true),
 		httpmw.WithPriority(func(*http.Request) moirai.Priority { return moirai.Priority{Business: 1} }),
 		httpmw.WithAdmission(admit.NewDAGOR()),
@@ -38,7 +38,7 @@ func ExampleOption() {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.StatusCode, string(body), resp.Header.Get(httpmw.HeaderLevel) != "")
-	// Output: 200 class "GET /orders" cancellable true true
+	// Output: 200 class "orders" cancellable true true
 }
 
 // The client side: a Transport sends the caller's priority, learns each
@@ -49,5 +49,31 @@ func ExampleTransportOption() {
 		httpmw.WithLevelTTL(2*time.Second),
 		httpmw.WithPathName(func(r *http.Request) string { return r.URL.Host }))}
 	fmt.Println(client.Transport != nil)
+	// Output: true
+}
+
+// An entry service assigns priorities: the business priority from the
+// action, the user priority from the user the service authenticated,
+// never from a header the client sets (a refused client would rename
+// itself until admitted).
+func ExampleWithPriority() {
+	ctl := moirai.New()
+	defer ctl.Close()
+	actions := admit.Actions{"POST /checkout": 0, "GET /search": 10}
+	users := admit.NewUserHasher(42, time.Hour)
+	passwords := map[string]string{"alice": "secret"} // stands for the service's own authentication
+	authenticated := func(r *http.Request) (string, bool) {
+		name, pass, ok := r.BasicAuth()
+		return name, ok && passwords[name] == pass
+	}
+	h := httpmw.Handler(ctl, http.NotFoundHandler(),
+		httpmw.WithPriority(func(r *http.Request) moirai.Priority {
+			p := moirai.Priority{Business: actions.Business(r.Method + " " + r.URL.Path), User: admit.UserLevels - 1}
+			if name, ok := authenticated(r); ok {
+				p.User = users.User(name, time.Now())
+			}
+			return p
+		}))
+	fmt.Println(h != nil)
 	// Output: true
 }

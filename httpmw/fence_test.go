@@ -2,12 +2,16 @@ package httpmw_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/fence"
@@ -116,4 +120,137 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 	}
+}
+
+func okResponse(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}, nil
+}
+
+// catchAll is a mux whose handlers make one downstream call, on "d1",
+// through the middleware's Transport.
+func catchAll() *http.ServeMux {
+	client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
+		httpmw.WithPathName(func(*http.Request) string { return "d1" }))}
+	call := func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://d1.invalid/", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		io.WriteString(w, moirai.From(r.Context()).Spec().Class)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", call)
+	mux.HandleFunc("/", call)
+	return mux
+}
+
+// TestDefaultClassIsTheRoutePattern: by default a request's class is its
+// route's pattern, not its raw path, so distinct IDs in paths neither
+// grow the classifier nor show on the live page.
+func TestDefaultClassIsTheRoutePattern(t *testing.T) {
+	f, err := fence.New(8, []fence.Reservation{{Name: "d1", Permits: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls := fence.NewClassifier(f)
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	h := httpmw.Handler(ctl, catchAll(), httpmw.WithFence(cls))
+	for i := range 200 {
+		for _, path := range []string{fmt.Sprintf("/users/%d", i), fmt.Sprintf("/anything/%d", i)} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+			if w.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+			}
+			if i == 0 {
+				t.Logf("%s: class %q", path, w.Body)
+			}
+		}
+	}
+	want := map[string]string{"GET /users/{id}": "d1", "GET /": "d1"}
+	if d := cmp.Diff(want, cls.Routes()); d != "" {
+		t.Errorf("learned routes (-want +got):\n%s", d)
+	}
+}
+
+// BenchmarkFenceDistinctPaths is a request per distinct path
+// (/users/0, /users/1, ...) through WithFence and a catch-all handler
+// making one downstream call: run with -benchtime=50000x for 50k
+// distinct paths. "default" classes requests by route pattern;
+// "raw-path" by method and raw path (WithClass), where only the
+// classifier's cap bounds the kinds.
+func BenchmarkFenceDistinctPaths(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts []httpmw.Option
+	}{
+		{"default", nil},
+		{"raw-path", []httpmw.Option{httpmw.WithClass(func(r *http.Request) string { return r.Method + " " + r.URL.Path })}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			f, err := fence.New(8, []fence.Reservation{{Name: "d1", Permits: 4}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cls := fence.NewClassifier(f)
+			ctl := moirai.New(moirai.WithTraceOnly())
+			defer ctl.Close()
+			mux := http.NewServeMux()
+			client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
+				httpmw.WithPathName(func(*http.Request) string { return "d1" }))}
+			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+				req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://d1.invalid/", nil)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			})
+			h := httpmw.Handler(ctl, mux, append(bc.opts, httpmw.WithFence(cls))...)
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodGet, "/users/"+strconv.Itoa(i), nil)
+				h.ServeHTTP(w, r)
+				i++
+			}
+			b.ReportMetric(float64(len(cls.Routes())), "kinds")
+		})
+	}
+}
+
+// FuzzDefaultClass: whatever method and path a client sends, the default
+// class is one of a fixed set, a route's pattern behind a known method
+// (or OTHER): a client cannot make up classes.
+func FuzzDefaultClass(f *testing.F) {
+	for _, s := range [][2]string{{"GET", "/users/1"}, {"BREW", "/users/2"}, {"GET", "/x/../users/3"}, {"POST", "/"}, {"get", "//a"}, {"GET", "/users/%zz"}} {
+		f.Add(s[0], s[1])
+	}
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	var seen string
+	record := func(_ http.ResponseWriter, r *http.Request) { seen = moirai.From(r.Context()).Spec().Class }
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users/{id}", record)
+	mux.HandleFunc("/", record)
+	h := httpmw.Handler(ctl, mux)
+	allowed := map[string]bool{"GET /users/{id}": true}
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE", "OTHER"} {
+		allowed[m+" /"] = true
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		r, err := http.NewRequest(method, "http://example.com/", nil)
+		if err != nil {
+			return // not a request net/http would build
+		}
+		r.URL.Path = path
+		seen = ""
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if seen != "" && !allowed[seen] {
+			t.Fatalf("%q %q: class %q, not one of the routes' classes", method, path, seen)
+		}
+	})
 }

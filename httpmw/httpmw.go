@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -37,23 +38,26 @@ const maxClass = 128
 
 func defaults() config {
 	return config{
-		class: func(r *http.Request) string {
-			c := r.Method + " " + r.URL.Path
-			if len(c) > maxClass {
-				c = c[:maxClass]
-			}
-			return c
-		},
 		key:         func(*http.Request) string { return "" },
 		cancellable: true,
 		maxBody:     1 << 20,
 	}
 }
 
-// WithClass sets how a request's class is derived (default: method and
-// path, at most 128 bytes). The class groups requests whose durations are
-// alike; the controller learns them per class, so keep the number of
-// classes small (route patterns, not raw paths with IDs in them).
+// WithClass sets how a request's class is derived. The class groups
+// requests whose durations are alike; the controller learns them per
+// class, and a fence's classifier learns a path per class, so keep the
+// number of classes small: route patterns, never raw paths with IDs in
+// them (a client choosing its paths would choose the classes). A class
+// is cut to 128 bytes.
+//
+// The default is the pattern of the route that serves the request
+// (http.Request.Pattern): the one the ServeMux the middleware wraps
+// matches, or, when the middleware is mounted on one route of a mux, that
+// route's. A pattern without a method gets the request's method in front
+// ("GET /users/{id}"; a method outside RFC 9110's becomes "OTHER"). A
+// request no pattern serves (no route matched, or a handler other than a
+// ServeMux) has the class of its method alone.
 func WithClass(fn func(*http.Request) string) Option {
 	return func(c *config) {
 		if fn != nil {
@@ -124,17 +128,56 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 			o(&cfg)
 		}
 	}
-	return &handler{ctl: ctl, next: next, cfg: cfg}
+	mux, _ := next.(*http.ServeMux)
+	return &handler{ctl: ctl, next: next, mux: mux, cfg: cfg}
 }
 
 type handler struct {
 	ctl  *moirai.Controller
 	next http.Handler
+	mux  *http.ServeMux // next, when it is one: where the default class comes from
 	cfg  config
 }
 
-func (h *handler) spec(r *http.Request, p moirai.Priority) moirai.Spec {
-	return moirai.Spec{Class: h.cfg.class(r), Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p}
+func (h *handler) spec(r *http.Request, class string, p moirai.Priority) moirai.Spec {
+	return moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p}
+}
+
+// classOf is r's class: WithClass's, or its route's pattern.
+func (h *handler) classOf(r *http.Request) string {
+	var c string
+	if h.cfg.class != nil {
+		c = h.cfg.class(r)
+	} else {
+		pattern := r.Pattern
+		if pattern == "" && h.mux != nil {
+			_, pattern = h.mux.Handler(r)
+		}
+		c = routeClass(r.Method, pattern)
+	}
+	if len(c) > maxClass {
+		c = c[:maxClass]
+	}
+	return c
+}
+
+// routeClass is the class of a request of method served by pattern.
+func routeClass(method, pattern string) string {
+	if strings.IndexByte(pattern, ' ') >= 0 {
+		return pattern // the pattern names its method
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+	case "":
+		method = http.MethodGet
+	default:
+		method = "OTHER"
+	}
+	if pattern == "" {
+		return method
+	}
+	return method + " " + pattern
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -142,8 +185,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
 		return
 	}
+	class := h.classOf(r)
 	if h.cfg.fence != nil {
-		class := h.cfg.class(r)
 		permit, err := h.cfg.fence.Fence().Acquire(r.Context(), h.path(r, class))
 		if err != nil {
 			if errors.Is(err, fence.ErrRejected) {
@@ -158,11 +201,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cfg.reexecute && h.cfg.cancellable {
 		if body, ok := h.bufferBody(r); ok {
-			h.serveRetry(w, r, body, p)
+			h.serveRetry(w, r, body, class, p)
 			return
 		}
 	}
-	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, p))
+	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p))
 	sw := &statusWriter{ResponseWriter: w}
 	err := errPanicked
 	defer func() { t.End(err) }()
@@ -239,7 +282,7 @@ func (e errReader) Read([]byte) (int, error) {
 // answer is thrown away and moirai.Retry decides what happens next.
 var errDiscarded = errors.New("httpmw: cancelled run discarded")
 
-func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, p moirai.Priority) {
+func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, class string, p moirai.Priority) {
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		bw := newBufferedWriter()
@@ -255,7 +298,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 		final = bw
 		return outcome(ctx, bw.status)
 	}
-	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, p), run, h.cfg.retry...)
+	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, class, p), run, h.cfg.retry...)
 	switch {
 	case final != nil:
 		final.commit(w)

@@ -53,14 +53,18 @@ func TestTaskPerRequest(t *testing.T) {
 		ctl := moirai.New(moirai.WithTraceOnly())
 		defer ctl.Close()
 		var seen *moirai.Task
-		h := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serve := func(w http.ResponseWriter, r *http.Request) {
 			seen = moirai.From(r.Context())
 			if r.URL.Path == "/fail" {
 				w.WriteHeader(http.StatusBadGateway)
 				return
 			}
 			io.WriteString(w, "ok")
-		}), httpmw.WithKey(func(r *http.Request) string { return r.Header.Get("X-Tenant") }))
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/orders", serve)
+		mux.HandleFunc("/fail", serve)
+		h := httpmw.Handler(ctl, mux, httpmw.WithKey(func(r *http.Request) string { return r.Header.Get("X-Tenant") }))
 		req := httptest.NewRequest("GET", "/orders", nil)
 		req.Header.Set("X-Tenant", "acme")
 		rec := httptest.NewRecorder()
@@ -130,10 +134,12 @@ func TestCancelledWithoutReexecution(t *testing.T) {
 		defer ctl.Close()
 		var runs atomic.Int32
 		bodies := make(chan string, 4)
-		h := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
 			runs.Add(1)
 			<-r.Context().Done()
-		}))
+		})
+		h := httpmw.Handler(ctl, mux)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", "/report", strings.NewReader("x")))
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || runs.Load() != 1 {

@@ -151,14 +151,23 @@ type length struct {
 	policy string
 }
 
+// MaxClasses bounds the classes whose penalty lengths the policy
+// remembers (classes come from requests): a new class past it starts
+// from the first length, as an unseen class does, and is counted in
+// Stats.ClassesDropped.
+const MaxClasses = 1024
+
 // Stats counts what the policy decided.
 type Stats struct {
-	Penalties  int            // penalties decided
-	ScoreBased int            // adaptations by the score-based policy
-	GapBased   int            // adaptations by the gap-based policy
-	Capped     int            // penalties cut to the cap
-	Steps      map[string]int // per noisy class: adaptations before the length became fixed
-	Length     map[string]time.Duration
+	Penalties  int // penalties decided
+	ScoreBased int // adaptations by the score-based policy
+	GapBased   int // adaptations by the gap-based policy
+	Capped     int // penalties cut to the cap
+	// ClassesDropped counts lengths not remembered for their class
+	// because MaxClasses classes were remembered already.
+	ClassesDropped int
+	Steps          map[string]int // per noisy class: adaptations before the length became fixed
+	Length         map[string]time.Duration
 }
 
 // New returns the penalty policy.
@@ -776,8 +785,12 @@ func (p *Policy) next(nt, vt *snapshot.Task, td time.Duration, tf float64, limit
 		l.fixed++
 	}
 	if nt.Class != "" {
-		c := *l
-		p.classes[nt.Class] = &c
+		if _, ok := p.classes[nt.Class]; ok || len(p.classes) < MaxClasses {
+			c := *l
+			p.classes[nt.Class] = &c
+		} else {
+			p.stats.ClassesDropped++
+		}
 	}
 	p.stats.Penalties++
 	return l.p

@@ -21,6 +21,10 @@ const (
 	CarryFor = time.Second
 	// maxCarried bounds the penalties waiting per class.
 	maxCarried = 16
+	// maxCarriedClasses bounds the classes with penalties waiting (classes
+	// come from requests); a penalty of a further class is not carried,
+	// and counted (Stats().CarryDropped).
+	maxCarriedClasses = 1024
 )
 
 // carried is what the ended tasks of one class left to serve.
@@ -39,6 +43,7 @@ type carrier struct {
 	// expires is the earliest clock value at which a class's penalties
 	// are forgotten: take sweeps the map only once it has passed.
 	expires int64
+	dropped int64 // penalties not carried: maxCarriedClasses classes waited
 }
 
 // leave records a penalty that a task of the class ended without serving.
@@ -56,6 +61,10 @@ func (c *carrier) leave(class string, d time.Duration, now int64) {
 		k = carried{}
 	}
 	if !ok {
+		if len(c.byClass) >= maxCarriedClasses {
+			c.dropped++
+			return
+		}
 		c.waiting.Add(1)
 	}
 	k.d = d

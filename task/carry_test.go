@@ -2,6 +2,7 @@ package task_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -94,4 +95,17 @@ func TestCarriedBounded(t *testing.T) {
 			t.Errorf("carried length %v, want the newest, 40ms", taskx.Penalty(tk))
 		}
 	})
+}
+
+// TestCarriedClassesBounded: penalties carried to later tasks are kept
+// for at most 1,024 classes at once (classes come from requests); the
+// penalties of further classes are counted and dropped.
+func TestCarriedClassesBounded(t *testing.T) {
+	reg := task.NewRegistry(task.Options{})
+	for i := range 1500 {
+		taskx.LeavePenalty(reg, fmt.Sprintf("GET /users/%d", i), time.Millisecond)
+	}
+	if got := reg.Stats().CarryDropped; got != 1500-1024 {
+		t.Errorf("CarryDropped = %d, want %d", got, 1500-1024)
+	}
 }

@@ -2,7 +2,9 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -30,9 +32,10 @@ type Registry struct {
 	report      func(error)
 	hookTimeout time.Duration
 
-	nextID atomic.Uint64
-	shards []shard
-	mask   uint64
+	nextID   atomic.Uint64
+	shards   []shard
+	mask     uint64
+	maxShard int // live tasks a shard holds at most
 
 	cancelled    atomic.Int64
 	endedTwice   atomic.Int64
@@ -43,6 +46,7 @@ type Registry struct {
 	hookBlocked  atomic.Int64
 	hooksRunning atomic.Int64
 	unended      atomic.Int64
+	refused      atomic.Int64
 
 	carry carrier // penalties ended tasks left to their class
 }
@@ -89,7 +93,17 @@ type Options struct {
 	// clock value now. The runtime's readings of a task and End's final
 	// accounting add such holds.
 	LiveHold func(id ResourceID, now int64) (tag uint64, held time.Duration, ok bool)
+	// MaxLive bounds the live tasks (see [Registry.Begin]). Zero means
+	// [DefaultMaxLive]; negative means no bound.
+	MaxLive int
 }
+
+// DefaultMaxLive is the default bound on a registry's live tasks.
+const DefaultMaxLive = 1 << 17
+
+// ErrTooManyTasks is reported (Options.Report) when Begin refuses a task
+// because the registry holds its bound of live tasks.
+var ErrTooManyTasks = errors.New("task: too many live tasks: Begin refused (tasks begun on contexts that never end and never ended?)")
 
 // NewRegistry returns an empty registry of its own, for code that keeps
 // tasks without a controller (a tool, a test). It reads the monotonic clock
@@ -104,6 +118,9 @@ func NewRegistry(o Options) *Registry {
 
 // newRegistry returns an empty registry reading time from clk.
 func newRegistry(clk *clock.Clock, o Options) *Registry {
+	if clk == nil {
+		clk = clock.New()
+	}
 	n := 1
 	for n < shardsPerCPU*runtime.GOMAXPROCS(0) {
 		n <<= 1
@@ -115,6 +132,14 @@ func newRegistry(clk *clock.Clock, o Options) *Registry {
 	}
 	if r.hookTimeout == 0 {
 		r.hookTimeout = time.Second
+	}
+	switch {
+	case o.MaxLive == 0:
+		r.maxShard = (DefaultMaxLive + n - 1) / n
+	case o.MaxLive < 0:
+		r.maxShard = math.MaxInt
+	default:
+		r.maxShard = (o.MaxLive + n - 1) / n
 	}
 	return r
 }
@@ -129,6 +154,15 @@ func (r *Registry) Now() int64 { return r.clock.Now() }
 // when the controller picks the task. The caller must call [Task.End] when
 // the work is over. An invalid spec field is replaced by its default and
 // reported. Begin panics on a nil parent, as context.WithCancel does.
+//
+// The live tasks are bounded by Options.MaxLive (rounded up to a multiple
+// of the shard count; [DefaultMaxLive] by default): a task whose context
+// ends without End is evicted ([Registry.CheckUnended]), but one begun on
+// a context that never ends and never ended would stay for ever. Past the
+// bound Begin refuses: it returns parent itself and a nil *Task (every
+// method of which is a no-op, so the work runs, untracked), counts the
+// refusal in Stats().Refused and reports [ErrTooManyTasks] (the first
+// refusal, then at every power of two).
 func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *Task) {
 	if parent == nil {
 		panic("moirai: Begin with nil parent context")
@@ -145,6 +179,13 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 
 	sh := &r.shards[t.id&r.mask]
 	sh.mu.Lock()
+	if len(sh.live) >= r.maxShard {
+		sh.mu.Unlock()
+		if n := r.refused.Add(1); n&(n-1) == 0 {
+			r.report(fmt.Errorf("%w (%d refused so far)", ErrTooManyTasks, n))
+		}
+		return parent, nil
+	}
 	if now-sh.rotated >= r.clock.Resolution() {
 		sh.rotateLocked(now)
 	} else if len(sh.free) == 0 && len(sh.limbo[0])+len(sh.limbo[1]) > 0 {
@@ -326,6 +367,8 @@ type Stats struct {
 	HookBlocked  int64 // cancel hooks still running after the hook timeout
 	HooksRunning int64 // cancel hooks running now
 	Unended      int64 // tasks whose context ended long ago without End
+	Refused      int64 // Begins refused because MaxLive tasks were live
+	CarryDropped int64 // penalties left by ended tasks not carried: 1,024 classes had some waiting
 }
 
 // Stats returns the registry's counters.
@@ -341,6 +384,8 @@ func (r *Registry) Stats() Stats {
 		HookBlocked:  r.hookBlocked.Load(),
 		HooksRunning: r.hooksRunning.Load(),
 		Unended:      r.unended.Load(),
+		Refused:      r.refused.Load(),
+		CarryDropped: r.carryDropped(),
 	}
 }
 
@@ -397,4 +442,10 @@ type UnendedError struct {
 // Error describes the task that was never ended.
 func (e *UnendedError) Error() string {
 	return fmt.Sprintf("task: task %d (class %q, key %q) was never ended; its context is done, age %v", e.ID, e.Class, e.Key, e.Age)
+}
+
+func (r *Registry) carryDropped() int64 {
+	r.carry.mu.Lock()
+	defer r.carry.mu.Unlock()
+	return r.carry.dropped
 }

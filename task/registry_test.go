@@ -244,3 +244,43 @@ func TestCheckUnendedCancelledTask(t *testing.T) {
 		t.Error("not reported after the grace period")
 	}
 }
+
+// TestLiveTasksBounded: tasks begun on a context that never ends and
+// never ended would stay live for ever; past MaxLive, Begin refuses new
+// tasks (a nil task: the work runs untracked), counts and reports the
+// refusals, and takes tasks again once some end.
+func TestLiveTasksBounded(t *testing.T) {
+	var reported []error
+	reg := task.NewRegistry(task.Options{MaxLive: 1000, Report: func(err error) { reported = append(reported, err) }})
+	var live []*task.Task
+	refused := 0
+	for range 5000 {
+		ctx, tk := reg.Begin(context.Background(), task.Spec{Class: "leak"})
+		if tk == nil {
+			refused++
+			if task.FromContext(ctx) != nil {
+				t.Fatal("a refused Begin's context carries a task")
+			}
+			continue
+		}
+		live = append(live, tk)
+	}
+	st := reg.Stats()
+	if st.Live < 1000 || st.Live > 1000+64 {
+		t.Fatalf("%d live after 5,000 Begins without End, want the bound, 1,000 (up to a shard's rounding)", st.Live)
+	}
+	if st.Refused != int64(refused) || refused != 5000-st.Live {
+		t.Errorf("Refused = %d, %d nil tasks, want %d", st.Refused, refused, 5000-st.Live)
+	}
+	if len(reported) == 0 || !errors.Is(reported[0], task.ErrTooManyTasks) || len(reported) > 16 {
+		t.Errorf("reported %d errors (first %v), want a few wrapping ErrTooManyTasks", len(reported), reported)
+	}
+	for _, tk := range live {
+		tk.End(nil)
+	}
+	if _, tk := reg.Begin(context.Background(), task.Spec{}); tk == nil {
+		t.Error("Begin refused once the live tasks ended")
+	} else {
+		tk.End(nil)
+	}
+}
