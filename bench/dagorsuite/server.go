@@ -52,8 +52,8 @@ type ServerConfig struct {
 	// (zero: their defaults, 5 ms and 100 ms).
 	CoDelTarget   time.Duration `json:"codel_target,omitempty"`
 	CoDelInterval time.Duration `json:"codel_interval,omitempty"`
-	Key         uint64        `json:"key"`      // A: the user hasher's key
-	Deadline    time.Duration `json:"deadline"` // A: each task's deadline
+	Key           uint64        `json:"key"`      // A: the user hasher's key
+	Deadline      time.Duration `json:"deadline"` // A: each task's deadline
 }
 
 func (c *ServerConfig) check() error {
