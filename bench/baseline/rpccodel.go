@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Defaults of [NewRPCCoDel], the ones "Fail at Scale" gives (M = 5 ms,
-// N = 100 ms) and a bound of twice the target.
+// Defaults of [NewRPCCoDel], the ones "Fail at Scale" gives: M = 5 ms,
+// N = 100 ms.
 const (
 	DefaultRPCCoDelTarget   = 5 * time.Millisecond
 	DefaultRPCCoDelInterval = 100 * time.Millisecond
@@ -14,15 +14,15 @@ const (
 
 // rpcCoDelConfig is what RPCCoDelOptions set.
 type rpcCoDelConfig struct {
-	target, interval, bound time.Duration
+	target, interval time.Duration
 }
 
 // An RPCCoDelOption configures [NewRPCCoDel].
 type RPCCoDelOption func(*rpcCoDelConfig)
 
-// WithRPCCoDelTarget sets the queueing delay that, when even the shortest
-// one of an interval exceeds it, marks the server overloaded (5 ms by
-// default). A non-positive d leaves the default.
+// WithRPCCoDelTarget sets how long a request may queue while the server is
+// overloaded ("Fail at Scale"'s M, 5 ms by default). A non-positive d
+// leaves the default.
 func WithRPCCoDelTarget(d time.Duration) RPCCoDelOption {
 	return func(c *rpcCoDelConfig) {
 		if d > 0 {
@@ -31,8 +31,10 @@ func WithRPCCoDelTarget(d time.Duration) RPCCoDelOption {
 	}
 }
 
-// WithRPCCoDelInterval sets the interval over which the shortest queueing
-// delay is taken (100 ms by default). A non-positive d leaves the default.
+// WithRPCCoDelInterval sets how long the queue must have stayed non-empty
+// for the server to be overloaded, and how long a request may queue
+// otherwise ("Fail at Scale"'s N, 100 ms by default). A non-positive d
+// leaves the default.
 func WithRPCCoDelInterval(d time.Duration) RPCCoDelOption {
 	return func(c *rpcCoDelConfig) {
 		if d > 0 {
@@ -41,25 +43,13 @@ func WithRPCCoDelInterval(d time.Duration) RPCCoDelOption {
 	}
 }
 
-// WithRPCCoDelBound sets how long a request may have queued and still be
-// served while the server is overloaded (twice the target by default). A
-// non-positive d leaves the default.
-func WithRPCCoDelBound(d time.Duration) RPCCoDelOption {
-	return func(c *rpcCoDelConfig) {
-		if d > 0 {
-			c.bound = d
-		}
-	}
-}
-
 // RPCCoDel is CoDel as RPC servers run it (Maurer, "Fail at Scale", ACM
-// Queue 13(8), 2015): at the end of every interval the server is marked
-// overloaded if the shortest queueing delay of the requests that left the
-// queue during that interval exceeded the target (the queue never
-// drained), and while it is overloaded every request that queued longer
-// than a short bound is rejected as it leaves the queue. Paired with
-// adaptive LIFO ([LIFOQueue] with [RPCCoDel.Overloaded] as its switch), the
-// requests served under overload are the newest ones. See the package
+// Queue 13(8), 2015): a server whose queue has not been empty for the last
+// interval (N) is overloaded, and while it is a request may queue for the
+// target (M) only; otherwise it may queue for the interval. A request that
+// queued longer is rejected instead of served. Paired with adaptive LIFO
+// ([LIFOQueue] with [RPCCoDel.Overloaded] as its switch), the requests
+// served under overload are the newest ones. See the package
 // documentation for how it differs from [CoDel].
 //
 // An RPCCoDel is safe for concurrent use. Its zero value is not usable:
@@ -67,23 +57,18 @@ func WithRPCCoDelBound(d time.Duration) RPCCoDelOption {
 type RPCCoDel struct {
 	cfg rpcCoDelConfig
 
-	mu         sync.Mutex
-	started    bool          // an interval is open; guarded by mu
-	end        time.Duration // when the open interval ends; guarded by mu
-	minDelay   time.Duration // shortest delay of the open interval; guarded by mu
-	overloaded bool          // guarded by mu
-	drops      int64         // guarded by mu
+	mu        sync.Mutex
+	backlog   int64         // Admit calls minus Started calls; guarded by mu
+	lastEmpty time.Duration // when the backlog was last zero; guarded by mu
+	drops     int64         // guarded by mu
 }
 
-// NewRPCCoDel returns an RPCCoDel with a target of 5 ms, an interval of
-// 100 ms and a bound of twice the target, unless opts change them.
+// NewRPCCoDel returns an RPCCoDel with a target of 5 ms and an interval of
+// 100 ms, unless opts change them.
 func NewRPCCoDel(opts ...RPCCoDelOption) *RPCCoDel {
 	cfg := rpcCoDelConfig{target: DefaultRPCCoDelTarget, interval: DefaultRPCCoDelInterval}
 	for _, o := range opts {
 		o(&cfg)
-	}
-	if cfg.bound <= 0 {
-		cfg.bound = 2 * cfg.target
 	}
 	return &RPCCoDel{cfg: cfg}
 }
@@ -91,42 +76,67 @@ func NewRPCCoDel(opts ...RPCCoDelOption) *RPCCoDel {
 // Name returns "codel".
 func (c *RPCCoDel) Name() string { return "codel" }
 
-// Admit returns true: RPCCoDel acts as requests leave the queue.
-func (c *RPCCoDel) Admit(now time.Duration) bool { return true }
+// Admit counts the request into the queue and returns true: RPCCoDel
+// rejects as requests leave the queue. Every request admitted must be
+// reported to Started, served, rejected or abandoned.
+func (c *RPCCoDel) Admit(now time.Duration) bool {
+	c.mu.Lock()
+	if c.backlog <= 0 {
+		c.lastEmpty = now
+	}
+	c.backlog++
+	c.mu.Unlock()
+	return true
+}
 
-// Started takes the queueing delay of a request leaving the queue at now
-// and returns false if the request must be rejected: the server is
-// overloaded and the request queued longer than the bound. A request that
-// opens an interval is never rejected. Calls are expected with
+// Timeout returns how long a request arriving now may queue: the target if
+// the server is overloaded, the interval otherwise. A queue that drops its
+// requests when their time is up, as "Fail at Scale"'s does, takes it at
+// enqueue.
+func (c *RPCCoDel) Timeout(now time.Duration) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timeoutLocked(now)
+}
+
+func (c *RPCCoDel) timeoutLocked(now time.Duration) time.Duration {
+	if c.overloadedLocked(now) {
+		return c.cfg.target
+	}
+	return c.cfg.interval
+}
+
+func (c *RPCCoDel) overloadedLocked(now time.Duration) bool {
+	return c.backlog > 0 && now-c.lastEmpty >= c.cfg.interval
+}
+
+// Started takes a request leaving the queue at now after queueDelay (or
+// abandoning it) and returns false if it queued longer than Timeout
+// allows now: the caller must then reject it. Calls are expected with
 // non-decreasing now.
 func (c *RPCCoDel) Started(now, queueDelay time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.started || now >= c.end {
-		// Close the interval: overloaded if even its shortest delay was
-		// above the target. An interval that saw no request (the server
-		// idle for longer than an interval) is no evidence of overload.
-		c.overloaded = c.started && now < c.end+c.cfg.interval && c.minDelay > c.cfg.target
-		c.started, c.end, c.minDelay = true, now+c.cfg.interval, queueDelay
-		return true
+	ok := queueDelay <= c.timeoutLocked(now)
+	c.backlog = max(c.backlog-1, 0)
+	if c.backlog == 0 {
+		c.lastEmpty = now
 	}
-	c.minDelay = min(c.minDelay, queueDelay)
-	if c.overloaded && queueDelay > c.cfg.bound {
+	if !ok {
 		c.drops++
-		return false
 	}
-	return true
+	return ok
 }
 
-// Done does nothing: RPCCoDel looks at queueing delays only.
+// Done does nothing: RPCCoDel looks at its queue only.
 func (c *RPCCoDel) Done(now, service time.Duration) {}
 
-// Overloaded reports whether the last closed interval marked the server
-// overloaded: the switch of adaptive LIFO.
-func (c *RPCCoDel) Overloaded() bool {
+// Overloaded reports whether the queue has stayed non-empty for the last
+// interval as of now: the switch of adaptive LIFO.
+func (c *RPCCoDel) Overloaded(now time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.overloaded
+	return c.overloadedLocked(now)
 }
 
 // Drops returns the number of requests Started has rejected.

@@ -144,24 +144,33 @@ func work(cfg ServerConfig) workFunc {
 	}
 }
 
-// serverMCoDel is M under CoDel as RPC servers run it: its worker slots
-// behind an adaptive-LIFO queue, switched to LIFO while baseline.RPCCoDel
-// says overloaded, and the calls RPCCoDel rejects as they leave the queue.
-// It runs without the moirai middleware, as a server using that CoDel
-// would.
+// serverMCoDel is M under CoDel as RPC servers run it ("Fail at
+// Scale"): its worker slots behind an adaptive-LIFO queue, switched to LIFO
+// while baseline.RPCCoDel says overloaded, each call queueing no longer
+// than the timeout RPCCoDel gives it at arrival and rejected if it did. It
+// runs without the moirai middleware, as a server using that CoDel would.
 func serverMCoDel(cfg ServerConfig) (*grpc.Server, *grpc.ServiceDesc) {
 	codel := baseline.NewRPCCoDel(baseline.WithRPCCoDelTarget(cfg.CoDelTarget), baseline.WithRPCCoDelInterval(cfg.CoDelInterval))
-	q := baseline.NewLIFOQueue(cfg.Workers, codel.Overloaded)
 	epoch := time.Now()
+	q := baseline.NewLIFOQueue(cfg.Workers, func() bool { return codel.Overloaded(time.Since(epoch)) })
+	rejected := status.Error(codes.ResourceExhausted, "overloaded: call rejected by CoDel")
 	icpt := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		arrived := time.Since(epoch)
-		if err := q.Enter(ctx); err != nil {
-			return nil, status.FromContextError(err).Err()
+		codel.Admit(arrived)
+		qctx, cancel := context.WithTimeout(ctx, codel.Timeout(arrived))
+		err := q.Enter(qctx)
+		cancel()
+		now := time.Since(epoch)
+		if ok := codel.Started(now, now-arrived); err != nil || !ok {
+			if err == nil {
+				_ = q.Release()
+			}
+			if ctx.Err() != nil {
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			return nil, rejected
 		}
 		defer q.Release()
-		if now := time.Since(epoch); !codel.Started(now, now-arrived) {
-			return nil, status.Error(codes.ResourceExhausted, "overloaded: call rejected by CoDel")
-		}
 		return h(ctx, req)
 	}
 	return grpc.NewServer(grpc.UnaryInterceptor(icpt)), workDesc(work(cfg))
