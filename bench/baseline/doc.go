@@ -3,9 +3,17 @@
 // the lab's controllers (package bench) and suites (dagorsuite) run them
 // beside moirai's own mechanisms. None of them is part of the library.
 //
+//   - [RPCCoDel] and [LIFOQueue]: CoDel as RPC servers run it (Maurer,
+//     "Fail at Scale", ACM Queue 13(8), 2015): a server whose queue has not
+//     emptied for an interval is overloaded and lets a request queue for
+//     the target only, serving its queue newest first meanwhile (adaptive
+//     LIFO). It rejects as requests leave the queue. This is the dagor
+//     suite's codel.
+//
 //   - [CoDel]: Controlled Delay (Nichols and Jacobson, "Controlling Queue
 //     Delay", ACM Queue 10(5), 2012; RFC 8289) applied to requests instead of
-//     packets. It drops at dequeue time.
+//     packets. It drops at dequeue time. This is the dagor suite's
+//     codel-rfc and the inproc suite's codel.
 //
 //   - [Breakwater]: the server side of Breakwater (Cho, Saeed, Fried, Park,
 //     Alizadeh and Belay, "Overload Control for µs-scale RPCs with
@@ -23,11 +31,34 @@
 //     that cancels the requests whose lock and queue waits reached their
 //     latency budget.
 //
-// CoDel, Breakwater and Random implement [admit.Admitter], so the HTTP and
+// RPCCoDel, CoDel, Breakwater and Random implement [admit.Admitter], so the HTTP and
 // gRPC middleware run them where they would run DAGOR; the package admit's
 // documentation says how a server drives one. Their behaviour is a
 // deterministic function of the sequence of calls, which is what the
 // scripted tests in this package check.
+//
+// # CoDel as RPC servers run it
+//
+// "Fail at Scale" describes the CoDel Facebook's RPC servers run: if the
+// queue has not been empty at any time in the last interval N (100 ms), a
+// request may spend only M (5 ms) in the queue; if it has, it may spend N.
+// A request that overstays is dropped instead of served. Adaptive LIFO goes
+// with it: while a queue is forming, the server serves the newest request
+// first, since its client is the likeliest to still be waiting. [RPCCoDel]
+// keeps the backlog from the calls to Admit and Started, and with it the
+// last time the queue was empty; [RPCCoDel.Timeout] is the time a request
+// arriving now may queue, for a queue that drops its requests when their
+// time is up (the paper's queue does; the dagor suite's M waits for a
+// slot no longer than that), and [RPCCoDel.Started] rejects a request that
+// queued longer than the time allowed as it leaves, for a queue that
+// cannot drop. [LIFOQueue] is the worker queue with the LIFO switch.
+//
+// Unlike the RFC's CoDel it needs no drop schedule to converge: under a
+// steady overload it serves every request at most M old and rejects the
+// rest at once, so a server with a deadline far longer than M keeps its
+// goodput at its capacity (checked on generated Poisson traces in
+// TestRPCCoDelTraces); what it cannot do is tell the calls of one task
+// from another's, which is what DAGOR adds.
 //
 // # CoDel
 //

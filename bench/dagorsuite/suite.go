@@ -88,7 +88,7 @@ func tunable(base string) bool { return base == "codel" || base == "codel-rfc" }
 // SweepTargets and SweepIntervals are the grid NAME@sweep expands to for a
 // tunable controller.
 var (
-	SweepTargets   = []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
+	SweepTargets   = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
 	SweepIntervals = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
 )
 
