@@ -73,8 +73,8 @@ func NewRPCCoDel(opts ...RPCCoDelOption) *RPCCoDel {
 	return &RPCCoDel{cfg: cfg}
 }
 
-// Name returns "codel".
-func (c *RPCCoDel) Name() string { return "codel" }
+// Name returns "codel-rpc" ([CoDel]'s is "codel").
+func (c *RPCCoDel) Name() string { return "codel-rpc" }
 
 // Admit counts the request into the queue and returns true: RPCCoDel
 // rejects as requests leave the queue. Every request admitted must be
