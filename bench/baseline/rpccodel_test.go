@@ -95,7 +95,7 @@ func simulate(t *testing.T, seed uint64, load float64, workers int, service, dea
 			if at >= span {
 				break
 			}
-			time.Sleep(epoch.Add(at).Sub(time.Now()))
+			time.Sleep(time.Until(epoch.Add(at)))
 			counted := at >= warm
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(t.Context(), deadline)
