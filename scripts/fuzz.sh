@@ -12,8 +12,9 @@
 # finds a failure stops the script's exit status at 1; the failing input
 # is in the package's testdata/fuzz/<Target>/, as go test leaves it. The
 # inputs the fuzzer found interesting are copied from the Go build cache
-# into testdata/fuzz/<Target>/ too, so `go test ./...` (and CI) runs them
-# all as regression tests. A summary line per target gives its executions.
+# into testdata/fuzz/<Target>/ too, so `go test github.com/moirai-go/moirai/...`
+# (and CI) runs them all as regression tests. A summary line per target
+# gives its executions.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

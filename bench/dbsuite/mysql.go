@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -294,41 +293,25 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	loop := "closed loop"
-	if opt.Rate > 0 {
-		loop = fmt.Sprintf("open loop at %g transactions/s (sysbench --rate)", opt.Rate)
+	params := map[string]string{
+		"load":               fmt.Sprintf("sysbench, %d threads, %s; an UPDATE and a SELECT of one of %d hot rows", opt.Clients, opt.loop("sysbench --rate"), hotRows),
+		"table":              fmt.Sprintf("%d rows; buffer pool %d MiB", opt.Rows, bp>>20),
+		"warm-up":            opt.Warmup.String() + "; the culprit starts after it (sysbench --report-checkpoints resets its statistics there)",
+		"timeout":            fmt.Sprintf("max_statement_time %v, innodb_lock_wait_timeout and lock_wait_timeout %v", opt.StatementTimeout, opt.LockTimeout),
+		"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query", ptkillBusy(opt.BusyTime)),
+		"guard":              fmt.Sprintf("interval %v (while a session waits: %v, and 110 ms after the last poll's end, when MariaDB refreshes its InnoDB views), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
+		"victims' objective": opt.SLO.String(),
 	}
-	res := &bench.Results{Suite: SuiteMySQL, Started: time.Now().UTC(), Duration: opt.Duration.String(),
-		Machine: bench.CurrentMachine(),
-		Params: map[string]string{
-			"load":               fmt.Sprintf("sysbench, %d threads, %s; an UPDATE and a SELECT of one of %d hot rows", opt.Clients, loop, hotRows),
-			"table":              fmt.Sprintf("%d rows; buffer pool %d MiB", opt.Rows, bp>>20),
-			"warm-up":            opt.Warmup.String() + "; the culprit starts after it (sysbench --report-checkpoints resets its statistics there)",
-			"timeout":            fmt.Sprintf("max_statement_time %v, innodb_lock_wait_timeout and lock_wait_timeout %v", opt.StatementTimeout, opt.LockTimeout),
-			"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query", ptkillBusy(opt.BusyTime)),
-			"guard":              fmt.Sprintf("interval %v (while a session waits: %v, and 110 ms after the last poll's end, when MariaDB refreshes its InnoDB views), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
-			"victims' objective": opt.SLO.String(),
-		}}
-	opt.describeRounds(res.Params)
-	// One unmeasured run first: the run right after the table's set-up
-	// is slower by about 5 % (the pages the set-up dirtied are still being
-	// flushed), which would flatter the first case's controllers.
-	opt.Progress(0, 1, "settling")
-	if _, err := runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"}); err != nil {
-		return nil, fmt.Errorf("settling run: %w", err)
-	}
-	res.Params["warm-up"] += "; one unmeasured run after the table's set-up"
 	names := make([]string, len(cases))
 	for i, c := range cases {
 		names[i] = c.Name
 	}
-	err = opt.matrix(res, names, ctls, func(i int, ctl *Controller) (*measure, error) {
+	return opt.execute(SuiteMySQL, params, names, ctls, func(i int, ctl *Controller) (*measure, error) {
 		if ctl == nil {
 			return runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"})
 		}
 		return runMy(ctx, &opt, dir, db, &cases[i], *ctl)
 	}, nil)
-	return res, err
 }
 
 func setupMy(ctx context.Context, db *sql.DB, rows int) error {
@@ -408,33 +391,27 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
-	var culpritErr, startErr error
-	ctlStop := func() (int, int, error) { return 0, 0, nil }
+	var culprit func(context.Context) error
 	if c != nil && !opt.NoCulprit {
-		wg.Go(func() {
-			select {
-			case <-time.After(time.Duration(warm) * time.Second):
-			case <-runCtx.Done():
-				return
-			}
-			culpritErr = c.run(runCtx, r)
-		})
+		culprit = func(ctx context.Context) error { return c.run(ctx, r) }
 	}
-	switch ctl.Name {
-	case "guard":
-		ctlStop, startErr = startMyGuard(runCtx, opt, c.Name, r)
-	case "ptkill":
-		ctlStop = startPtKill(runCtx, opt, cfg, r)
-	}
+	b := startBeside(runCtx, time.Duration(warm)*time.Second, culprit, func() (func() (int, int, error), error) {
+		switch ctl.Name {
+		case "guard":
+			return startMyGuard(runCtx, opt, c.Name, r)
+		case "ptkill":
+			return startPtKill(runCtx, opt, cfg, r), nil
+		}
+		return nil, nil
+	})
 	select {
 	case <-time.After(time.Until(start.Add(time.Duration(secs) * time.Second))):
 	case <-ctx.Done():
 	}
 	stop()
 	killSessions(db, r.culprits.sessions())
-	wg.Wait()
-	culprits, victims, cerr := ctlStop()
+	b.wg.Wait()
+	b.stopController()
 	var werr error
 	select {
 	case werr = <-waitc:
@@ -451,17 +428,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 		return nil, err
 	}
 	m := sb.measure(time.Duration(secs-warm) * time.Second)
-	m.culpritCancels = r.culprits.count()
-	switch ctl.Name {
-	case "timeout":
-		m.victimCancels = sb.Ignored
-	case "guard", "ptkill":
-		m.culpritCancels, m.victimCancels = culprits, victims
-	}
-	m.cancels = m.culpritCancels + m.victimCancels
-	if err := errors.Join(culpritErr, startErr, cerr); err != nil {
-		m.err = err.Error()
-	}
+	b.account(m, ctl.Name, r.culprits.count(), sb.Ignored)
 	return m, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -279,41 +278,25 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 		return nil, err
 	}
 
-	loop := "closed loop"
-	if opt.Rate > 0 {
-		loop = fmt.Sprintf("open loop at %g transactions/s (pgbench -R)", opt.Rate)
+	params := map[string]string{
+		"load":               fmt.Sprintf("pgbench, %d clients, %s; an UPDATE and a SELECT of one of %d hot rows", opt.Clients, opt.loop("pgbench -R"), hotRows),
+		"table":              fmt.Sprintf("%d rows", opt.Rows),
+		"warm-up":            opt.Warmup.String() + "; the culprit starts after it",
+		"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
+		"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
+		"victims' objective": opt.SLO.String(),
+		"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 	}
-	res := &bench.Results{Suite: SuitePostgres, Started: time.Now().UTC(), Duration: opt.Duration.String(),
-		Machine: bench.CurrentMachine(),
-		Params: map[string]string{
-			"load":               fmt.Sprintf("pgbench, %d clients, %s; an UPDATE and a SELECT of one of %d hot rows", opt.Clients, loop, hotRows),
-			"table":              fmt.Sprintf("%d rows", opt.Rows),
-			"warm-up":            opt.Warmup.String() + "; the culprit starts after it",
-			"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
-			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
-			"victims' objective": opt.SLO.String(),
-			"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
-		}}
-	opt.describeRounds(res.Params)
-	// One unmeasured run first, as on MariaDB (where the first run after
-	// the set-up measured about 5 % slower): the server may still be
-	// writing the new table out.
-	opt.Progress(0, 1, "settling")
-	if _, err := runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"}); err != nil {
-		return nil, fmt.Errorf("settling run: %w", err)
-	}
-	res.Params["warm-up"] += "; one unmeasured run after the table's set-up"
 	names := make([]string, len(cases))
 	for i, c := range cases {
 		names[i] = c.Name
 	}
-	err = opt.matrix(res, names, ctls, func(i int, ctl *Controller) (*measure, error) {
+	return opt.execute(SuitePostgres, params, names, ctls, func(i int, ctl *Controller) (*measure, error) {
 		if ctl == nil {
 			return runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"})
 		}
 		return runPG(ctx, &opt, dir, script, &cases[i], *ctl)
 	}, func() error { return vacuumPG(ctx, opt.DSN) })
-	return res, err
 }
 
 // matrix runs, for every case, its normal run (no culprit, no control:
@@ -570,25 +553,19 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	runCtx, stop := context.WithDeadline(ctx, start.Add(opt.Duration+2*time.Second))
 	defer stop()
 
-	var wg sync.WaitGroup
-	var culpritErr, startErr error
-	ctlStop := func() (int, int, error) { return 0, 0, nil }
+	var culprit func(context.Context) error
 	if c != nil && !opt.NoCulprit {
-		wg.Go(func() {
-			select {
-			case <-time.After(opt.Warmup):
-			case <-runCtx.Done():
-				return
-			}
-			culpritErr = c.run(runCtx, r)
-		})
+		culprit = func(ctx context.Context) error { return c.run(ctx, r) }
 	}
-	switch ctl.Name {
-	case "guard":
-		ctlStop, startErr = startGuard(runCtx, opt, c.Name, r)
-	case "ptkill":
-		ctlStop = startPtkill(runCtx, opt, r)
-	}
+	b := startBeside(runCtx, opt.Warmup, culprit, func() (func() (int, int, error), error) {
+		switch ctl.Name {
+		case "guard":
+			return startGuard(runCtx, opt, c.Name, r)
+		case "ptkill":
+			return startPtkill(runCtx, opt, r), nil
+		}
+		return nil, nil
+	})
 	werr := cmd.Wait()
 	// pgbench ends early when every client aborted (timeout): the culprit
 	// and the controller still get the whole run.
@@ -597,8 +574,8 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	case <-ctx.Done():
 	}
 	stop()
-	culprits, victims, cerr := ctlStop()
-	wg.Wait()
+	b.stopController()
+	b.wg.Wait()
 	if werr != nil {
 		var ee *exec.ExitError
 		// pgbench exits 2 when clients aborted (their errors are counted).
@@ -613,17 +590,7 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	m.window = opt.Duration - opt.Warmup
 	aborted := strings.Count(stderr.String(), "aborted in command")
 	m.failed += aborted
-	m.culpritCancels = r.culprits.count()
-	switch ctl.Name {
-	case "timeout":
-		m.victimCancels = aborted
-	case "guard", "ptkill":
-		m.culpritCancels, m.victimCancels = culprits, victims
-	}
-	m.cancels = m.culpritCancels + m.victimCancels
-	if err := errors.Join(culpritErr, startErr, cerr); err != nil {
-		m.err = err.Error()
-	}
+	b.account(m, ctl.Name, r.culprits.count(), aborted)
 	return m, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,7 +72,12 @@ run without the culprit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand(), newBenchServeDagorCommand(), newBenchServePathfenceCommand(), newBenchSoakCommand(g))
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand(),
+		newServeCommand(serveDagorCommand, "dagor", dagorsuite.Serve),
+		newServeCommand(servePathfenceCommand, "pathfence", func(ctx context.Context, c pathfencesuite.ServerConfig, ready func(string)) error {
+			return pathfencesuite.Serve(ctx, c, ready)
+		}),
+		newBenchSoakCommand(g))
 	return cmd
 }
 
@@ -209,13 +215,9 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	case pathfencesuite.Suite:
 		return runPathfenceBench(cmd, g, f)
 	}
-	cases, err := bench.SelectCases(f.suite, f.cases)
+	cases, ctls, err := selectRun(f, func(list string) ([]bench.Case, error) { return bench.SelectCases(f.suite, list) }, bench.SelectControllers)
 	if err != nil {
-		return usageError{err}
-	}
-	ctls, err := bench.SelectControllers(f.controllers)
-	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if f.duration < bench.MinDuration {
 		return usageErrorf("--duration %v is too short to measure anything; the minimum is %v", f.duration, bench.MinDuration)
@@ -229,11 +231,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if cmd.Flags().Changed("noisy-clients") && (f.culprit != "stream" || f.noisy < 1 || f.noisy > 256) {
 		return usageErrorf("--noisy-clients %d: want 1 to 256, with --culprit stream", f.noisy)
 	}
-	if f.out != "" {
-		// Fail before the run, not after it.
-		if err := checkWritable(f.out); err != nil {
-			return err
-		}
+	if err := f.checkOut(); err != nil {
+		return err
 	}
 	errOut := cmd.ErrOrStderr()
 	res, err := bench.Execute(cmd.Context(), bench.Options{
@@ -242,29 +241,20 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if err != nil && res == nil {
 		return err
 	}
+	// With -o json, one object per row with the row's fields only; the
+	// sanity check goes to the error stream, and to results.json.
 	out := cmd.OutOrStdout()
-	if g.Output == outputJSON {
-		// One object per row with the row's fields only; the sanity check
-		// goes to the error stream, and to results.json.
-		enc := json.NewEncoder(out)
-		for _, r := range res.Rows {
-			r.Degraded = nil
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		warnNotDegraded(errOut, res.Rows)
-	} else {
-		if err := report.Table(out, res.Rows); err != nil {
-			return err
-		}
-		warnNotDegraded(out, res.Rows)
+	if err := printRows(out, g, res.Rows, func(r bench.Row) bench.Row { r.Degraded = nil; return r }); err != nil {
+		return err
 	}
+	if g.Output == outputJSON {
+		out = errOut
+	}
+	warnNotDegraded(out, res.Rows)
 	if f.out != "" {
-		if err := writeResults(f.out, res); err != nil {
+		if err := saveRun(errOut, f.out, res, true); err != nil {
 			return err
 		}
-		fmt.Fprintf(errOut, "wrote %s and %s\n", filepath.Join(f.out, "results.json"), filepath.Join(f.out, "report.html"))
 	}
 	return err
 }

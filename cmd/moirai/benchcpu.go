@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/cpusuite"
-	"github.com/moirai-go/moirai/bench/report"
 )
 
 // workerCPUCommand is the hidden subcommand the cpu suite runs in each of
@@ -21,26 +17,14 @@ import (
 const workerCPUCommand = "worker-cpu"
 
 func newBenchWorkerCPUCommand() *cobra.Command {
-	var config string
-	cmd := &cobra.Command{
-		Use:    workerCPUCommand,
-		Short:  "Run one process of a cpu-suite run (used by bench run --suite cpu)",
-		Hidden: true,
-		Args:   noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var c cpusuite.WorkerConfig
-			if err := json.Unmarshal([]byte(config), &c); err != nil {
-				return usageErrorf("--config: %v", err)
-			}
+	return newProcessCommand(workerCPUCommand, "Run one process of a cpu-suite run (used by bench run --suite cpu)",
+		func(cmd *cobra.Command, c cpusuite.WorkerConfig) error {
 			r, err := cpusuite.Worker(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
-		},
-	}
-	cmd.Flags().StringVar(&config, "config", "", "the process's configuration, as JSON")
-	return cmd
+		})
 }
 
 // cpuRow is a row of the cpu suite as `bench run --suite cpu -o json`
@@ -62,13 +46,9 @@ type cpuRow struct {
 // runCPUBench runs the cpu suite: each run's processes are this binary,
 // re-executed with the hidden worker-cpu subcommand.
 func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
-	cases, err := cpusuite.SelectCases(f.cases)
+	cases, ctls, err := selectRun(f, cpusuite.SelectCases, cpusuite.SelectControllers)
 	if err != nil {
-		return usageError{err}
-	}
-	ctls, err := cpusuite.SelectControllers(f.controllers)
-	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if f.duration < bench.MinDuration || f.warmup < 0 || f.warmup >= f.duration/2 {
 		return usageErrorf("--duration %v with --warmup %v: want a duration of at least %v and a warm-up under half of it", f.duration, f.warmup, bench.MinDuration)
@@ -79,14 +59,9 @@ func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.fib < 1 || f.fib > 45 || !(f.load > 0) || f.load > 4 {
 		return usageErrorf("--fib %d --load %v: want a fib of 1 to 45 and a load in (0, 4]", f.fib, f.load)
 	}
-	if f.out != "" {
-		if err := checkWritable(f.out); err != nil {
-			return err
-		}
-	}
-	exe, err := os.Executable()
+	exe, err := f.startProcesses()
 	if err != nil {
-		return fmt.Errorf("finding this program to run the processes: %w", err)
+		return err
 	}
 	errOut := cmd.ErrOrStderr()
 	res, err := cpusuite.Execute(cmd.Context(), cpusuite.Options{
@@ -103,24 +78,8 @@ func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if err != nil && res == nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if g.Output == outputJSON {
-		enc := json.NewEncoder(out)
-		for _, r := range res.Rows {
-			if err := enc.Encode(cpuRow{r.Suite, r.Case, r.Controller, r.P99Ms, r.MaxMs, r.QueueP99Ms,
-				r.Throughput, r.Offered, r.ActiveMean, r.Background, r.Error}); err != nil {
-				return err
-			}
-		}
-	} else if err := report.Table(out, res.Rows); err != nil {
-		return err
-	}
-	if f.out != "" {
-		path := filepath.Join(f.out, "results.json")
-		if err := report.Save(path, res); err != nil {
-			return err
-		}
-		fmt.Fprintf(errOut, "wrote %s\n", path)
-	}
-	return err
+	return finishRun(cmd, g, f, res, err, func(r bench.Row) cpuRow {
+		return cpuRow{r.Suite, r.Case, r.Controller, r.P99Ms, r.MaxMs, r.QueueP99Ms,
+			r.Throughput, r.Offered, r.ActiveMean, r.Background, r.Error}
+	}, false)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/dbsuite"
-	"github.com/moirai-go/moirai/bench/report"
 )
 
 // runDBBench runs a database suite: pgbench (suite postgres) or sysbench
@@ -30,10 +28,8 @@ func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.clients < 1 || f.clients > 500 || f.rate < 0 || f.rows < 1000 || f.rows > 100_000_000 {
 		return usageErrorf("--clients %d --rate %v --rows %d: want 1 to 500 clients, a rate ≥ 0 and 1,000 to 100,000,000 rows", f.clients, f.rate, f.rows)
 	}
-	if f.out != "" {
-		if err := checkWritable(f.out); err != nil {
-			return err
-		}
+	if err := f.checkOut(); err != nil {
+		return err
 	}
 	if f.guardInterval < 0 || f.guardSLO <= 0 {
 		return usageErrorf("--guard-interval %v --guard-slo %v: want a positive objective and an interval ≥ 0 (0: the suite's default)", f.guardInterval, f.guardSLO)
@@ -73,23 +69,5 @@ func runDBBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if err != nil && res == nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if g.Output == outputJSON {
-		enc := json.NewEncoder(out)
-		for _, r := range res.Rows {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-	} else if terr := report.Table(out, res.Rows); terr != nil {
-		return terr
-	}
-	if f.out != "" {
-		path := filepath.Join(f.out, "results.json")
-		if serr := report.Save(path, res); serr != nil {
-			return serr
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s and %s\n", path, filepath.Join(f.out, "guard-audit.jsonl"))
-	}
-	return err
+	return finishRun(cmd, g, f, res, err, func(r bench.Row) bench.Row { return r }, false, "guard-audit.jsonl")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,19 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/moirai-go/moirai/bench"
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
-	"github.com/moirai-go/moirai/bench/report"
 )
 
 // servePathfenceCommand is the hidden subcommand that runs one server
 // process of the pathfence suite.
 const servePathfenceCommand = "serve-pathfence"
-
-func newBenchServePathfenceCommand() *cobra.Command {
-	return newServeCommand(servePathfenceCommand, "pathfence", func(ctx context.Context, c pathfencesuite.ServerConfig, ready func(string)) error {
-		return pathfencesuite.Serve(ctx, c, ready)
-	})
-}
 
 // pathfenceRow is a row of the pathfence suite as `bench run --suite
 // pathfence -o json` prints it: the suite's own fields, zeros included.
@@ -51,13 +44,9 @@ type pathfenceRow struct {
 // (bench/peers), built on first use, since the library never imports the
 // peers.
 func runPathfenceBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
-	cases, err := pathfencesuite.SelectCases(f.cases)
+	cases, ctls, err := selectRun(f, pathfencesuite.SelectCases, pathfencesuite.SelectControllers)
 	if err != nil {
-		return usageError{err}
-	}
-	ctls, err := pathfencesuite.SelectControllers(f.controllers)
-	if err != nil {
-		return usageError{err}
+		return err
 	}
 	duration, warmup := pathfencesuite.DefaultDuration, pathfencesuite.DefaultWarmup
 	if cmd.Flags().Changed("duration") {
@@ -69,14 +58,9 @@ func runPathfenceBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error 
 	if duration < 1e9 || warmup < 0 {
 		return usageErrorf("--duration %v with --warmup %v: want a duration of at least 1s", duration, warmup)
 	}
-	if f.out != "" {
-		if err := checkWritable(f.out); err != nil {
-			return err
-		}
-	}
-	exe, err := os.Executable()
+	exe, err := f.startProcesses()
 	if err != nil {
-		return fmt.Errorf("finding this program to run the servers: %w", err)
+		return err
 	}
 	errOut := cmd.ErrOrStderr()
 	peers := &peersBinary{}
@@ -84,42 +68,23 @@ func runPathfenceBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error 
 	res, err := pathfencesuite.Execute(cmd.Context(), pathfencesuite.Options{
 		Cases: cases, Controllers: ctls, Warmup: warmup, Duration: duration, Seed: f.seed,
 		Start: func(ctx context.Context, c pathfencesuite.ServerConfig) (string, func() error, error) {
-			b, err := json.Marshal(c)
-			if err != nil {
-				return "", nil, err
-			}
 			if c.Role == pathfencesuite.RoleU && c.Controller == "static" {
 				bin, err := peers.path(ctx, errOut)
 				if err != nil {
 					return "", nil, err
 				}
-				return startProcess(ctx, "U (static)", bin, "--config", string(b))
+				return startConfigured(ctx, "U (static)", c, bin)
 			}
-			return startProcess(ctx, c.Role, exe, "bench", servePathfenceCommand, "--config", string(b))
+			return startConfigured(ctx, c.Role, c, exe, "bench", servePathfenceCommand)
 		},
 		Progress: progressBar(errOut),
 	})
 	if err != nil && res == nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if g.Output == outputJSON {
-		enc := json.NewEncoder(out)
-		for _, r := range res.Rows {
-			if err := enc.Encode(pathfenceRow{r.Suite, r.Case, r.Controller, r.Path, r.MeanMs, r.P99Ms, r.Dropped, r.Sent, r.Throughput, r.Permits, r.Error}); err != nil {
-				return err
-			}
-		}
-	} else if terr := report.Table(out, res.Rows); terr != nil {
-		return terr
-	}
-	if f.out != "" {
-		if werr := writeResults(f.out, res); werr != nil {
-			return werr
-		}
-		fmt.Fprintf(errOut, "wrote %s and %s\n", filepath.Join(f.out, "results.json"), filepath.Join(f.out, "report.html"))
-	}
-	return err
+	return finishRun(cmd, g, f, res, err, func(r bench.Row) pathfenceRow {
+		return pathfenceRow{r.Suite, r.Case, r.Controller, r.Path, r.MeanMs, r.P99Ms, r.Dropped, r.Sent, r.Throughput, r.Permits, r.Error}
+	}, true)
 }
 
 // peersBinary builds, once, the benchmark module's upstream for the
