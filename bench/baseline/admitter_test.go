@@ -21,6 +21,7 @@ var admitters = []struct {
 	new  func() admit.Admitter
 }{
 	{"codel", func() admit.Admitter { return baseline.NewCoDel() }},
+	{"codel-rpc", func() admit.Admitter { return baseline.NewRPCCoDel() }},
 	{"breakwater", func() admit.Admitter { return baseline.NewBreakwater() }},
 	{"dagor", func() admit.Admitter { return admit.NewDAGOR() }},
 	{"random", func() admit.Admitter { return baseline.NewRandom(0, 0, 0) }},

@@ -48,8 +48,12 @@ type ServerConfig struct {
 	WindowCount int           `json:"window_count"`
 	Threshold   time.Duration `json:"threshold"`
 	SREWindow   time.Duration `json:"sre_window,omitempty"`
-	Key         uint64        `json:"key"`      // A: the user hasher's key
-	Deadline    time.Duration `json:"deadline"` // A: each task's deadline
+	// CoDelTarget and CoDelInterval are codel's and codel-rfc's setting
+	// (zero: their defaults, 5 ms and 100 ms).
+	CoDelTarget   time.Duration `json:"codel_target,omitempty"`
+	CoDelInterval time.Duration `json:"codel_interval,omitempty"`
+	Key           uint64        `json:"key"`      // A: the user hasher's key
+	Deadline      time.Duration `json:"deadline"` // A: each task's deadline
 }
 
 func (c *ServerConfig) check() error {
@@ -58,6 +62,9 @@ func (c *ServerConfig) check() error {
 	}
 	if _, ok := controllerByName(c.Controller); !ok {
 		return fmt.Errorf("dagor suite: unknown controller %q", c.Controller)
+	}
+	if c.CoDelTarget < 0 || c.CoDelInterval < 0 {
+		return fmt.Errorf("dagor suite: CoDel target %v and interval %v: want durations ≥ 0", c.CoDelTarget, c.CoDelInterval)
 	}
 	if c.Role == RoleM && (c.Workers < 1 || c.Service <= 0) {
 		return fmt.Errorf("dagor suite: M needs workers ≥ 1 and a service time > 0, have %d and %v", c.Workers, c.Service)
@@ -102,6 +109,9 @@ func Serve(ctx context.Context, cfg ServerConfig, ready func(addr string)) error
 // serverM is the service of fixed capacity: Workers slots, each call
 // holding one for Service, behind the controller's admission.
 func serverM(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.ServiceDesc) {
+	if cfg.Controller == "codel" {
+		return serverMCoDel(cfg)
+	}
 	backlog := int64(0)
 	if cfg.Controller == "sre" {
 		backlog = int64(max(cfg.Backlog, 1))
@@ -111,13 +121,18 @@ func serverM(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 	switch cfg.Controller {
 	case "random":
 		opts = append(opts, grpcmw.WithAdmitter(baseline.NewRandom(cfg.Window, cfg.WindowCount, cfg.Threshold)))
-	case "codel":
-		opts = append(opts, grpcmw.WithAdmitter(baseline.NewCoDel(baseline.WithCoDelTarget(cfg.Threshold))))
+	case "codel-rfc":
+		opts = append(opts, grpcmw.WithAdmitter(baseline.NewCoDel(baseline.WithCoDelTarget(cfg.CoDelTarget), baseline.WithCoDelInterval(cfg.CoDelInterval))))
 	case "dagor", "dagor-local":
 		opts = append(opts, grpcmw.WithAdmission(admit.NewDAGOR(admit.WithWindow(cfg.Window, cfg.WindowCount), admit.WithThreshold(cfg.Threshold))))
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, opts...)))
-	return srv, workDesc(func(ctx context.Context, _ string) error {
+	return srv, workDesc(work(cfg))
+}
+
+// work is M's handler: it holds its worker slot for the service time.
+func work(cfg ServerConfig) workFunc {
+	return func(ctx context.Context, _ string) error {
 		t := time.NewTimer(cfg.Service)
 		defer t.Stop()
 		select {
@@ -126,7 +141,39 @@ func serverM(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		}
-	})
+	}
+}
+
+// serverMCoDel is M under CoDel as RPC servers run it ("Fail at
+// Scale"): its worker slots behind an adaptive-LIFO queue, switched to LIFO
+// while baseline.RPCCoDel says overloaded, each call queueing no longer
+// than the timeout RPCCoDel gives it at arrival and rejected if it did. It
+// runs without the moirai middleware, as a server using that CoDel would.
+func serverMCoDel(cfg ServerConfig) (*grpc.Server, *grpc.ServiceDesc) {
+	codel := baseline.NewRPCCoDel(baseline.WithRPCCoDelTarget(cfg.CoDelTarget), baseline.WithRPCCoDelInterval(cfg.CoDelInterval))
+	epoch := time.Now()
+	q := baseline.NewLIFOQueue(cfg.Workers, func() bool { return codel.Overloaded(time.Since(epoch)) })
+	rejected := status.Error(codes.ResourceExhausted, "overloaded: call rejected by CoDel")
+	icpt := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		arrived := time.Since(epoch)
+		codel.Admit(arrived)
+		qctx, cancel := context.WithTimeout(ctx, codel.Timeout(arrived))
+		err := q.Enter(qctx)
+		cancel()
+		now := time.Since(epoch)
+		if ok := codel.Started(now, now-arrived); err != nil || !ok {
+			if err == nil {
+				_ = q.Release()
+			}
+			if ctx.Err() != nil {
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			return nil, rejected
+		}
+		defer q.Release()
+		return h(ctx, req)
+	}
+	return grpc.NewServer(grpc.UnaryInterceptor(icpt)), workDesc(work(cfg))
 }
 
 // serverA is the entry service: it assigns each task its priority (one

@@ -57,21 +57,42 @@ func (c Case) meanCalls() float64 {
 	return float64(c.Calls)
 }
 
-// Controller is an overload control configuration of A and M.
+// Controller is an overload control configuration of A and M. Target and
+// Interval are the setting of a tunable controller (codel, codel-rfc):
+// zero takes the controller's default.
 type Controller struct {
-	Name, Describe string
+	Name, Describe   string
+	Target, Interval time.Duration
+}
+
+// Base is the controller's name without its setting: "codel" for
+// "codel@10ms/100ms".
+func (c Controller) Base() string {
+	b, _, _ := strings.Cut(c.Name, "@")
+	return b
 }
 
 var controllers = []Controller{
-	{"none", "no admission control: M queues every call"},
-	{"random", "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random)"},
-	{"codel", "M drops calls whose queueing time stays above the target (baseline.CoDel, target = the DAGOR threshold)"},
-	{"sre", "A throttles its calls client-side (baseline.SRE, K = 2) against M's rejections from a bounded line"},
-	{"dagor", "M admits by compound priority (admit.DAGOR); A sends priorities and sheds locally by M's level"},
-	{"dagor-local", "dagor without upstream cooperation: A sends priorities but never sheds locally"},
+	{Name: "none", Describe: "no admission control: M queues every call"},
+	{Name: "random", Describe: "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random)"},
+	{Name: "codel", Describe: "CoDel as RPC servers run it (baseline.RPCCoDel, \"Fail at Scale\"): once the shortest queueing time of an interval exceeds the target, M rejects the calls that queued longer than twice the target, serving its queue LIFO meanwhile (baseline.LIFOQueue); target 5 ms, interval 100 ms"},
+	{Name: "codel-rfc", Describe: "CoDel as RFC 8289 specifies it for packets (baseline.CoDel): drops at interval/√count once the queueing time stays above the target for an interval; target 5 ms, interval 100 ms"},
+	{Name: "sre", Describe: "A throttles its calls client-side (baseline.SRE, K = 2) against M's rejections from a bounded line"},
+	{Name: "dagor", Describe: "M admits by compound priority (admit.DAGOR); A sends priorities and sheds locally by M's level"},
+	{Name: "dagor-local", Describe: "dagor without upstream cooperation: A sends priorities but never sheds locally"},
 }
 
-// Controllers returns the suite's controllers.
+// tunable says whether a controller takes a setting, NAME@TARGET/INTERVAL.
+func tunable(base string) bool { return base == "codel" || base == "codel-rfc" }
+
+// SweepTargets and SweepIntervals are the grid NAME@sweep expands to for a
+// tunable controller.
+var (
+	SweepTargets   = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
+	SweepIntervals = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+)
+
+// Controllers returns the suite's controllers, at their default settings.
 func Controllers() []Controller { return slices.Clone(controllers) }
 
 func controllerByName(n string) (Controller, bool) {
@@ -82,15 +103,81 @@ func controllerByName(n string) (Controller, bool) {
 	return controllers[i], true
 }
 
+// Tuned returns the tunable controller base at the setting target and
+// interval, named base@target/interval.
+func Tuned(base string, target, interval time.Duration) (Controller, error) {
+	c, ok := controllerByName(base)
+	if !ok || !tunable(base) {
+		return Controller{}, fmt.Errorf("%w: controller %q of suite dagor takes no setting (tunable: codel, codel-rfc)", bench.ErrUnknown, base)
+	}
+	if target <= 0 || interval <= 0 || target > 10*time.Second || interval > 10*time.Second {
+		return Controller{}, fmt.Errorf("controller %s: target %v and interval %v: want durations in (0, 10s]", base, target, interval)
+	}
+	c.Name = fmt.Sprintf("%s@%v/%v", base, target, interval)
+	c.Describe += fmt.Sprintf("; here target %v, interval %v", target, interval)
+	c.Target, c.Interval = target, interval
+	return c, nil
+}
+
+// parseController resolves one controller name: NAME, NAME@TARGET/INTERVAL
+// or NAME@sweep for a tunable controller.
+func parseController(n string) ([]Controller, error) {
+	base, setting, tuned := strings.Cut(n, "@")
+	if !tuned {
+		return bench.SelectByName(n, "controller of suite dagor", Controllers(), func(c Controller) string { return c.Name })
+	}
+	if setting == "sweep" {
+		var out []Controller
+		for _, t := range SweepTargets {
+			for _, i := range SweepIntervals {
+				c, err := Tuned(base, t, i)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, c)
+			}
+		}
+		return out, nil
+	}
+	ts, is, ok := strings.Cut(setting, "/")
+	t, err1 := time.ParseDuration(ts)
+	i, err2 := time.ParseDuration(is)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("controller %q: want NAME@TARGET/INTERVAL (e.g. codel@10ms/100ms) or NAME@sweep", n)
+	}
+	c, err := Tuned(base, t, i)
+	if err != nil {
+		return nil, err
+	}
+	return []Controller{c}, nil
+}
+
 // SelectCases resolves a comma-separated list of case names, or "all".
 func SelectCases(list string) ([]Case, error) {
 	return bench.SelectByName(list, "case of suite dagor", Cases(), func(c Case) string { return c.Name })
 }
 
 // SelectControllers resolves a comma-separated list of controller names,
-// or "all".
+// or "all". A tunable controller takes a setting, codel@10ms/100ms (target
+// and interval), or codel@sweep for the grid of SweepTargets ×
+// SweepIntervals.
 func SelectControllers(list string) ([]Controller, error) {
-	return bench.SelectByName(list, "controller of suite dagor", Controllers(), func(c Controller) string { return c.Name })
+	if list == "" || list == "all" {
+		return Controllers(), nil
+	}
+	var out []Controller
+	for _, n := range strings.Split(list, ",") {
+		cs, err := parseController(strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if !slices.ContainsFunc(out, func(o Controller) bool { return o.Name == c.Name }) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
 }
 
 // ParseFeeds parses a comma-separated list of feed ratios (f / f_sat).
@@ -222,7 +309,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 			"optimum":      fmt.Sprintf("min(1, what M completes at its measured saturated rate S over the measured part / the calls the tasks that arrived in it ask for); S = %.0f calls/s (%.3f C), measured before the runs with one-call tasks arriving at 1.25 C and M's line bounded at four times its workers", sat, sat/c),
 			"deadline":     o.Deadline.String() + " per task, from its arrival at A",
 			"users":        fmt.Sprintf("%d, uniformly; business priority one for all tasks", o.Users),
-			"admission":    fmt.Sprintf("window %v or %d requests, queueing-time threshold %v (also CoDel's target)", o.Window, o.WindowCount, o.Threshold),
+			"admission":    fmt.Sprintf("DAGOR and random: window %v or %d requests, queueing-time threshold %v; codel and codel-rfc: target 5 ms, interval 100 ms unless the name says NAME@TARGET/INTERVAL", o.Window, o.WindowCount, o.Threshold),
 			"warm-up":      o.Warmup.String() + " of each run, not measured",
 			"measured":     fmt.Sprintf("%v after the warm-up, %v for the mixed workload (its spread rests on a quarter of the tasks each)", o.Duration, 3*o.Duration),
 			"wasted work":  "M's completed calls that belonged to failed tasks, over all its completed calls",
@@ -260,8 +347,8 @@ type outcome struct {
 
 // startPair starts M and A under one controller and connects to A; stop
 // undoes all of it.
-func startPair(ctx context.Context, o Options, ctl string) (cc *grpc.ClientConn, stop func(), err error) {
-	base := ServerConfig{Controller: ctl, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
+func startPair(ctx context.Context, o Options, ctl Controller) (cc *grpc.ClientConn, stop func(), err error) {
+	base := ServerConfig{Controller: ctl.Base(), CoDelTarget: ctl.Target, CoDelInterval: ctl.Interval, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
 		Window: o.Window, WindowCount: o.WindowCount, Threshold: o.Threshold, SREWindow: 2 * time.Second,
 		Key: o.Seed ^ 0x9e3779b97f4a7c15, Deadline: o.Deadline}
 	var stops []func() error
@@ -328,7 +415,7 @@ func ready(ctx context.Context, cc *grpc.ClientConn, deadline time.Duration) err
 func saturatedRate(ctx context.Context, o Options) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cc, stop, err := startPair(ctx, o, "sre")
+	cc, stop, err := startPair(ctx, o, Controller{Name: "sre"})
 	if err != nil {
 		return 0, err
 	}
@@ -366,7 +453,7 @@ func saturatedRate(ctx context.Context, o Options) (float64, error) {
 func runOne(ctx context.Context, o Options, cs Case, ctl Controller, feed, sat float64) (bench.Row, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cc, stop, err := startPair(ctx, o, ctl.Name)
+	cc, stop, err := startPair(ctx, o, ctl)
 	if err != nil {
 		return bench.Row{}, err
 	}

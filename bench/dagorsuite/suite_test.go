@@ -71,6 +71,35 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+func TestSelectControllers(t *testing.T) {
+	got, err := SelectControllers("dagor, codel@10ms/200ms,codel-rfc@sweep,codel,codel@10ms/200ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(SweepTargets) * len(SweepIntervals)
+	if len(got) != 3+n {
+		t.Fatalf("%d controllers, want %d", len(got), 3+n)
+	}
+	if c := got[1]; c.Name != "codel@10ms/200ms" || c.Base() != "codel" || c.Target != 10*time.Millisecond || c.Interval != 200*time.Millisecond {
+		t.Errorf("tuned codel: %+v", c)
+	}
+	if c := got[2]; c.Base() != "codel-rfc" || c.Target != SweepTargets[0] || c.Interval != SweepIntervals[0] {
+		t.Errorf("first of the sweep: %+v", c)
+	}
+	if c := got[len(got)-1]; c.Name != "codel" || c.Target != 0 {
+		t.Errorf("default codel: %+v", c)
+	}
+	for _, bad := range []string{"dagor@1ms/1ms", "codel@1ms", "codel@x/1ms", "codel@0s/1ms", "codel@1ms/20s", "nope@sweep"} {
+		if _, err := SelectControllers(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	cfg := ServerConfig{Role: RoleM, Controller: "codel", Workers: 1, Service: time.Millisecond, CoDelTarget: -1}
+	if err := Serve(t.Context(), cfg, func(string) { t.Fatal("ready with a negative target") }); err == nil {
+		t.Error("negative CoDel target accepted")
+	}
+}
+
 // inProcess starts the servers as goroutines of the test.
 func inProcess(ctx context.Context, cfg ServerConfig) (string, func() error, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -94,7 +123,7 @@ func TestExecute(t *testing.T) {
 		t.Skip("starts gRPC servers")
 	}
 	cases, _ := SelectCases("M2,mixed")
-	ctls, _ := SelectControllers("none,dagor,sre")
+	ctls, _ := SelectControllers("none,dagor,sre,codel@2ms/50ms")
 	// Four workers keep the calibration's load (1.25 C, 1,000 calls/s)
 	// within what the race detector on a loaded machine can carry.
 	res, err := Execute(t.Context(), Options{Cases: cases, Controllers: ctls, Feeds: []float64{0.5},
@@ -102,8 +131,8 @@ func TestExecute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 6 {
-		t.Fatalf("%d rows, want 6", len(res.Rows))
+	if len(res.Rows) != 8 {
+		t.Fatalf("%d rows, want 8", len(res.Rows))
 	}
 	for _, r := range res.Rows {
 		// The optimum comes from M's saturated rate as measured here, which
