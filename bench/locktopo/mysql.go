@@ -1,0 +1,233 @@
+package locktopo
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/moirai-go/moirai/guard"
+	guardmysql "github.com/moirai-go/moirai/guard/mysql"
+)
+
+// myServer is the MariaDB of a run: a scope database (the guard's), an
+// other database, and four accounts named moirai_locktopo_<run>…: an
+// ordinary one, a protected one, a superuser (ALL PRIVILEGES ON *.*) and
+// the guard's own least-privilege account (PROCESS, CONNECTION ADMIN, and
+// SELECT on the scope database its DSN names).
+type myServer struct {
+	admin    string
+	interval time.Duration
+
+	base                  *mysql.Config
+	scope, othr           string
+	app, prot, super, grd string
+	db                    *sql.DB // the administrator's
+	created               []string
+}
+
+func (m *myServer) setup(ctx context.Context) error {
+	cfg, err := guardmysql.ParseDSN(m.admin)
+	if err != nil {
+		return err
+	}
+	m.base = cfg
+	name := runName()
+	m.scope, m.othr = name, name+"_o"
+	m.app, m.prot, m.super, m.grd = name+"_app", name+"_prot", name+"_su", name+"_guard"
+	c := cfg.Clone()
+	c.DBName = ""
+	if m.db, err = m.openDB(c); err != nil {
+		return err
+	}
+	m.db.SetMaxOpenConns(4)
+	exec := func(q string) error {
+		_, err := m.db.ExecContext(ctx, q)
+		return err
+	}
+	for _, u := range []string{m.app, m.prot, m.super, m.grd} {
+		if err := exec(fmt.Sprintf("CREATE USER '%s'@'%%'", u)); err != nil {
+			return err
+		}
+		m.created = append(m.created, fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", u))
+	}
+	for _, db := range []string{m.scope, m.othr} {
+		if err := exec("CREATE DATABASE " + db); err != nil {
+			return err
+		}
+		m.created = append([]string{"DROP DATABASE IF EXISTS " + db}, m.created...)
+		for _, u := range []string{m.app, m.prot} {
+			if err := exec(fmt.Sprintf("GRANT ALL ON %s.* TO '%s'@'%%'", db, u)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := exec(fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%'", m.super)); err != nil {
+		return err
+	}
+	// The guard's DSN names the scope database: its account may read it.
+	if err := exec(fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'%%'", m.scope, m.grd)); err != nil {
+		return err
+	}
+	return exec(fmt.Sprintf("GRANT PROCESS, CONNECTION ADMIN ON *.* TO '%s'@'%%'", m.grd))
+}
+
+func (m *myServer) openDB(cfg *mysql.Config) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
+}
+
+func (m *myServer) teardown() {
+	if m.db == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, q := range m.created {
+		m.db.ExecContext(ctx, q)
+	}
+	m.db.Close()
+}
+
+func (m *myServer) prepare(ctx context.Context, sc *Scenario) error {
+	c, err := m.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "USE "+m.scope); err != nil {
+		return err
+	}
+	if _, err := c.ExecContext(ctx, "SET SESSION lock_wait_timeout = 5"); err != nil {
+		return err
+	}
+	for _, t := range sc.Tables {
+		t = m.scope + "." + t
+		for _, q := range []string{
+			"DROP TABLE IF EXISTS " + t,
+			"CREATE TABLE " + t + " (id int PRIMARY KEY, v int NOT NULL) ENGINE=InnoDB",
+			"INSERT INTO " + t + " SELECT seq, 0 FROM seq_1_to_10",
+		} {
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *myServer) open(ctx context.Context, s Session) (conn, error) {
+	cfg := m.base.Clone()
+	cfg.Passwd = ""
+	cfg.User, cfg.DBName = m.app, m.scope
+	if s.OtherDB {
+		cfg.DBName = m.othr
+	}
+	switch s.Account {
+	case AcctProt:
+		cfg.User = m.prot
+	case AcctSuper:
+		cfg.User = m.super
+	}
+	db, err := m.openDB(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	c, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	mc := &myConn{db: db, c: c}
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&mc.cid); err != nil {
+		mc.close()
+		return nil, err
+	}
+	if _, err := c.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 20, lock_wait_timeout = 20, max_statement_time = 30"); err != nil {
+		mc.close()
+		return nil, err
+	}
+	return mc, nil
+}
+
+func idList(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ",")
+}
+
+func (m *myServer) waiting(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in := idList(ids)
+	for _, q := range []string{
+		"SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN (" + in + ") AND STATE LIKE 'Waiting for%'",
+		"SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id IN (" + in + ")",
+	} {
+		rows, err := m.db.QueryContext(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = true
+		}
+		rows.Close()
+	}
+	return out, nil
+}
+
+// kill ends the run's own connections ids, and only those.
+func (m *myServer) kill(ids []int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		m.db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+	}
+}
+
+func (m *myServer) source(ctx context.Context) (guard.Source, error) {
+	return guardmysql.Open(ctx, fmt.Sprintf("mysql://%s@tcp(%s)/%s", m.grd, m.base.Addr, m.scope))
+}
+
+func (m *myServer) protection() guard.Protection {
+	return guard.Protection{Users: []string{m.prot}}
+}
+
+func (m *myServer) pollInterval() time.Duration { return m.interval }
+
+func (m *myServer) expand(q string) string { return strings.ReplaceAll(q, scopeDBToken, m.scope) }
+
+// myConn is one MariaDB connection, alone in its pool.
+type myConn struct {
+	db  *sql.DB
+	c   *sql.Conn
+	cid int64
+}
+
+func (c *myConn) id() int64 { return c.cid }
+
+func (c *myConn) exec(ctx context.Context, q string) error {
+	_, err := c.c.ExecContext(ctx, q)
+	return err
+}
+
+func (c *myConn) close() {
+	c.c.Close()
+	c.db.Close()
+}
