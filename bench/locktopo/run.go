@@ -201,7 +201,7 @@ func runServer(ctx context.Context, opt *Options, name string) ([]Result, error)
 		r := runScenario(ctx, opt, srv, sc)
 		out = append(out, r)
 		if opt.Log != nil && r.Failed() {
-			fmt.Fprintf(opt.Log, "locktopo: FAILED %s (replay: --replay %d --server %s)\n", r.Scenario, r.Seed, r.Server)
+			fmt.Fprintf(opt.Log, "locktopo: FAILED %s (replay: --replay %d --servers %s)\n", r.Scenario, r.Seed, r.Server)
 			if r.BuildError != "" {
 				fmt.Fprintf(opt.Log, "  build: %s\n", r.BuildError)
 			}
@@ -344,6 +344,7 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 	// Build the scenario, step by step.
 	var t0 time.Time
 	var waiters []int64
+	var ended sync.Map // session id → how its statement ended before the scenario did
 	for _, st := range sc.Steps {
 		c := conns[st.Sess]
 		for _, q := range st.Sync {
@@ -358,9 +359,11 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 		if st.Wait && t0.IsZero() {
 			t0 = time.Now()
 		}
-		q, after := srv.expand(st.Async), st.After
+		q, after, sess := srv.expand(st.Async), st.After, st.Sess
 		wg.Go(func() {
-			_ = c.exec(actx, q)
+			if err := c.exec(actx, q); actx.Err() == nil {
+				ended.Store(c.id(), fmt.Sprintf("s%d's %q returned early: %v", sess, q, err))
+			}
 			fctx, fcancel := context.WithTimeout(context.WithoutCancel(actx), 2*time.Second)
 			defer fcancel()
 			for _, a := range after {
@@ -384,6 +387,10 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 	}
 	if err := untilWaiting(ctx, srv, waiters); err != nil && rec.count() == 0 {
 		res.BuildError = err.Error()
+		ended.Range(func(_, v any) bool {
+			res.BuildError += "; " + v.(string)
+			return true
+		})
 		return res
 	}
 
@@ -460,10 +467,10 @@ func queuesBehind(sc *Scenario, st Step) bool {
 }
 
 // untilWaiting waits until each of ids has been seen waiting for a lock
-// (at most 5 s).
+// (at most 10 s: a loaded machine is slow to start them).
 func untilWaiting(ctx context.Context, srv server, ids []int64) error {
 	seen := map[int64]bool{}
-	limit := time.Now().Add(5 * time.Second)
+	limit := time.Now().Add(10 * time.Second)
 	for {
 		w, err := srv.waiting(ctx, ids)
 		if err != nil {

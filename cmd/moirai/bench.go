@@ -21,6 +21,7 @@ import (
 	"github.com/moirai-go/moirai/bench/dagorsuite"
 	"github.com/moirai-go/moirai/bench/dbsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
+	"github.com/moirai-go/moirai/bench/locktopo"
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
 	"github.com/moirai-go/moirai/bench/report"
 )
@@ -58,6 +59,8 @@ type benchFlags struct {
 	clients int
 	rate    float64
 	rows    int
+	// The locktopo suite's.
+	locktopo locktopoFlags
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -192,6 +195,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.guardInterval, "guard-interval", 0, "suites postgres and mysql: the guard's poll interval (default 100ms on postgres, 250ms on mysql)")
 	fl.DurationVar(&f.guardSLO, "guard-slo", 200*time.Millisecond, "suites postgres and mysql: the guard's objective (--slo of moirai guard); twice the victims' objective by default")
 	fl.Float64Var(&f.rate, "rate", 0, "suites postgres and mysql: open loop at this many transactions/s (pgbench -R, sysbench --rate); 0: closed loop")
+	f.locktopo.register(fl)
 	return cmd
 }
 
@@ -208,6 +212,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runDBBench(cmd, g, f)
 	case pathfencesuite.Suite:
 		return runPathfenceBench(cmd, g, f)
+	case locktopo.Suite:
+		return runLocktopoBench(cmd, g, f)
 	}
 	cases, err := bench.SelectCases(f.suite, f.cases)
 	if err != nil {
