@@ -461,6 +461,10 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		case t.Cancelled:
 			ev.AlreadyCancelled++
 			continue
+		case t.Blocked:
+			// Waiting behind another task: the blame is that task's.
+			ev.NotCancellable++
+			continue
 		}
 		first, n := int(t.First), int(t.N)
 		if first < 0 || n < 0 || first+n > len(s.Usage) {

@@ -76,6 +76,9 @@ type Builder struct {
 	// Cancellable decides which sessions the policy may choose. Nil: every
 	// ordinary client session that runs a statement.
 	Cancellable func(*Session) bool
+	// MinRun is how long a statement must have run to hold ServerResource
+	// as a candidate (0: the throughput's averaging span).
+	MinRun time.Duration
 
 	poll       uint64
 	origin     time.Time
@@ -94,9 +97,15 @@ type Builder struct {
 	loss       float64
 	lockedAt   time.Duration // snapshot time a lock was last contended; 0: never
 
-	// of the last Build: the session and target of every task
-	targets map[uint64]Target
-	byTask  map[uint64]*Session
+	// of the last Build: the session and target of every task, the
+	// wait-for chains, the sessions whose hold was inferred, and the share
+	// of the server's work of each candidate of ServerResource
+	targets  map[uint64]Target
+	byTask   map[uint64]*Session
+	chains   []Chain
+	inferred map[int64]bool
+	sessions map[int64]*Session
+	shares   map[uint64]float64
 }
 
 // ServerResource names the server's own capacity to execute statements,
@@ -140,7 +149,7 @@ func NewBuilder() *Builder { return newBuilder(time.Second) }
 // seconds).
 func newBuilder(span time.Duration) *Builder {
 	return &Builder{tasks: map[taskKey]*tracked{}, res: map[string]*resAcc{},
-		targets: map[uint64]Target{}, byTask: map[uint64]*Session{},
+		targets: map[uint64]Target{}, byTask: map[uint64]*Session{}, shares: map[uint64]float64{},
 		throughput: detect.NewCollapse(LossFraction, detect.WithSpan(span)), lossSpan: span, lossSince: -1}
 }
 
@@ -166,6 +175,11 @@ const maxFirst = 24 * time.Hour
 // Build returns the snapshot of obs. Sessions the observation repeats
 // are taken once (the first); uses of sessions or resources it does not
 // list are ignored, and counted in the second result.
+//
+// Blame follows the wait-for graph (see [Chain]): in the snapshot, a
+// session that waits for a lock is a blocked task ([snapshot.Task.Blocked])
+// holding nothing, and a contended lock is held by the root blockers of
+// its waits only, so that the policy can choose nobody but a root.
 func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 	b.poll++
 	at := obs.At
@@ -177,12 +191,39 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 	if b.origin.IsZero() || at.Before(b.origin) {
 		b.origin = at
 	}
-	ignored := 0
+	sessions, order, ignored := distinct(obs.Sessions)
+	b.noteResources(obs.Resources)
+	uses, waiting, chains, inferred := blame(obs.Uses, sessions)
+	b.chains, b.inferred, b.sessions = chains, inferred, sessions
+	live, taskOf := b.liveTasks(sessions, order, uses, at)
+	uses = b.serverUses(sessions, order, taskOf, uses)
+	ignored += b.integrate(uses, sessions, taskOf, at, dt)
 
-	sessions := make(map[int64]*Session, len(obs.Sessions))
-	order := make([]int64, 0, len(obs.Sessions))
-	for i := range obs.Sessions {
-		s := &obs.Sessions[i]
+	// At must grow from poll to poll even when the server's clock does
+	// not (it stepped back, or two polls read the same time).
+	snapAt := max(at.Sub(b.origin), b.lastSnapAt+time.Millisecond)
+	b.lastSnapAt = snapAt
+	snap := &snapshot.Snapshot{At: snapAt, Time: at, Window: dt, Precise: true}
+	resIndex := b.snapResources(snap)
+	b.snapTasks(snap, live, sessions, waiting, resIndex, at)
+	b.completions(snap, live, obs, at, dt)
+	b.serverContention(snap, resIndex, obs.CountersLag)
+	// Resources nobody reported for long are forgotten.
+	for name, ra := range b.res {
+		if b.poll-ra.lastSeen > 100 {
+			delete(b.res, name)
+		}
+	}
+	return snap, ignored
+}
+
+// distinct indexes the sessions by ID, keeping the first of a repeated
+// ID; order is the observation's order, ignored the repeats.
+func distinct(all []Session) (sessions map[int64]*Session, order []int64, ignored int) {
+	sessions = make(map[int64]*Session, len(all))
+	order = make([]int64, 0, len(all))
+	for i := range all {
+		s := &all[i]
 		if _, dup := sessions[s.ID]; dup {
 			ignored++
 			continue
@@ -190,8 +231,13 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		sessions[s.ID] = s
 		order = append(order, s.ID)
 	}
-	for i := range obs.Resources {
-		r := &obs.Resources[i]
+	return sessions, order, ignored
+}
+
+// noteResources remembers the resources the poll reported.
+func (b *Builder) noteResources(rs []Resource) {
+	for i := range rs {
+		r := &rs[i]
 		ra := b.res[r.Name]
 		if ra == nil {
 			b.nextRes++
@@ -204,11 +250,13 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		}
 		ra.evictions, ra.misses = r.Evictions, r.Misses
 	}
+}
 
-	// The tasks: sessions running a statement or holding a transaction
-	// open, and any session the observation shows holding or waiting.
+// liveTasks finds the tasks: sessions running a statement or holding a
+// transaction open, and any session the uses show holding or waiting.
+func (b *Builder) liveTasks(sessions map[int64]*Session, order []int64, uses []Use, at time.Time) (map[taskKey]*tracked, map[int64]*tracked) {
 	using := map[int64]bool{}
-	for _, u := range obs.Uses {
+	for _, u := range uses {
 		using[u.Session] = true
 	}
 	live := map[taskKey]*tracked{}
@@ -232,10 +280,14 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		live[k] = t
 		taskOf[id] = t
 	}
+	return live, taskOf
+}
 
-	// Running statements hold the server. The resource is kept from the
-	// first poll that shows one on, also while nobody runs.
-	uses := slices.Clip(obs.Uses) // appending copies: the observation stays as it was
+// serverUses adds the running statements' holds of ServerResource. The
+// resource is kept from the first poll that shows one on, also while
+// nobody runs. The uses given are copied, never appended to.
+func (b *Builder) serverUses(sessions map[int64]*Session, order []int64, taskOf map[int64]*tracked, uses []Use) []Use {
+	uses = slices.Clip(uses)
 	server := b.res[ServerResource]
 	for _, id := range order {
 		if s := sessions[id]; s.Running && taskOf[id] != nil {
@@ -250,8 +302,12 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 	if server != nil {
 		server.kind, server.lastSeen = resource.KindCPU, b.poll
 	}
+	return uses
+}
 
-	// Integrate the uses.
+// integrate adds the poll's uses to the tasks' and resources' holds and
+// waits; it returns the uses it ignored.
+func (b *Builder) integrate(uses []Use, sessions map[int64]*Session, taskOf map[int64]*tracked, at time.Time, dt time.Duration) (ignored int) {
 	for _, u := range uses {
 		t, ra := taskOf[u.Session], b.res[u.Resource]
 		if t == nil || ra == nil || (!u.Held && !u.Waiting) {
@@ -303,13 +359,12 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 			ua.waitAt = b.poll
 		}
 	}
+	return ignored
+}
 
-	// The snapshot.
-	// At must grow from poll to poll even when the server's clock does
-	// not (it stepped back, or two polls read the same time).
-	snapAt := max(at.Sub(b.origin), b.lastSnapAt+time.Millisecond)
-	b.lastSnapAt = snapAt
-	snap := &snapshot.Snapshot{At: snapAt, Time: at, Window: dt, Precise: true}
+// snapResources fills the snapshot's resources (those of this poll, by
+// name) and returns their indexes.
+func (b *Builder) snapResources(snap *snapshot.Snapshot) map[string]int32 {
 	resIndex := map[string]int32{}
 	names := make([]string, 0, len(b.res))
 	for name, ra := range b.res {
@@ -328,7 +383,12 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		})
 		ra.prevEvict, ra.prevMiss = ra.evictions, ra.misses
 	}
+	return resIndex
+}
 
+// snapTasks fills the snapshot's tasks and their usage, in the order the
+// tasks were first seen, and remembers each task's session and target.
+func (b *Builder) snapTasks(snap *snapshot.Snapshot, live map[taskKey]*tracked, sessions map[int64]*Session, waiting map[int64]bool, resIndex map[string]int32, at time.Time) {
 	clear(b.targets)
 	clear(b.byTask)
 	keys := make([]taskKey, 0, len(live))
@@ -346,7 +406,7 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		ti := int32(len(snap.Tasks))
 		st := snapshot.Task{
 			ID: t.id, Key: s.User + "@" + s.Application, Class: t.class, Kind: task.Request,
-			Cancellable: !t.cancelled && b.cancellable(s), Cancelled: t.cancelled,
+			Cancellable: !t.cancelled && b.cancellable(s), Cancelled: t.cancelled, Blocked: waiting[s.ID],
 			Active: s.Active, Activities: 1, Age: age, Exec: age,
 			Done: max(s.Done, 0), Total: max(s.Total, 0), First: int32(len(snap.Usage)),
 		}
@@ -387,8 +447,11 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		b.byTask[t.id] = s
 		b.targets[t.id] = Target{Session: s.ID, Statement: s.Statement, QueryStart: s.QueryStart, XactStart: s.XactStart, Query: s.Query}
 	}
+}
 
-	// Tasks not seen in this poll ended.
+// completions counts the tasks that ended (not seen in this poll) and
+// began, and the server's committed transactions when it counts them.
+func (b *Builder) completions(snap *snapshot.Snapshot, live map[taskKey]*tracked, obs *Observation, at time.Time, dt time.Duration) {
 	for k, t := range b.tasks {
 		if t.lastSeen == b.poll {
 			continue
@@ -412,15 +475,24 @@ func (b *Builder) Build(obs *Observation) (*snapshot.Snapshot, int) {
 		}
 		b.prevXct = x
 	}
-	b.serverContention(snap, resIndex, obs.CountersLag)
-	// Resources nobody reported for long are forgotten.
-	for name, ra := range b.res {
-		if b.poll-ra.lastSeen > 100 {
-			delete(b.res, name)
+}
+
+// holdsLock reports whether the session roots a chain of the last Build.
+func (b *Builder) holdsLock(session int64) bool {
+	for _, c := range b.chains {
+		if c.Root == session {
+			return true
 		}
 	}
-	return snap, ignored
+	return false
 }
+
+// Chains returns the chains of the wait-for graph of the last Build.
+func (b *Builder) Chains() []Chain { return slices.Clone(b.chains) }
+
+// Inferred reports whether the last Build's hold of a contended resource
+// by the session was inferred by the source (see Use.Inferred).
+func (b *Builder) Inferred(session int64) bool { return b.inferred[session] }
 
 // serverContention follows the server's throughput and, while it is lost,
 // charges the loss to ServerResource as its delay (see ServerResource).
@@ -464,27 +536,51 @@ func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]
 	// held the server for a whole span of the lost throughput. Only those
 	// hold it: a statement that has run for less than that may be one the
 	// loss itself held up (a commit stuck in a checkpoint's fsync), not a
-	// cause of it, and is no candidate.
-	// And a monopolist holds most of it: when several statements have
-	// run through the loss, none of them more than half of their summed
-	// hold (every client's UPDATE stuck in a stall of the server's own,
-	// seen in an open-loop run of my-ftwrl), none is its cause.
-	long := 0
-	var total time.Duration
+	// cause of it, and is no candidate. And its statement (not only its
+	// transaction: a transaction of short statements, one running at
+	// every poll, is the normal load) must have run MinRun.
+	// And a monopolist holds most of the server's work: its statement's
+	// time in the last span must be at least half of every running
+	// statement's (every client's UPDATE stuck in a stall of the server's
+	// own, seen in an open-loop run of my-ftwrl, has no such share).
+	clear(b.shares)
+	minRun := b.MinRun
+	if minRun <= 0 {
+		minRun = b.lossSpan
+	}
+	var work time.Duration
+	ran := make(map[int32]time.Duration)
 	for i := range snap.Usage {
 		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 {
-			if u.Hold >= b.lossSpan {
-				long++
-				total += u.Hold
-			} else {
-				u.Held = 0
+			s := b.byTask[snap.Tasks[u.Task].ID]
+			var run time.Duration
+			if s != nil {
+				run = clampSince(snap.Time, s.QueryStart, maxFirst)
+				if s.Age > 0 && s.XactStart.IsZero() {
+					run = s.Age
+				}
 			}
+			ran[u.Task] = run
+			work += min(run, b.lossSpan)
 		}
 	}
+	long := 0
 	for i := range snap.Usage {
-		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 && 2*u.Hold < total {
-			u.Held = 0
+		u := &snap.Usage[i]
+		if u.Res != ri || u.Held <= 0 {
+			continue
 		}
+		run := ran[u.Task]
+		share := 0.0
+		if work > 0 {
+			share = float64(min(run, b.lossSpan)) / float64(work)
+		}
+		if u.Hold < b.lossSpan || run < minRun || share < 0.5 {
+			u.Held = 0
+			continue
+		}
+		long++
+		b.shares[snap.Tasks[u.Task].ID] = share
 	}
 	r.Waiters = max(len(snap.Tasks)-long, 0)
 }

@@ -33,9 +33,20 @@ type Explanation struct {
 	Sessions map[int64]SessionInfo `json:"sessions"`
 	// Contention per resource, the candidates and the choice.
 	Evaluation cancel.Evaluation `json:"evaluation"`
+	// Chains are the chains of waits, each with its root and, when the
+	// guard cannot act on that root, why (Blocked, Why): it then acts on
+	// nobody in the chain.
+	Chains []ChainInfo `json:"chains,omitempty"`
 	// Would is the session the guard would cancel now (0: none) and why.
 	Would       int64  `json:"would_cancel"`
 	WouldReason string `json:"would_reason"`
+}
+
+// ChainInfo is one chain of waits in an explanation.
+type ChainInfo struct {
+	Chain
+	Blocked string `json:"blocked,omitempty"` // a Blocked* code; "" when the root can be acted on
+	Reason  string `json:"reason,omitempty"`  // why the root cannot be acted on
 }
 
 // SessionInfo is a session as an explanation shows it.
@@ -87,6 +98,16 @@ func (g *Guard) Explain() Explanation {
 		}
 	}
 	slices.Sort(x.Roots)
+	for _, c := range g.b.Chains() {
+		ci := ChainInfo{Chain: c}
+		if c.Root == 0 {
+			ci.Blocked, ci.Reason = BlockedNoRoot, c.Why
+		} else if s := sessions[c.Root]; s != nil {
+			ci.Blocked, ci.Reason = g.blocker(s)
+			x.Sessions[c.Root] = g.info(obs, s)
+		}
+		x.Chains = append(x.Chains, ci)
+	}
 	if ev.Chosen >= 0 && ev.Chosen < len(ev.Candidates) {
 		if t, s, ok := g.b.Target(ev.Candidates[ev.Chosen].Task); ok {
 			x.Would = t.Session
@@ -137,8 +158,19 @@ func (x *Explanation) WriteText(w io.Writer) error {
 				if e.Soft {
 					soft = " (soft: queued behind another waiter)"
 				}
-				p("    <- %d waits %s for %s %s%s\n", e.Waiter, e.Waited.Round(time.Millisecond), e.Resource, e.Mode, soft)
+				p("    <- %d waits %s for %s %s%s\n", e.Waiter, e.Waited.Round(time.Millisecond), printableText(e.Resource), printableText(e.Mode), soft)
 			}
+		}
+	}
+	for _, c := range x.Chains {
+		inf := ""
+		if c.Inferred {
+			inf = " (root inferred: the server shows no metadata lock view)"
+		}
+		if c.Blocked != "" {
+			p("\nno action on %s (root %d, %d waiting)%s: %s\n", printableText(c.Resource), c.Root, len(c.Waiters), inf, printableText(c.Reason))
+		} else if inf != "" {
+			p("\nchain on %s: root %d%s\n", printableText(c.Resource), c.Root, inf)
 		}
 	}
 	p("\ncontention:\n")

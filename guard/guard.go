@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,8 +36,21 @@ type Options struct {
 	// ServerResource), the guard looks for the culprit, and acts if the
 	// policy confirms a contended resource (default 1 s).
 	SLO time.Duration
-	// DryRun decides and logs, never acts.
+	// DryRun decides and logs, never acts. (The library acts unless told
+	// not to; the command line runs dry unless given --act.)
 	DryRun bool
+	// Database is the database the guard acts in: it never acts on a
+	// session of another database, nor on the root of a chain of waits
+	// that crosses into another (it reports the chain instead). Empty: the
+	// database the source connected to (the DSN's), when the source names
+	// one (see [Scoped]); a source that names none (an empty database in
+	// a MariaDB DSN) makes New fail unless AllDatabases is set.
+	Database string
+	// AllDatabases lets the guard act in every database of the server.
+	AllDatabases bool
+	// AuditRawSQL makes the audit hold each statement's text; by default
+	// it holds the statement's fingerprint (its literals removed).
+	AuditRawSQL bool
 	// Protect lists the sessions never acted on.
 	Protect Protection
 	// TerminateIdle allows ending the connection of a culprit that is idle
@@ -83,7 +97,29 @@ const (
 	OutcomeDryRun  = "dry-run"
 	OutcomeSkipped = "skipped"
 	OutcomeFailed  = "failed"
+	// OutcomeNoAction: a chain of waits has waited long enough to act on
+	// and its root cannot be acted on (Note says why, Blocked the reason's
+	// code); the guard acts on nobody in that chain, never on a waiter.
+	OutcomeNoAction = "no-action"
 )
+
+// Reasons a chain's root cannot be acted on (Decision.Blocked, and the
+// label of the metric moirai_guard_chains_not_acted_total).
+const (
+	BlockedProtected  = "protected"   // the guard's own session, a protected user, application or statement
+	BlockedSuperuser  = "superuser"   // a superuser (or privileges unreadable: fails closed)
+	BlockedServer     = "maintenance" // a session of the server's own (autovacuum, replication, ...)
+	BlockedIdle       = "idle"        // idle in transaction, without TerminateIdle
+	BlockedNotRunning = "not-running" // holds a lock between statements outside a transaction (FTWRL, LOCK TABLES)
+	BlockedScope      = "scope"       // the root, or a waiter of its chain, is in another database
+	BlockedNoRoot     = "no-root"     // the server does not show whom the chain waits for
+)
+
+// Scoped is implemented by sources that know the database they connected
+// to (the DSN's): the guard's scope by default (see Options.Database).
+type Scoped interface {
+	Database() string
+}
 
 // Decision is one thing the guard decided, and what became of it.
 type Decision struct {
@@ -96,6 +132,19 @@ type Decision struct {
 	User    string    `json:"user"`
 	App     string    `json:"application"`
 	Reason  string    `json:"reason"`
+	// Root is the root of the chain of waits the decision is about: the
+	// target itself when the guard acts on a lock's holder; the root left
+	// alone in a no-action decision. 0 for the server's resource.
+	Root int64 `json:"root,omitempty"`
+	// Resource is the contended resource of a no-action decision's chain;
+	// Waiters the sessions waiting in it.
+	Resource string  `json:"resource,omitempty"`
+	Waiters  []int64 `json:"waiters,omitempty"`
+	// Blocked is why no action was taken on the chain (Blocked* codes).
+	Blocked string `json:"blocked,omitempty"`
+	// Inferred: the target's hold was inferred by the source, not shown
+	// by the server (MariaDB metadata locks without a lock view).
+	Inferred bool `json:"inferred,omitempty"`
 	// Evaluation is the policy's reasoning: contention per resource, the
 	// candidates and their gains.
 	Evaluation map[string]any `json:"evaluation,omitempty"`
@@ -124,6 +173,9 @@ type Guard struct {
 	actions    []time.Duration // in the last minute
 	alert      bool            // the last poll saw a session wait: poll at AlertInterval
 	m          *metrics
+
+	scope    string          // the database acted in; "" with AllDatabases
+	reported map[string]bool // the chains left alone and reported, by root task and resource
 }
 
 // New returns a guard of src. It does not poll until Run or Step.
@@ -132,8 +184,17 @@ func New(src Source, opt Options) (*Guard, error) {
 		return nil, errors.New("guard: no source")
 	}
 	opt.defaults()
-	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now()}
+	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(), reported: map[string]bool{}}
+	if !opt.AllDatabases {
+		g.scope = opt.Database
+		if sc, ok := src.(Scoped); ok && g.scope == "" {
+			if g.scope = sc.Database(); g.scope == "" {
+				return nil, errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
+			}
+		}
+	}
 	g.b.Cancellable = g.cancellable
+	g.b.MinRun = opt.SLO
 	g.durations = estimate.NewDurations(0)
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
 		cancel.WithDurations(g.durations),
@@ -158,13 +219,48 @@ func New(src Source, opt Options) (*Guard, error) {
 }
 
 // cancellable is who the policy may choose: ordinary, unprotected client
-// sessions running a statement, or idle in transaction when terminating
-// those is allowed.
+// sessions of the scope running a statement, or idle in transaction when
+// terminating those is allowed, and rooting no chain that crosses the
+// scope.
 func (g *Guard) cancellable(s *Session) bool {
-	if p, _ := g.opt.Protect.Protects(s); p {
-		return false
+	code, _ := g.blocker(s)
+	return code == ""
+}
+
+// blocker says why s cannot be acted on ("" when it can), as a Blocked*
+// code and in words.
+func (g *Guard) blocker(s *Session) (code, why string) {
+	if p, w := g.opt.Protect.Protects(s); p {
+		switch {
+		case s.Superuser && !s.Own:
+			return BlockedSuperuser, w
+		case s.Kind != "client" && !s.Own:
+			return BlockedServer, w
+		}
+		return BlockedProtected, w
 	}
-	return s.Active || (s.IdleInTransaction && g.opt.TerminateIdle)
+	if g.scope != "" && s.Database != g.scope {
+		return BlockedScope, fmt.Sprintf("in database %q, outside the guard's scope %q (--all-databases widens it)", s.Database, g.scope)
+	}
+	for _, c := range g.b.chains {
+		if c.Root != s.ID || g.scope == "" {
+			continue
+		}
+		for _, w := range c.Waiters {
+			if ws := g.b.sessions[w]; ws != nil && ws.Database != g.scope {
+				return BlockedScope, fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", c.Resource, ws.Database, g.scope)
+			}
+		}
+	}
+	switch {
+	case s.Active:
+		return "", ""
+	case s.IdleInTransaction && g.opt.TerminateIdle:
+		return "", ""
+	case s.IdleInTransaction:
+		return BlockedIdle, "idle in transaction: a statement cancel cannot reach it and terminating is not enabled (--terminate-idle)"
+	}
+	return BlockedNotRunning, "it runs no statement and holds no transaction the guard could end (a lock kept between statements)"
 }
 
 // Options returns the options g runs with, defaults filled in.
@@ -232,13 +328,92 @@ func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 	g.mu.Lock()
 	g.last, g.lastObs, g.alert = snap, obs, alert
 	g.mu.Unlock()
-	if !g.looking(snap) || !g.policy.Confirm(snap) {
+	if !g.looking(snap) {
 		return nil, nil
+	}
+	ds = g.reportChains(snap, obs)
+	if !g.policy.Confirm(snap) {
+		return ds, nil
 	}
 	for _, d := range g.policy.Decide(snap) {
 		ds = append(ds, g.act(ctx, obs, d.Task, d.Reason, d.Details))
 	}
 	return ds, nil
+}
+
+// touches reports whether the chain has a session in the guard's scope:
+// a chain wholly in another database is none of its business; one that
+// crosses the scope is reported, and not acted on.
+func (g *Guard) touches(c Chain) bool {
+	if g.scope == "" {
+		return true
+	}
+	for _, id := range append([]int64{c.Root}, c.Waiters...) {
+		if s := g.b.sessions[id]; s != nil && s.Database == g.scope {
+			return true
+		}
+	}
+	return false
+}
+
+// reportChains records a no-action decision, once per chain, for every
+// chain of the last Build whose root cannot be acted on and one of whose
+// waiters has waited the objective. The policy never chooses a waiter,
+// so nothing in such a chain is acted on; this says why.
+func (g *Guard) reportChains(snap *snapshot.Snapshot, obs *Observation) (ds []Decision) {
+	waited := map[int64]time.Duration{}
+	for i := range snap.Usage {
+		if u := &snap.Usage[i]; u.Waiting > 0 {
+			if t, _, ok := g.b.Target(snap.Tasks[u.Task].ID); ok {
+				waited[t.Session] = max(waited[t.Session], u.Wait)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range g.b.chains {
+		long := false
+		for _, w := range c.Waiters {
+			long = long || waited[w] >= g.opt.SLO
+		}
+		if !long || !g.touches(c) {
+			continue
+		}
+		code, why := BlockedNoRoot, c.Why
+		rs := g.b.sessions[c.Root]
+		key := c.Resource + "\x00" + strconv.FormatInt(c.Root, 10)
+		if c.Root != 0 {
+			if rs == nil {
+				continue
+			}
+			if code, why = g.blocker(rs); code == "" {
+				continue
+			}
+			key += "\x00" + startOf(rs).String()
+		}
+		seen[key] = true
+		if g.reported[key] {
+			continue
+		}
+		g.reported[key] = true
+		d := Decision{Time: obs.At, Action: "none", Outcome: OutcomeNoAction, Root: c.Root, Resource: c.Resource,
+			Waiters: c.Waiters, Blocked: code, Inferred: c.Inferred,
+			Note: "no action on the chain: its root cannot be acted on: " + why}
+		if c.Root == 0 {
+			d.Note = "no action on the chain: no root named: " + why
+		} else {
+			d.Target = Target{Session: rs.ID, Statement: rs.Statement, QueryStart: rs.QueryStart, XactStart: rs.XactStart, Query: rs.Query}
+			d.User, d.App = rs.User, rs.Application
+		}
+		d.Reason = fmt.Sprintf("%d session(s) wait for %s behind session %d", len(c.Waiters), printableText(c.Resource), c.Root)
+		g.m.notActed(code)
+		ds = append(ds, g.record(d))
+	}
+	for k := range g.reported {
+		if !seen[k] {
+			delete(g.reported, k)
+		}
+	}
+	return ds
 }
 
 // poll calls the source, turning a panic into an error.
@@ -322,15 +497,21 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 		return g.record(d)
 	}
 	d.Target, d.User, d.App = target, s.User, s.Application
-	if p, why := g.opt.Protect.Protects(s); p {
-		d.Outcome, d.Note = OutcomeSkipped, why
+	if code, why := g.blocker(s); code != "" {
+		d.Outcome, d.Note, d.Blocked = OutcomeSkipped, why, code
 		return g.record(d)
 	}
+	if g.b.holdsLock(s.ID) {
+		d.Root = s.ID
+	}
+	if g.b.Inferred(s.ID) {
+		d.Inferred = true
+		d.Reason += "; its hold is inferred (the server shows no metadata lock view): it is the only session that can hold the lock"
+	}
+	if share, ok := g.b.shares[id]; ok {
+		d.Reason += fmt.Sprintf("; it had %.0f%% of the server's statement time in the last span", 100*share)
+	}
 	if !s.Active {
-		if !s.IdleInTransaction || !g.opt.TerminateIdle {
-			d.Outcome, d.Note = OutcomeSkipped, "idle in transaction: a statement cancel cannot reach it and terminating is not enabled (--terminate-idle)"
-			return g.record(d)
-		}
 		d.Action = "terminate"
 	}
 	mono := time.Since(g.start)
@@ -398,18 +579,28 @@ func (g *Guard) record(d Decision) Decision {
 		log = g.opt.Logger.Warn
 	}
 	log("guard: decision", "action", d.Action, "outcome", d.Outcome, "session", d.Target.Session,
-		"user", d.User, "note", d.Note, "reason", d.Reason)
+		"root", d.Root, "user", d.User, "note", d.Note, "reason", d.Reason)
 	if g.audit != nil {
 		func() {
 			defer func() { _ = recover() }() // a failing audit writer never stops the guard
 			g.audit.Info("decision", "action", d.Action, "outcome", d.Outcome, "note", d.Note,
 				"task", d.Task, "session", d.Target.Session, "statement", d.Target.Statement,
 				"query_start", d.Target.QueryStart, "xact_start", d.Target.XactStart,
-				"user", d.User, "application", d.App, "query", truncate(d.Target.Query, 1024),
-				"reason", d.Reason, "evaluation", d.Evaluation)
+				"user", d.User, "application", d.App, "query", g.auditQuery(d.Target.Query),
+				"reason", d.Reason, "root", d.Root, "resource", d.Resource, "waiters", d.Waiters,
+				"blocked", d.Blocked, "inferred", d.Inferred, "evaluation", d.Evaluation)
 		}()
 	}
 	return d
+}
+
+// auditQuery is what the audit holds of a statement: its fingerprint, or
+// its text with AuditRawSQL.
+func (g *Guard) auditQuery(q string) string {
+	if g.opt.AuditRawSQL {
+		return truncate(q, 1024)
+	}
+	return truncate(Fingerprint(q), 1024)
 }
 
 // Decisions returns the recent decisions, oldest first.

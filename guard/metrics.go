@@ -12,7 +12,7 @@ type metrics struct {
 	polls, pollFailures, skippedRows prometheus.Counter
 	pollSeconds                      prometheus.Histogram
 	sessions, waiters                prometheus.Gauge
-	decisions                        *prometheus.CounterVec
+	decisions, chainsLeft            *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
@@ -34,8 +34,11 @@ func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_decisions_total",
 			Help: "Decisions by action and outcome (acted, dry-run, skipped, failed).", ConstLabels: c},
 			[]string{"action", "outcome"}),
+		chainsLeft: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_chains_not_acted_total",
+			Help: "Chains of waits left alone because their root cannot be acted on, by reason (protected, superuser, maintenance, idle, not-running, scope, no-root).", ConstLabels: c},
+			[]string{"reason"}),
 	}
-	for _, col := range []prometheus.Collector{m.polls, m.pollFailures, m.skippedRows, m.pollSeconds, m.sessions, m.waiters, m.decisions} {
+	for _, col := range []prometheus.Collector{m.polls, m.pollFailures, m.skippedRows, m.pollSeconds, m.sessions, m.waiters, m.decisions, m.chainsLeft} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -71,5 +74,11 @@ func (m *metrics) polled(obs *Observation, s *snapshot.Snapshot, ignored int) {
 func (m *metrics) decided(d Decision) {
 	if m != nil {
 		m.decisions.WithLabelValues(d.Action, d.Outcome).Inc()
+	}
+}
+
+func (m *metrics) notActed(reason string) {
+	if m != nil {
+		m.chainsLeft.WithLabelValues(reason).Inc()
 	}
 }

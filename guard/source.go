@@ -180,6 +180,13 @@ type Use struct {
 	// Since is when the wait began, when the server tells (PostgreSQL
 	// pg_locks.waitstart, MariaDB trx_wait_started); zero otherwise.
 	Since time.Time
+	// Inferred is true when the server does not show this hold, or whom
+	// this wait waits for, and the source inferred it (MariaDB's metadata
+	// locks without a lock view): decisions that rest on it say so.
+	Inferred bool
+	// Why says, for a wait whose holder the source could not name
+	// (BlockedBy empty), why not.
+	Why string
 }
 
 // Target identifies one statement to act on, precisely enough that the

@@ -54,6 +54,12 @@ type Task struct {
 	Goal        float64
 	Cancellable bool
 	Cancelled   bool
+	// Blocked is true while the task waits behind another task (for a lock
+	// another task holds, or in a queue behind another waiter): what it
+	// holds is held on behalf of the task it waits for, so cancelling it
+	// frees nothing that task would not keep. A blocked task is never a
+	// candidate of a cancellation policy.
+	Blocked     bool
 	Active      bool          // in an activity (not frozen)
 	Activities  int64         // activities begun
 	Age         time.Duration // since Begin

@@ -16,11 +16,19 @@ import (
 
 // Source is a MariaDB server as the guard sees it.
 type Source struct {
-	db    *sql.DB
-	user  string
-	mdl   string // "metadata_lock_info", "performance_schema" or ""
-	super map[string]bool
+	db       *sql.DB
+	user     string
+	database string // the DSN's: the guard's scope by default
+	mdl      string // "metadata_lock_info", "performance_schema" or ""
+	selfSup  bool   // the guard's own account is a superuser (Check)
+	privs    privileges
 }
+
+// Database returns the DSN's database ("" when it names none): the
+// guard's scope unless it is told to act in every database.
+func (s *Source) Database() string { return s.database }
+
+var _ guard.Scoped = (*Source)(nil)
 
 var _ guard.Source = (*Source)(nil)
 
@@ -58,7 +66,7 @@ func Open(ctx context.Context, dsn string) (*Source, error) {
 		db.Close()
 		return nil, fmt.Errorf("guard/mysql: connect: %w", err)
 	}
-	return &Source{db: db, user: cfg.User, super: map[string]bool{}}, nil
+	return &Source{db: db, user: cfg.User, database: cfg.DBName}, nil
 }
 
 // Name reports "mysql".
@@ -100,6 +108,7 @@ func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
 		return info, err
 	}
 	info.Superuser = privs["SUPER"] || privs["ALL PRIVILEGES"]
+	s.selfSup = info.Superuser
 	var missing []string
 	if !privs["PROCESS"] && !info.Superuser {
 		missing = append(missing, "PROCESS")
@@ -111,6 +120,7 @@ func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
 		return info, &guard.PrivilegeError{User: cur, Missing: missing,
 			Hint: "GRANT " + strings.Join(missing, ", ") + " ON *.* TO " + quoteAccount(cur)}
 	}
+
 	s.mdl = ""
 	var n int
 	if s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME='METADATA_LOCK_INFO' AND PLUGIN_STATUS='ACTIVE'").Scan(&n) == nil && n > 0 {
@@ -127,6 +137,16 @@ func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
 		info.Features = append(info.Features, "metadata_locks: "+s.mdl)
 	}
 	info.Features = append(info.Features, "innodb_lock_waits: information_schema")
+	// Which sessions are superusers': the accounts' global privileges and
+	// roles. Unreadable, every other account's sessions are treated as
+	// superusers' (never acted on): the detection fails closed.
+	s.privs = privileges{}
+	if err := s.privs.load(ctx, s.db, time.Now()); err != nil {
+		info.Features = append(info.Features, "superusers: privileges unreadable: every other account's sessions are protected")
+		return info, &guard.PrivilegeError{User: cur, Missing: []string{"SELECT ON mysql.global_priv", "SELECT ON mysql.roles_mapping"},
+			Hint: superGrants(quoteAccount(cur)) + "; without them no session of another account is ever acted on"}
+	}
+	info.Features = append(info.Features, "superusers: mysql.global_priv and mysql.roles_mapping")
 	return info, nil
 }
 
@@ -176,23 +196,112 @@ func ParseGrant(line string) map[string]bool {
 	return out
 }
 
-func (s *Source) isSuper(ctx context.Context, user, host string) bool {
-	if user == "" {
+// superGrants are the grants that let the guard's account tell
+// superusers' sessions.
+func superGrants(account string) string {
+	return "GRANT SELECT ON mysql.global_priv TO " + account + "; GRANT SELECT ON mysql.roles_mapping TO " + account
+}
+
+// superACL is SUPER's bit in mysql.global_priv's access mask (MariaDB's
+// privilege_t: SELECT is bit 0, SUPER bit 15; ALL PRIVILEGES sets it).
+const superACL = 1 << 15
+
+// privsTTL is how long the accounts' privileges are cached.
+const privsTTL = time.Minute
+
+// privileges is what the guard read of the accounts: the user names of
+// which some account, directly or through a role, has SUPER. Sessions
+// show their user name, not the account (user@host pattern) they logged
+// in as, so a name is a superuser's when any of its accounts is.
+type privileges struct {
+	loaded   time.Time
+	readable bool
+	super    map[string]bool
+}
+
+// load reads mysql.global_priv and mysql.roles_mapping.
+func (p *privileges) load(ctx context.Context, db *sql.DB, now time.Time) error {
+	p.loaded, p.readable = now, false
+	access := map[string]uint64{} // user (or role) name → its accounts' masks OR-ed
+	rows, err := db.QueryContext(ctx, `SELECT User, CAST(COALESCE(JSON_VALUE(Priv, '$.access'), '0') AS UNSIGNED) FROM mysql.global_priv`)
+	if err != nil {
+		return fmt.Errorf("guard/mysql: reading mysql.global_priv: %w", err)
+	}
+	for rows.Next() {
+		var u string
+		var a uint64
+		if err := rows.Scan(&u, &a); err != nil {
+			rows.Close()
+			return err
+		}
+		access[u] |= a
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	roles := map[string][]string{}
+	rows, err = db.QueryContext(ctx, `SELECT User, Role FROM mysql.roles_mapping`)
+	if err != nil {
+		return fmt.Errorf("guard/mysql: reading mysql.roles_mapping: %w", err)
+	}
+	for rows.Next() {
+		var u, r string
+		if err := rows.Scan(&u, &r); err != nil {
+			rows.Close()
+			return err
+		}
+		roles[u] = append(roles[u], r)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	p.super = map[string]bool{}
+	for u := range access {
+		p.super[u] = superOf(u, access, roles, map[string]bool{})
+	}
+	p.readable = true
+	return nil
+}
+
+// superOf reports whether name, or a role granted to it (transitively),
+// has SUPER.
+func superOf(name string, access map[string]uint64, roles map[string][]string, seen map[string]bool) bool {
+	if seen[name] {
 		return false
 	}
-	if v, ok := s.super[user]; ok {
-		return v
+	seen[name] = true
+	if access[name]&superACL != 0 {
+		return true
 	}
-	v := user == "root"
-	if !v {
-		var n int
-		q := "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE LIKE ? AND PRIVILEGE_TYPE='SUPER'"
-		if s.db.QueryRowContext(ctx, q, "'"+strings.ReplaceAll(user, "'", "''")+"'@%").Scan(&n) == nil {
-			v = n > 0
+	for _, r := range roles[name] {
+		if superOf(r, access, roles, seen) {
+			return true
 		}
 	}
-	s.super[user] = v
-	return v
+	return false
+}
+
+// isSuper reports whether a session of user must be treated as a
+// superuser's: root, an account with SUPER (directly or by a role), or
+// any account when the privileges cannot be read (fails closed). The
+// guard's own user is what Check found.
+func (s *Source) isSuper(ctx context.Context, user string, now time.Time) bool {
+	switch {
+	case user == "":
+		return false // a server thread, whose Kind protects it
+	case user == "root":
+		return true
+	case user == s.user:
+		return s.selfSup
+	}
+	if now.Sub(s.privs.loaded) >= privsTTL || now.Before(s.privs.loaded) {
+		_ = s.privs.load(ctx, s.db, now) // failing, readable is false: closed
+	}
+	if !s.privs.readable {
+		return true
+	}
+	v, known := s.privs.super[user]
+	return v || !known // an account created since the last read: closed
 }
 
 // ProcRow is one scanned PROCESSLIST row.

@@ -73,7 +73,7 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	for i := range obs.Sessions {
 		se := &obs.Sessions[i]
 		se.Own = se.ID == own || se.User == s.user && se.Query == procQuery
-		se.Superuser = s.isSuper(ctx, se.User, se.ClientAddr)
+		se.Superuser = se.Kind == "client" && s.isSuper(ctx, se.User, time.Now())
 	}
 
 	var trxs []Trx

@@ -28,8 +28,9 @@ func FuzzBuild(f *testing.F) {
 			acts[1].state = nil
 		}
 		locks := []lockRow{
-			{pid: ptr(pid), lockType: ptr(lockType), mode: ptr(mode), granted: ptr(granted), relation: ptr(rel), xid: ptr(rel), objid: ptr(rel), blockers: []int32{blocker, other}},
-			{pid: ptr(other), lockType: ptr(lockType), granted: ptr(!granted), relation: ptr(rel), xid: ptr(rel), objid: ptr(rel), blockers: []int32{pid}},
+			{pid: ptr(pid), lockType: ptr(lockType), mode: ptr(mode), granted: ptr(granted), relation: ptr(rel), xid: ptr(rel), objid: ptr(rel), blockers: []int32{blocker, other},
+				db: ptr("db"), classid: ptr(rel), objsubid: ptr("1"), page: ptr("0"), tuple: ptr(rel)},
+			{pid: ptr(other), lockType: ptr(lockType), granted: ptr(!granted), relation: ptr(rel), xid: ptr(rel), objid: ptr(rel), blockers: []int32{pid}, db: ptr("db")},
 			{pid: ptr(blocker), lockType: nil, granted: nil},
 		}
 		progress := []progressRow{{pid: ptr(pid), done: ptr(int64(other)), total: ptr(int64(blocker))}}

@@ -49,8 +49,9 @@ import (
 
 // Source polls one PostgreSQL server.
 type Source struct {
-	pool *pgxpool.Pool
-	user string
+	pool     *pgxpool.Pool
+	user     string
+	database string
 }
 
 var _ guard.Source = (*Source)(nil)
@@ -87,8 +88,14 @@ func Open(ctx context.Context, dsn string) (*Source, error) {
 		pool.Close()
 		return nil, fmt.Errorf("guard/postgres: cannot reach %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &Source{pool: pool, user: cfg.ConnConfig.User}, nil
+	return &Source{pool: pool, user: cfg.ConnConfig.User, database: cfg.ConnConfig.Database}, nil
 }
+
+// Database returns the database the source connected to: the guard's
+// scope unless it is told to act in every database.
+func (s *Source) Database() string { return s.database }
+
+var _ guard.Scoped = (*Source)(nil)
 
 // redact keeps a DSN parse error from echoing a password.
 func redact(err error) error {
@@ -156,9 +163,12 @@ const (
 	qLocks = `SELECT l.pid, l.locktype, l.mode, l.granted, l.waitstart,
 		CASE WHEN c.oid IS NOT NULL THEN n.nspname || '.' || c.relname ELSE l.relation::text END,
 		l.transactionid::text, l.objid::text,
-		CASE WHEN NOT l.granted AND a.wait_event_type = 'Lock' THEN pg_blocking_pids(l.pid) END
+		CASE WHEN NOT l.granted AND a.wait_event_type = 'Lock' THEN pg_blocking_pids(l.pid) END,
+		CASE WHEN l.database = 0 THEN '(shared)' ELSE coalesce(d.datname, l.database::text) END,
+		l.classid::text, l.objsubid::text, l.page::text, l.tuple::text
 		FROM pg_locks l
-		LEFT JOIN pg_class c ON c.oid = l.relation
+		LEFT JOIN pg_database d ON d.oid = l.database
+		LEFT JOIN pg_class c ON c.oid = l.relation AND (l.database = 0 OR d.datname = current_database())
 		LEFT JOIN pg_namespace n ON n.oid = c.relnamespace
 		LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.pid IS NOT NULL AND l.locktype IN ('relation', 'tuple', 'transactionid', 'page', 'object', 'advisory')`
@@ -208,7 +218,8 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	b.Queue(qLocks).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var l lockRow
-			if err := rows.Scan(&l.pid, &l.lockType, &l.mode, &l.granted, &l.waitStart, &l.relation, &l.xid, &l.objid, &l.blockers); err != nil {
+			if err := rows.Scan(&l.pid, &l.lockType, &l.mode, &l.granted, &l.waitStart, &l.relation, &l.xid, &l.objid, &l.blockers,
+				&l.db, &l.classid, &l.objsubid, &l.page, &l.tuple); err != nil {
 				return err
 			}
 			locks = append(locks, l)
@@ -258,6 +269,10 @@ type lockRow struct {
 	waitStart            *time.Time
 	relation, xid, objid *string
 	blockers             []int32
+	// The rest of the lock tag: the database's name ("(shared)" for shared
+	// catalogs), classid and objsubid of object and advisory locks, the
+	// page and tuple of page and tuple locks.
+	db, classid, objsubid, page, tuple *string
 }
 
 type progressRow struct {
@@ -318,24 +333,34 @@ func session(a *activityRow, at time.Time) (guard.Session, bool) {
 }
 
 // lockName returns the resource a lock row is about, and false for a row
-// that names nothing usable.
+// that names nothing usable. The name holds the lock's whole tag: the
+// database (relations and advisory locks of two databases are two
+// resources), the page and tuple of a row lock, and classid, objid and
+// objsubid of object and advisory locks (pg_advisory_lock(1, 42) and
+// pg_advisory_lock(2, 42) are two locks). A relation of another database
+// is named by its oid: pg_class resolves only the current one's.
 func lockName(l *lockRow) (string, bool) {
+	db := str(l.db)
 	switch str(l.lockType) {
 	case "relation":
-		if r := str(l.relation); r != "" {
-			return "relation:" + r, true
+		if r := str(l.relation); r != "" && db != "" {
+			return "relation:" + db + "." + r, true
 		}
-	case "tuple", "page":
-		if r := str(l.relation); r != "" {
-			return str(l.lockType) + ":" + r, true
+	case "tuple":
+		if r, p, t := str(l.relation), str(l.page), str(l.tuple); r != "" && db != "" && p != "" && t != "" {
+			return "tuple:" + db + "." + r + "(" + p + "," + t + ")", true
+		}
+	case "page":
+		if r, p := str(l.relation), str(l.page); r != "" && db != "" && p != "" {
+			return "page:" + db + "." + r + "(" + p + ")", true
 		}
 	case "transactionid":
 		if x := str(l.xid); x != "" {
 			return "transactionid:" + x, true
 		}
 	case "object", "advisory":
-		if o := str(l.objid); o != "" {
-			return str(l.lockType) + ":" + o, true
+		if c, o, sub := str(l.classid), str(l.objid), str(l.objsubid); db != "" && c != "" && o != "" && sub != "" {
+			return str(l.lockType) + ":" + db + ":" + c + ":" + o + ":" + sub, true
 		}
 	}
 	return "", false

@@ -204,7 +204,7 @@ func TestDDLQueueIsSoft(t *testing.T) {
 	if !slices.Equal(lu.BlockedBy, []int64{rp}) || !lu.Soft {
 		t.Errorf("later SELECT waits for %v (soft %v), want the reader %d, soft", lu.BlockedBy, lu.Soft, rp)
 	}
-	if au.Since.IsZero() || au.Resource != "relation:public.gp_ddl" {
+	if au.Since.IsZero() || au.Resource != "relation:test.public.gp_ddl" {
 		t.Errorf("ALTER's use %+v", au)
 	}
 	// The guard would cancel the reader, never the queued ALTER.
