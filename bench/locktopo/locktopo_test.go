@@ -39,6 +39,11 @@ func TestGenerateReplays(t *testing.T) {
 					t.Fatalf("%s: object %d has %d roots and %d waiters", a, o, len(objs[o]), n)
 				}
 			}
+			for o := range objs {
+				if waiters[o] == 0 {
+					t.Fatalf("%s: object %d has roots and no waiter", a, o)
+				}
+			}
 			if n := len(a.Sessions); n < 3 || n > 40 {
 				t.Fatalf("%s: %d sessions", a, n)
 			}

@@ -157,6 +157,23 @@ func (p *pgServer) waiting(ctx context.Context, ids []int64) (map[int64]bool, er
 	return out, nil
 }
 
+func (p *pgServer) describe(ctx context.Context, ids []int64) string {
+	rows, err := p.adminConn.Query(ctx, "SELECT pid, state, coalesce(wait_event_type, ''), coalesce(wait_event, ''), left(query, 60) FROM pg_stat_activity WHERE pid = ANY($1)", ids)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var pid int32
+		var st, wt, we, q string
+		if rows.Scan(&pid, &st, &wt, &we, &q) == nil {
+			fmt.Fprintf(&b, "[%d %s %s:%s %q] ", pid, st, wt, we, q)
+		}
+	}
+	return b.String()
+}
+
 // kill terminates the run's own sessions ids, and only those.
 func (p *pgServer) kill(ids []int64) {
 	if len(ids) == 0 {

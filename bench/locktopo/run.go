@@ -241,6 +241,9 @@ type server interface {
 	open(ctx context.Context, s Session) (conn, error)
 	// waiting returns which of ids wait for a lock now.
 	waiting(ctx context.Context, ids []int64) (map[int64]bool, error)
+	// describe says what the server shows of sessions ids (for a
+	// scenario that could not be built).
+	describe(ctx context.Context, ids []int64) string
 	// kill ends the sessions ids (the run's own only).
 	kill(ids []int64)
 	// source opens the guard's source, scoped to the scope database.
@@ -391,6 +394,7 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 			res.BuildError += "; " + v.(string)
 			return true
 		})
+		res.BuildError += "; the server shows: " + srv.describe(ctx, waiters)
 		return res
 	}
 
@@ -619,4 +623,15 @@ func (r *recorder) snapshot() []recorded {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.acts)
+}
+
+// Database forwards the inner source's database (guard.Scoped), so the
+// guard's scope is the DSN's, as with the command line. A source that
+// names none gives "", on which guard.New fails rather than act
+// everywhere.
+func (r *recorder) Database() string {
+	if s, ok := r.Source.(guard.Scoped); ok {
+		return s.Database()
+	}
+	return ""
 }

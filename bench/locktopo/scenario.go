@@ -291,8 +291,11 @@ func (g *gen) rowQueues(k int) {
 		g.s.Steps = append(g.s.Steps, st)
 	}
 	n := max(2, k) + g.r.IntN(31-max(2, k))
-	for range n {
+	for j := range n {
 		i := g.r.IntN(k)
+		if j < k {
+			i = j // every hot row has a waiter: each is contended
+		}
 		w := g.waiter(i)
 		q := fmt.Sprintf("UPDATE %s SET v = v + 1 WHERE id = %s", rows[i].table, rows[i].id)
 		g.s.Steps = append(g.s.Steps, Step{Sess: w, Async: q, Wait: true})
