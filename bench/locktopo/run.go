@@ -630,7 +630,7 @@ func (r *recorder) snapshot() []recorded {
 // names none gives "", on which guard.New fails rather than act
 // everywhere.
 func (r *recorder) Database() string {
-	if s, ok := r.Source.(guard.Scoped); ok {
+	if s, ok := r.Source.(interface{ Database() string }); ok { // guard.Scoped
 		return s.Database()
 	}
 	return ""
