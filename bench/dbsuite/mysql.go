@@ -73,6 +73,9 @@ func MySQLCases() []MySQLCase {
 			alter := r.culprit(ctx, false, "ALTER TABLE "+pgTable+" ALTER COLUMN filler SET DEFAULT ''")
 			return errors.Join(<-errc, alter)
 		}},
+		{"my-hot-row", "half the victims' updates hit one of " + strconv.Itoa(hotRowCount) + " hot rows; one transaction holds one of them: a queue of waiters on a row", func(ctx context.Context, r *myRun) error {
+			return r.culprit(ctx, true, "UPDATE "+pgTable+" SET balance = balance WHERE id = 1", "SELECT SLEEP(600)")
+		}},
 		{"my-dump", "full-table dumps (SELECT * read to the end, as mysqldump does) of a table larger than the buffer pool", func(ctx context.Context, r *myRun) error {
 			return r.culprits.repeat(ctx, r.dump)
 		}},
@@ -223,7 +226,7 @@ func (o *Options) mysqlTimeouts() string {
 // victimLua is sysbench's script of the victims: an UPDATE and a SELECT of
 // one of the hot rows, each in its own autocommit transaction. init runs
 // once per connection.
-func victimLua(init string) string {
+func victimLua(init string, hot bool) string {
 	s := `-- moirai dbsuite: the victims (generated)
 function thread_init()
   drv = sysbench.sql.driver()
@@ -238,10 +241,19 @@ function thread_done()
 end
 function event()
   local id = sysbench.rand.uniform(1, ` + strconv.Itoa(hotRows) + `)
-  con:query("UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = " .. id)
+` + hotLua(hot) + `  con:query("UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = " .. id)
   con:query("SELECT balance FROM ` + pgTable + ` WHERE id = " .. id)
 end
 `
+}
+
+// hotLua sends half the victims' transactions to one of the first
+// hotRowCount rows (when hot).
+func hotLua(hot bool) string {
+	if !hot {
+		return ""
+	}
+	return "  if sysbench.rand.uniform(0, 1) == 0 then id = sysbench.rand.uniform(1, " + strconv.Itoa(hotRowCount) + ") end\n"
 }
 
 // ExecuteMySQL runs the MariaDB suite: for every case, a normal run (no
@@ -313,7 +325,7 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 	// is slower by about 5 % (the pages the set-up dirtied are still being
 	// flushed), which would flatter the first case's controllers.
 	opt.Progress(0, 1, "settling")
-	if _, err := runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"}); err != nil {
+	if _, err := runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"}, false); err != nil {
 		return nil, fmt.Errorf("settling run: %w", err)
 	}
 	res.Params["warm-up"] += "; one unmeasured run after the table's set-up"
@@ -323,9 +335,9 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 	}
 	err = opt.matrix(res, names, ctls, func(i int, ctl *Controller) (*measure, error) {
 		if ctl == nil {
-			return runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"})
+			return runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"}, hotRowCases[cases[i].Name])
 		}
-		return runMy(ctx, &opt, dir, db, &cases[i], *ctl)
+		return runMy(ctx, &opt, dir, db, &cases[i], *ctl, hotRowCases[cases[i].Name])
 	}, nil)
 	return res, err
 }
@@ -369,8 +381,9 @@ func mysqlArgs(cfg *mysql.Config, prefix string) []string {
 
 // runMy runs sysbench for Duration, the culprit (if any) after Warmup, and
 // the controller; at Duration the culprit's sessions are killed so that no
-// victim stays blocked past the run.
-func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCase, ctl Controller) (*measure, error) {
+// victim stays blocked past the run. hot: the victims of a hot-row case
+// (its normal run's too; see hotRowCases).
+func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCase, ctl Controller, hot bool) (*measure, error) {
 	cfg, err := guardmysql.ParseDSN(opt.DSN)
 	if err != nil {
 		return nil, err
@@ -381,7 +394,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 		init = opt.mysqlTimeouts()
 	}
 	script := filepath.Join(dir, fmt.Sprintf("victim-%d.lua", time.Now().UnixNano()))
-	if err := os.WriteFile(script, []byte(victimLua(init)), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(victimLua(init, hot)), 0o644); err != nil {
 		return nil, err
 	}
 	secs := int(math.Ceil(opt.Duration.Seconds()))

@@ -72,6 +72,9 @@ func PostgresCases() []Case {
 		{"pg-vacuum-full", "VACUUM FULL on the hot table", func(ctx context.Context, r *pgRun) error {
 			return r.culprits.repeat(ctx, func(ctx context.Context) error { return r.culpritTx(ctx, "", "VACUUM FULL "+pgTable) })
 		}},
+		{"pg-hot-row", "half the victims' updates hit one of " + strconv.Itoa(hotRowCount) + " hot rows; one transaction holds one of them: a queue of waiters on a row", func(ctx context.Context, r *pgRun) error {
+			return r.culpritTx(ctx, "UPDATE "+pgTable+" SET balance = balance WHERE id = 1", "SELECT pg_sleep(600)")
+		}},
 	}
 }
 
@@ -278,6 +281,16 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 	if err := os.WriteFile(script, []byte(victimScript), 0o644); err != nil {
 		return nil, err
 	}
+	hotScript := filepath.Join(dir, "victim-hot.sql")
+	if err := os.WriteFile(hotScript, []byte(hotVictimScript), 0o644); err != nil {
+		return nil, err
+	}
+	scriptOf := func(c *Case) string {
+		if hotRowCases[c.Name] {
+			return hotScript
+		}
+		return script
+	}
 
 	loop := "closed loop"
 	if opt.Rate > 0 {
@@ -309,9 +322,9 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 	}
 	err = opt.matrix(res, names, ctls, func(i int, ctl *Controller) (*measure, error) {
 		if ctl == nil {
-			return runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"})
+			return runPG(ctx, &opt, dir, scriptOf(&cases[i]), nil, Controller{Name: "none"})
 		}
-		return runPG(ctx, &opt, dir, script, &cases[i], *ctl)
+		return runPG(ctx, &opt, dir, scriptOf(&cases[i]), &cases[i], *ctl)
 	}, func() error { return vacuumPG(ctx, opt.DSN) })
 	return res, err
 }
@@ -402,6 +415,26 @@ func (m *measure) pool(n *measure) {
 }
 
 const victimScript = `\set id random(1, ` + "1000" + `)
+UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = :id;
+SELECT balance FROM ` + pgTable + ` WHERE id = :id;
+`
+
+// hotRowCount is how many rows of the hot-row cases take half the
+// victims' updates.
+const hotRowCount = 4
+
+// hotRowCases are the cases whose victims (in every run of the case, its
+// normal run included) send half their transactions to one of the first
+// hotRowCount rows.
+var hotRowCases = map[string]bool{"pg-hot-row": true, "my-hot-row": true}
+
+// hotVictimScript is the victims' script of the hot-row case: half the
+// transactions update one of the first hotRowCount rows.
+var hotVictimScript = `\set id random(1, ` + "1000" + `)
+\set coin random(0, 1)
+\if :coin = 0
+\set id random(1, ` + strconv.Itoa(hotRowCount) + `)
+\endif
 UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = :id;
 SELECT balance FROM ` + pgTable + ` WHERE id = :id;
 `
