@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moirai-go/moirai/cancel"
+	"github.com/moirai-go/moirai/guard/internal/seeds"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 )
@@ -120,13 +119,13 @@ func TestExplainEscapesAndAuditHoldsFingerprints(t *testing.T) {
 // resource others wait on (a chain A ← B ← C on two resources).
 type topology struct {
 	roots       []int64
-	rootOf      map[int64]int64 // waiter → its chain's root
+	rootOf      map[int64][]int64 // waiter → its chain's roots
 	cancellable map[int64]bool
 	obs         func(at time.Time) *Observation
 }
 
 func randomTopology(r *rand.Rand) topology {
-	tp := topology{rootOf: map[int64]int64{}, cancellable: map[int64]bool{}}
+	tp := topology{rootOf: map[int64][]int64{}, cancellable: map[int64]bool{}}
 	nroots := 1 + r.IntN(3)
 	var sessions []Session
 	var uses []Use
@@ -137,13 +136,23 @@ func randomTopology(r *rand.Rand) topology {
 		id++
 		tp.roots = append(tp.roots, id)
 		tp.cancellable[id] = r.IntN(4) != 0
-		kind := "client"
-		if !tp.cancellable[id] {
-			kind = "autovacuum worker" // protected: the server's own
-		}
 		start := epoch.Add(-time.Duration(1+r.IntN(20)) * time.Second)
-		sessions = append(sessions, Session{ID: id, User: "app", Kind: kind, State: "active", Active: true,
-			Query: "UPDATE t SET v = v + 1", XactStart: start, QueryStart: start})
+		root := Session{ID: id, User: "app", Kind: "client", State: "active", Active: true,
+			Query: "UPDATE t SET v = v + 1", XactStart: start, QueryStart: start}
+		if !tp.cancellable[id] {
+			// Protected in one of the ways a root can be.
+			switch r.IntN(4) {
+			case 0:
+				root.Kind = "autovacuum worker"
+			case 1:
+				root.Superuser = true
+			case 2:
+				root.User = "batch" // a protected user
+			default:
+				root.Active, root.IdleInTransaction, root.State = false, true, "idle in transaction"
+			}
+		}
+		sessions = append(sessions, root)
 		resOf[id] = fmt.Sprintf("tuple:db.public.t%d", id)
 		uses = append(uses, Use{Session: id, Resource: resOf[id], Held: true})
 	}
@@ -157,11 +166,10 @@ func randomTopology(r *rand.Rand) topology {
 		} else {
 			blocker = tp.roots[r.IntN(len(tp.roots))]
 		}
-		root := blocker
+		roots := []int64{blocker}
 		if rt, ok := tp.rootOf[blocker]; ok {
-			root = rt
+			roots = rt
 		}
-		tp.rootOf[id] = root
 		res := resOf[blocker]
 		if res == "" {
 			// The blocker, a waiter, holds a lock of its own that id waits on.
@@ -169,10 +177,20 @@ func randomTopology(r *rand.Rand) topology {
 			resOf[blocker] = res
 			uses = append(uses, Use{Session: blocker, Resource: res, Held: true})
 		}
+		if tp.isRoot(blocker) && len(tp.roots) > 1 && r.IntN(3) == 0 {
+			// A lock two roots share (two readers), which id's exclusive
+			// request waits for: both are its roots.
+			other := tp.roots[r.IntN(len(tp.roots))]
+			if other != blocker {
+				roots = []int64{blocker, other}
+				uses = append(uses, Use{Session: other, Resource: res, Held: true})
+			}
+		}
+		tp.rootOf[id] = roots
 		start := epoch.Add(-time.Duration(r.IntN(900)) * time.Millisecond)
 		sessions = append(sessions, Session{ID: id, User: "app", Kind: "client", State: "active", Active: true,
 			Query: "UPDATE t SET v = 2 WHERE id = 1", XactStart: start, QueryStart: start})
-		uses = append(uses, Use{Session: id, Resource: res, Waiting: true, BlockedBy: []int64{root},
+		uses = append(uses, Use{Session: id, Resource: res, Waiting: true, BlockedBy: roots,
 			Soft: !tp.isRoot(blocker), Since: start})
 		waiters = append(waiters, id)
 	}
@@ -204,21 +222,11 @@ func (tp *topology) isRoot(id int64) bool {
 // roots the holders of a contended resource, and the library's policy
 // never offers a waiter as a candidate. MOIRAI_SEED replays one graph.
 func TestRandomTopologiesBlameOnlyRoots(t *testing.T) {
-	seeds := make([]uint64, 300)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
-	if s := os.Getenv("MOIRAI_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = []uint64{n}
-	}
+	seeds := seeds.Of(t, 300)
 	for _, seed := range seeds {
 		tp := randomTopology(rand.New(rand.NewPCG(seed, 27)))
 		b := NewBuilder()
-		prot := Protection{}
+		prot := Protection{Users: []string{"batch"}}
 		b.Cancellable = func(s *Session) bool { p, _ := prot.Protects(s); return !p && s.Active }
 		pol := cancel.NewAtropos(cancel.MultiObjective, cancel.WithConfirmation(0))
 		var snap *snapshot.Snapshot
@@ -263,6 +271,45 @@ func TestRandomTopologiesBlameOnlyRoots(t *testing.T) {
 			id := session(snap.TaskByID(d.Task))
 			if !tp.isRoot(id) || !tp.cancellable[id] {
 				fail("decided on %d: not an actionable root", id)
+			}
+		}
+
+		// The guard, acting, over the same graph: actions only on
+		// actionable roots, at least one when a root is actionable, and
+		// every chain of an unactionable root reported, never acted on.
+		f := &fake{obs: func(_ int, at time.Time) *Observation { return tp.obs(at) }}
+		g, err := New(f, Options{SLO: 300 * time.Millisecond, Logger: quiet, Protect: prot, MinInterval: time.Nanosecond, MaxPerMinute: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reported := map[int64]bool{}
+		for _, d := range steps(t, g, 12) {
+			switch {
+			case d.Outcome == OutcomeNoAction:
+				if !tp.isRoot(d.Root) || tp.cancellable[d.Root] {
+					fail("no-action on %d (%s): not an unactionable root", d.Root, d.Blocked)
+				}
+				reported[d.Root] = true
+			case !tp.isRoot(d.Target.Session) || !tp.cancellable[d.Target.Session]:
+				fail("%s %s on %d: not an actionable root", d.Action, d.Outcome, d.Target.Session)
+			}
+		}
+		actionable := 0 // roots some session waits for, that can be acted on
+		for _, roots := range tp.rootOf {
+			for _, rt := range roots {
+				if tp.cancellable[rt] {
+					actionable++
+				}
+			}
+		}
+		if cancels := f.cancelled(); actionable > 0 && len(cancels) == 0 {
+			fail("no action, with %d actionable roots", actionable)
+		}
+		for _, roots := range tp.rootOf {
+			for _, rt := range roots {
+				if !tp.cancellable[rt] && !reported[rt] {
+					fail("the chain of the unactionable root %d is not reported", rt)
+				}
 			}
 		}
 	}
@@ -338,6 +385,48 @@ func TestUnactionableRootLeavesTheChainAlone(t *testing.T) {
 			}
 			if !found {
 				t.Error("moirai_guard_chains_not_acted_total does not count the chain")
+			}
+		})
+	}
+}
+
+// A chain that crosses the scope: the root is in the guard's database,
+// one of its waiters in another. The guard acts on nothing in it and
+// reports it; a chain wholly in another database is not reported.
+func TestChainCrossingTheScopeIsReported(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		dbs      map[int64]string
+		reported bool
+	}{
+		{"a waiter outside", map[int64]string{10: "db", 20: "db", 21: "other", 22: "db"}, true},
+		{"wholly outside", map[int64]string{10: "other", 20: "other", 21: "other", 22: "other"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fake{obs: func(n int, at time.Time) *Observation {
+				obs := rowQueue(n, at)
+				for i := range obs.Sessions {
+					obs.Sessions[i].Database = tc.dbs[obs.Sessions[i].ID]
+				}
+				return obs
+			}}
+			g, err := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet, Database: "db"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := steps(t, g, 16)
+			if len(f.cancelled()) != 0 {
+				t.Fatalf("acted: %+v", f.cancelled())
+			}
+			scoped := 0
+			for _, d := range ds {
+				if d.Outcome != OutcomeNoAction || d.Root != 10 || d.Blocked != BlockedScope {
+					t.Fatalf("decision %+v: want a no-action on the root 10 (scope)", d)
+				}
+				scoped++
+			}
+			if (scoped > 0) != tc.reported {
+				t.Fatalf("%d chains reported, want reported %v", scoped, tc.reported)
 			}
 		})
 	}

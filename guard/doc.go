@@ -5,6 +5,26 @@
 // controller builds, runs the library's Atropos policy on it unchanged, and
 // cancels the culprit's statement through the server's own cancel command,
 // verified so that it can never hit a different statement.
+//
+// # Blame
+//
+// Each poll's waits are charged to the roots of their chains in the
+// server's wait-for graph ([Use.BlockedBy], resolved by the sources; see
+// [Chain]): in the snapshot a session that waits is a blocked task
+// ([snapshot.Task.Blocked]) holding nothing, which the policy never
+// chooses, and a contended lock is held by its waits' roots only. When a
+// chain's root cannot be acted on (protected, a superuser, a server
+// session, idle in transaction without [Options.TerminateIdle], outside
+// the scope [Options.Database]), nobody in the chain is acted on, and the
+// guard returns a [Decision] with [OutcomeNoAction], its Root and why.
+//
+// # What a harness reads
+//
+// Every [Decision] (from [Guard.Step] and [Guard.Decisions]) names its
+// target session, the root of the chain it is about ([Decision.Root]),
+// and, when no action was taken, why ([Decision.Blocked],
+// [Decision.Note]); [Guard.Explain] gives the chains of the last poll.
+// docs/GUARD.md is the operator's guide and the design of the blame.
 package guard
 
 import "github.com/moirai-go/moirai/snapshot"

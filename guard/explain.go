@@ -108,13 +108,15 @@ func (g *Guard) Explain() Explanation {
 		}
 		x.Chains = append(x.Chains, ci)
 	}
+	x.WouldReason = ev.Reason
 	if ev.Chosen >= 0 && ev.Chosen < len(ev.Candidates) {
-		if t, s, ok := g.b.Target(ev.Candidates[ev.Chosen].Task); ok {
+		id := ev.Candidates[ev.Chosen].Task
+		if t, s, ok := g.b.Target(id); ok {
 			x.Would = t.Session
 			x.Sessions[t.Session] = g.info(obs, s)
+			x.WouldReason, _ = g.annotate(id, s, ev.Reason)
 		}
 	}
-	x.WouldReason = ev.Reason
 	return x
 }
 

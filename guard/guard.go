@@ -174,8 +174,10 @@ type Guard struct {
 	alert      bool            // the last poll saw a session wait: poll at AlertInterval
 	m          *metrics
 
-	scope    string          // the database acted in; "" with AllDatabases
-	reported map[string]bool // the chains left alone and reported, by root task and resource
+	scope     string           // the database acted in; "" with AllDatabases
+	reported  map[string]bool  // the chains left alone and reported, by root task and resource
+	cross     map[int64]string // roots of chains crossing the scope, of poll crossPoll
+	crossPoll uint64
 }
 
 // New returns a guard of src. It does not poll until Run or Step.
@@ -242,15 +244,8 @@ func (g *Guard) blocker(s *Session) (code, why string) {
 	if g.scope != "" && s.Database != g.scope {
 		return BlockedScope, fmt.Sprintf("in database %q, outside the guard's scope %q (--all-databases widens it)", s.Database, g.scope)
 	}
-	for _, c := range g.b.chains {
-		if c.Root != s.ID || g.scope == "" {
-			continue
-		}
-		for _, w := range c.Waiters {
-			if ws := g.b.sessions[w]; ws != nil && ws.Database != g.scope {
-				return BlockedScope, fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", c.Resource, ws.Database, g.scope)
-			}
-		}
+	if why, ok := g.crossing()[s.ID]; ok {
+		return BlockedScope, why
 	}
 	switch {
 	case s.Active:
@@ -262,6 +257,9 @@ func (g *Guard) blocker(s *Session) (code, why string) {
 	}
 	return BlockedNotRunning, "it runs no statement and holds no transaction the guard could end (a lock kept between statements)"
 }
+
+// Scope returns the database the guard acts in ("" for every one).
+func (g *Guard) Scope() string { return g.scope }
 
 // Options returns the options g runs with, defaults filled in.
 func (g *Guard) Options() Options { return g.opt }
@@ -339,6 +337,30 @@ func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 		ds = append(ds, g.act(ctx, obs, d.Task, d.Reason, d.Details))
 	}
 	return ds, nil
+}
+
+// crossing returns, for the last Build, the roots of chains with a waiter
+// outside the scope, and why (computed once per poll).
+func (g *Guard) crossing() map[int64]string {
+	if g.crossPoll == g.b.poll && g.cross != nil {
+		return g.cross
+	}
+	g.crossPoll, g.cross = g.b.poll, map[int64]string{}
+	if g.scope == "" {
+		return g.cross
+	}
+	for _, c := range g.b.chains {
+		if _, done := g.cross[c.Root]; done || c.Root == 0 {
+			continue
+		}
+		for _, w := range c.Waiters {
+			if ws := g.b.sessions[w]; ws != nil && ws.Database != g.scope {
+				g.cross[c.Root] = fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", printableText(c.Resource), ws.Database, g.scope)
+				break
+			}
+		}
+	}
+	return g.cross
 }
 
 // touches reports whether the chain has a session in the guard's scope:
@@ -504,13 +526,7 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 	if g.b.holdsLock(s.ID) {
 		d.Root = s.ID
 	}
-	if g.b.Inferred(s.ID) {
-		d.Inferred = true
-		d.Reason += "; its hold is inferred (the server shows no metadata lock view): it is the only session that can hold the lock"
-	}
-	if share, ok := g.b.shares[id]; ok {
-		d.Reason += fmt.Sprintf("; it had %.0f%% of the server's statement time in the last span", 100*share)
-	}
+	d.Reason, d.Inferred = g.annotate(id, s, d.Reason)
 	if !s.Active {
 		d.Action = "terminate"
 	}
@@ -548,6 +564,20 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 		d.Outcome, d.Note = OutcomeFailed, err.Error()
 	}
 	return g.record(d)
+}
+
+// annotate adds to the policy's reason for choosing task id (of session
+// s) what the policy cannot know: that the session's hold was inferred,
+// and its share of the server's work when it holds the server.
+func (g *Guard) annotate(id uint64, s *Session, reason string) (string, bool) {
+	inferred := g.b.Inferred(s.ID)
+	if inferred {
+		reason += "; its hold is inferred (the server shows no metadata lock view): it is the only session that can hold the lock"
+	}
+	if share, ok := g.b.shares[id]; ok {
+		reason += fmt.Sprintf("; it had %.0f%% of the server's statement time in the last span", 100*share)
+	}
+	return reason, inferred
 }
 
 // call runs the source's action, turning a panic into an error.

@@ -30,6 +30,9 @@ type guardFlags struct {
 	interval, slo  time.Duration
 	alertInterval  time.Duration
 	dryRun, once   bool
+	act            bool
+	allDatabases   bool
+	auditRawSQL    bool
 	protectUsers   []string
 	protectApps    []string
 	protectQuery   string
@@ -55,10 +58,13 @@ func (f *guardFlags) register(cmd *cobra.Command, all bool) {
 	fl.BoolVar(&f.allowSuper, "allow-superuser", false, "allow acting on superusers' sessions")
 	fl.BoolVar(&f.allowMaint, "allow-maintenance", false, "allow acting on the server's own sessions (autovacuum, replication, …)")
 	fl.BoolVar(&f.terminateIdle, "terminate-idle", false, "end the connection of a culprit idle in transaction (a statement cancel cannot reach it)")
+	fl.BoolVar(&f.allDatabases, "all-databases", false, "act in every database of the server (default: only in the DSN's database)")
 	if !all {
 		return
 	}
-	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and log, never act")
+	fl.BoolVar(&f.act, "act", false, "act: cancel (and with --terminate-idle terminate) the culprits; without it the guard runs as --dry-run")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and log, never act (the default without --act)")
+	fl.BoolVar(&f.auditRawSQL, "audit-raw-sql", false, "store each statement's text in the audit file (default: its fingerprint, literals removed)")
 	fl.BoolVar(&f.once, "once", false, "poll twice (the policy needs two polls), act, print the decisions and exit")
 	fl.DurationVar(&f.minInterval, "min-interval", time.Second, "minimum time between two actions")
 	fl.IntVar(&f.maxPerMinute, "max-per-minute", 10, "most actions in any minute")
@@ -80,7 +86,11 @@ func (f *guardFlags) options(errOut io.Writer) (guard.Options, error) {
 	if f.maxPerMinute < 1 || f.minInterval < 0 {
 		return guard.Options{}, usageErrorf("--max-per-minute %d --min-interval %v: want at least 1 and a non-negative interval", f.maxPerMinute, f.minInterval)
 	}
-	o := guard.Options{Interval: f.interval, AlertInterval: f.alertInterval, SLO: f.slo, DryRun: f.dryRun, TerminateIdle: f.terminateIdle,
+	if f.act && f.dryRun {
+		return guard.Options{}, usageErrorf("--act and --dry-run together: choose one")
+	}
+	o := guard.Options{Interval: f.interval, AlertInterval: f.alertInterval, SLO: f.slo, DryRun: !f.act, TerminateIdle: f.terminateIdle,
+		AllDatabases: f.allDatabases, AuditRawSQL: f.auditRawSQL,
 		MinInterval: f.minInterval, MaxPerMinute: f.maxPerMinute,
 		Protect: guard.Protection{Users: f.protectUsers, Applications: f.protectApps, AllowSuperuser: f.allowSuper, AllowMaintenance: f.allowMaint},
 		Logger:  slog.New(slog.NewTextHandler(errOut, nil))}
@@ -138,12 +148,17 @@ statement of the transaction whose cancellation frees the most of the
 contended locks, through the server's own cancel command, verified against
 the statement's start so that it can never hit another one.
 
-It never terminates a connection unless --terminate-idle is given (for a
+It acts only with --act: without it, it runs as --dry-run, deciding and
+logging only, and says so at start. It blames a wait on the root of its
+chain in the server's wait-for graph, never on a session that waits itself;
+when that root cannot be acted on it acts on nobody in the chain and says
+why. It acts only in the DSN's database unless --all-databases is given,
+never terminates a connection unless --terminate-idle is given (for a
 culprit idle in transaction), never acts on superusers, the server's own
 sessions or protected users, applications and statements, and acts at most
---max-per-minute times a minute, --min-interval apart. With --dry-run it
-decides and logs only. Every decision goes to the log and, with --audit, to
-a JSON-lines file. See docs/GUARD.md.`,
+--max-per-minute times a minute, --min-interval apart. Every decision goes
+to the log and, with --audit, to a JSON-lines file (statements as
+fingerprints unless --audit-raw-sql). See docs/GUARD.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runGuard(cmd, g, f)
@@ -195,24 +210,38 @@ func runGuard(cmd *cobra.Command, g *globalFlags, f *guardFlags) error {
 		return err
 	}
 	if f.once {
+		fmt.Fprintf(errOut, "moirai guard: %s, %s\n", modeOf(gd.Options()), scopeOf(gd))
 		ds, err := twoSteps(ctx, gd, f.interval)
 		if err != nil {
 			return err
 		}
 		return printDecisions(cmd.OutOrStdout(), g, ds)
 	}
-	mode := "acting"
-	if f.dryRun {
-		mode = "dry run: deciding and logging only"
-	}
 	eff := gd.Options()
-	fmt.Fprintf(errOut, "moirai guard: polling every %v, every %v while a session waits (%s); stop with Ctrl-C\n", eff.Interval, eff.AlertInterval, mode)
+	fmt.Fprintf(errOut, "moirai guard: polling every %v, every %v while a session waits (%s, %s); stop with Ctrl-C\n",
+		eff.Interval, eff.AlertInterval, modeOf(eff), scopeOf(gd))
 	err = gd.Run(ctx)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(errOut, "moirai guard: stopped after %d decisions\n", len(gd.Decisions()))
 		return nil // a requested stop is a clean one
 	}
 	return err
+}
+
+// modeOf says whether the guard acts.
+func modeOf(o guard.Options) string {
+	if o.DryRun {
+		return "DRY RUN: deciding and logging only; --act to act"
+	}
+	return "acting (--act)"
+}
+
+// scopeOf says where the guard acts.
+func scopeOf(gd *guard.Guard) string {
+	if db := gd.Scope(); db != "" {
+		return fmt.Sprintf("in database %q only (--all-databases widens it)", printable(db))
+	}
+	return "in every database"
 }
 
 // twoSteps polls twice, interval apart (the policy confirms a choice over
@@ -251,6 +280,11 @@ func printDecisions(out io.Writer, g *globalFlags, ds []guard.Decision) error {
 		return err
 	}
 	for _, d := range ds {
+		if d.Outcome == guard.OutcomeNoAction {
+			fmt.Fprintf(out, "no action on %s: root session %d (%s@%s), %d waiting: %s\n", printable(d.Resource), d.Root,
+				printable(d.User), printable(d.App), len(d.Waiters), printable(d.Note))
+			continue
+		}
 		fmt.Fprintf(out, "%s session %d (%s@%s): %s %s\n  %s\n", d.Action, d.Target.Session,
 			printable(d.User), printable(d.App), d.Outcome, printable(d.Note), printable(d.Reason))
 	}

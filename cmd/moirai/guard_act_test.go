@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -21,5 +22,12 @@ func TestGuardIsDryRunWithoutAct(t *testing.T) {
 	}
 	if !o.DryRun {
 		t.Fatal("without --act the guard acts; it must run as --dry-run")
+	}
+}
+
+func TestGuardActAndDryRunConflict(t *testing.T) {
+	_, _, err := run(t, "guard", "--dsn", "postgres://x@127.0.0.1:1/db", "--act", "--dry-run")
+	if err == nil || !strings.Contains(err.Error(), "--act and --dry-run") || exitCode(err) != ExitBadArgs {
+		t.Fatalf("error %v, want a usage error naming --act and --dry-run", err)
 	}
 }

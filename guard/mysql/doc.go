@@ -18,11 +18,29 @@
 // queued FTWRL/DDL, and waits of statements other than the queued
 // FTWRL/DDL are marked Soft. With a metadata lock view a table metadata
 // lock waiter is attributed to the non-waiting holders of an MDL on its
-// table; without one it is reported with no BlockedBy: the source never
-// blames a session it cannot tie to the lock. A global read lock or table
+// table. Without one the holder is inferred: the client sessions that
+// began before the table's first waiter and either run a statement naming
+// the table or hold a transaction open in its database are the
+// candidates; exactly one is the holder, marked Use.Inferred (the guard's
+// decision says so); with none or several, nobody is blamed and the wait
+// says why (Use.Why). A global read lock or table
 // flush wait is tied to the sessions whose statements were running before
 // the oldest queued FLUSH began and do not wait themselves: FTWRL waits
 // for exactly those.
+//
+// INNODB_LOCK_WAITS lists a queued waiter as a blocker of the waiters
+// behind it: every wait is resolved to the roots (the blockers that wait
+// for nothing), and the guard's builder makes only those the holders.
+//
+// Superusers: a session is a superuser's when its user is root or any
+// account of its user name has SUPER, directly or through a role, read
+// from mysql.global_priv and mysql.roles_mapping (the guard needs SELECT
+// on both; Check names them). Unreadable, every other account's session
+// is treated as a superuser's and never acted on.
+//
+// Scope: Database is the DSN's database, the guard's scope by default;
+// PROCESSLIST's DB column (the session's current database) places a
+// session in it.
 //
 // Cancel uses KILL QUERY ID, which targets the statement id and so cannot
 // hit a later statement; Terminate uses KILL CONNECTION after verifying the

@@ -132,7 +132,7 @@ func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
 		}
 	}
 	if s.mdl == "" {
-		info.Features = append(info.Features, "metadata_locks: unavailable (waits seen from PROCESSLIST states; table MDL holders not inferred)")
+		info.Features = append(info.Features, "metadata_locks: unavailable (waits seen from PROCESSLIST states; a table's holder inferred when only one session can hold it)")
 	} else {
 		info.Features = append(info.Features, "metadata_locks: "+s.mdl)
 	}
@@ -456,8 +456,9 @@ func ParseWait(r WaitRow) (Wait, bool) {
 // rows (pure: the integration of the soft-blocking rule).
 //
 // mdl lists the granted metadata locks when the server has a metadata lock
-// view (nil otherwise): a table MDL waiter is then attributed to the
-// non-waiting sessions holding an MDL on its table.
+// view (non-nil, possibly empty): a table MDL waiter is then attributed to
+// the non-waiting sessions holding an MDL on its table. Without a view
+// (mdl nil) the holder is inferred (see inferMDL).
 func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 	byID := map[int64]*guard.Session{}
 	for i := range obs.Sessions {
@@ -542,6 +543,8 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 			obs.Uses = append(obs.Uses, guard.Use{Session: m.Session, Resource: "mdl:" + m.Table, Mode: m.Mode, Held: true})
 		}
 	}
+	inferred := map[string]*inference{}
+	var tables []string // of inferred, in order
 	var glrRoots []int64
 	if !flushStart.IsZero() {
 		for _, s := range obs.Sessions {
@@ -565,13 +568,31 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 			table := tableOf(s.Query, s.Database)
 			name := "mdl:" + table
 			addRes(name)
-			var by []int64
-			for _, m := range mdl {
-				if m.Table == table && m.Session != s.ID && !waiting[m.Session] {
-					by = appendUnique(by, m.Session)
+			u := guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query), Since: s.QueryStart}
+			if mdl == nil {
+				inf := inferred[table]
+				if inf == nil {
+					inf = inferMDL(obs.Sessions, table, waiting)
+					inferred[table] = inf
+					tables = append(tables, table)
+				}
+				if inf.holder != 0 {
+					u.BlockedBy, u.Inferred = []int64{inf.holder}, true
+				} else {
+					u.Why = inf.why
 				}
 			}
-			obs.Uses = append(obs.Uses, guard.Use{Session: s.ID, Resource: name, Mode: s.WaitEvent, Waiting: true, Soft: !isDDL(s.Query), BlockedBy: by, Since: s.QueryStart})
+			for _, m := range mdl {
+				if m.Table == table && m.Session != s.ID && !waiting[m.Session] {
+					u.BlockedBy = appendUnique(u.BlockedBy, m.Session)
+				}
+			}
+			obs.Uses = append(obs.Uses, u)
+		}
+	}
+	for _, table := range tables {
+		if inf := inferred[table]; inf.holder != 0 {
+			obs.Uses = append(obs.Uses, guard.Use{Session: inf.holder, Resource: "mdl:" + table, Mode: "inferred", Held: true, Inferred: true})
 		}
 	}
 	if len(glrRoots) > 0 {
@@ -579,6 +600,66 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 			obs.Uses = append(obs.Uses, guard.Use{Session: r, Resource: "global-read-lock", Mode: "statement in flight", Held: true})
 		}
 	}
+}
+
+// inference is the holder inferred of a table's metadata lock (0: none),
+// and why none.
+type inference struct {
+	holder int64
+	why    string
+}
+
+// inferMDL infers who holds the metadata lock of table that sessions wait
+// for, without a metadata lock view: a metadata lock is held by a
+// statement that opened the table, until its transaction ends. So the
+// candidates are the client sessions, not waiting themselves, that began
+// before the first waiter and either run a statement naming the table, or
+// hold a transaction open (INNODB_TRX) in the table's database (an
+// earlier statement of it may have opened the table). Exactly one
+// candidate is the holder; with none or several, nobody is.
+func inferMDL(sessions []guard.Session, table string, waiting map[int64]bool) *inference {
+	var first time.Time
+	for _, s := range sessions {
+		if s.WaitEvent == "Waiting for table metadata lock" && tableOf(s.Query, s.Database) == table {
+			if first.IsZero() || s.QueryStart.Before(first) {
+				first = s.QueryStart
+			}
+		}
+	}
+	db, _, _ := strings.Cut(table, ".")
+	var cands []int64
+	for _, s := range sessions {
+		if s.Kind != "client" || s.Own || waiting[s.ID] || first.IsZero() {
+			continue
+		}
+		names := s.Active && !s.QueryStart.IsZero() && s.QueryStart.Before(first) && namesTable(s.Query, s.Database, table)
+		inTrx := !s.XactStart.IsZero() && s.XactStart.Before(first) && s.Database == db
+		if names || inTrx {
+			cands = append(cands, s.ID)
+		}
+	}
+	switch len(cands) {
+	case 1:
+		return &inference{holder: cands[0]}
+	case 0:
+		return &inference{why: "metadata lock holder not inferred (no metadata lock view): no session that began before the first waiter uses " + table}
+	}
+	return &inference{why: fmt.Sprintf("metadata lock holder not inferred (no metadata lock view): %d sessions may hold it", len(cands))}
+}
+
+// namesTable reports whether statement q (run in database db) names table
+// (db.table) after FROM, INTO, UPDATE, TABLE or JOIN.
+func namesTable(q, db, table string) bool {
+	f := strings.Fields(q)
+	for i := 0; i+1 < len(f); i++ {
+		switch strings.ToUpper(f[i]) {
+		case "FROM", "INTO", "UPDATE", "TABLE", "JOIN":
+			if tableOf(f[i]+" "+f[i+1], db) == table {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func roots(s int64, blockers map[int64][]int64) []int64 {

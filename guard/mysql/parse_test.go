@@ -2,7 +2,10 @@ package mysql
 
 import (
 	"database/sql"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/moirai-go/moirai/guard"
+	"github.com/moirai-go/moirai/guard/internal/seeds"
 )
 
 func ns(s string) sql.NullString   { return sql.NullString{String: s, Valid: true} }
@@ -313,4 +317,112 @@ func FuzzParseGrant(f *testing.F) {
 			t.Fatalf("ParseGrant(%q) = %v from a grant that is not global", s, privs)
 		}
 	})
+}
+
+// Without a metadata lock view, the holder of a table's metadata lock is
+// inferred when exactly one session can hold it: one that began before
+// the first waiter and runs a statement naming the table, or holds a
+// transaction open in the table's database. With two, nobody is blamed.
+func TestBuildMDLInferred(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		holders []ProcRow
+		trx     []Trx
+		want    int64 // 0: none
+	}{
+		{"a long read", []ProcRow{proc(1, "Query", 9000, "User sleep", "SELECT SLEEP(100) FROM gm_m", 11)}, nil, 1},
+		{"idle in transaction", []ProcRow{proc(1, "Sleep", 9000, "", "", 11)}, []Trx{{ID: "a", Thread: 1, Started: t0.Add(-9 * time.Second), State: "RUNNING"}}, 1},
+		{"younger than the waiter", []ProcRow{proc(1, "Query", 500, "User sleep", "SELECT SLEEP(100) FROM gm_m", 11)}, nil, 0},
+		{"another table", []ProcRow{proc(1, "Query", 9000, "User sleep", "SELECT SLEEP(100) FROM gm_other", 11)}, nil, 0},
+		{"two candidates", []ProcRow{proc(1, "Query", 9000, "User sleep", "SELECT SLEEP(100) FROM gm_m", 11), proc(4, "Query", 8000, "Sending data", "SELECT * FROM test.gm_m", 14)}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &guard.Observation{Skipped: map[string]int{}}
+			for _, r := range append(tc.holders,
+				proc(2, "Query", 3000, "Waiting for table metadata lock", "ALTER TABLE gm_m ADD COLUMN w INT", 12),
+				proc(3, "Query", 1000, "Waiting for table metadata lock", "SELECT * FROM gm_m", 13)) {
+				s, _ := ParseSession(r, t0)
+				obs.Sessions = append(obs.Sessions, s)
+			}
+			Build(obs, tc.trx, nil, nil)
+			held := false
+			for _, u := range obs.Uses {
+				switch {
+				case u.Waiting && tc.want != 0 && (!slices.Equal(u.BlockedBy, []int64{tc.want}) || !u.Inferred):
+					t.Errorf("wait %+v: want blocked by %d, inferred", u, tc.want)
+				case u.Waiting && tc.want == 0 && (len(u.BlockedBy) != 0 || u.Why == ""):
+					t.Errorf("wait %+v: want no holder, and why", u)
+				case u.Held:
+					held = u.Session == tc.want && u.Inferred && u.Resource == "mdl:test.gm_m"
+				}
+			}
+			if held != (tc.want != 0) {
+				t.Errorf("uses %+v: want the inferred hold of %d", obs.Uses, tc.want)
+			}
+		})
+	}
+}
+
+// TestRandomInnoDBQueues: random record-lock queues as INNODB_LOCK_WAITS
+// shows them (each waiter listed as blocked by the granted holder and by
+// every waiter ahead of it in the row's queue), some rows' holders
+// themselves queued on another row: every wait resolves to the roots,
+// never to a waiter. MOIRAI_SEED replays one.
+func TestRandomInnoDBQueues(t *testing.T) {
+	seeds := seeds.Of(t, 200)
+	for _, seed := range seeds {
+		r := rand.New(rand.NewPCG(seed, 2))
+		obs := &guard.Observation{Skipped: map[string]int{}}
+		var trxs []Trx
+		var waits []Wait
+		rootOf := map[int64]int64{} // waiter → its root
+		id := int64(0)
+		trx := func(waiting bool) int64 {
+			id++
+			s, _ := ParseSession(proc(id, "Query", 1000, "Updating", "UPDATE gm_t SET v = 1", 100+id), t0)
+			obs.Sessions = append(obs.Sessions, s)
+			state := "RUNNING"
+			if waiting {
+				state = "LOCK WAIT"
+			}
+			trxs = append(trxs, Trx{ID: fmt.Sprint("t", id), Thread: id, Started: t0, State: state})
+			return id
+		}
+		rows := 1 + r.IntN(3)
+		for row := range rows {
+			holder := trx(false)
+			root := holder
+			if row > 0 && r.IntN(3) == 0 {
+				// This row's holder waits, last in the previous row's
+				// queue: its queue's root is that row's.
+				prev := id - 1
+				root = rootOf[prev]
+				if root == 0 {
+					root = prev
+				}
+				trxs[len(trxs)-1].State = "LOCK WAIT"
+				waits = append(waits, Wait{Requesting: fmt.Sprint("t", holder), Blocking: fmt.Sprint("t", prev), Resource: fmt.Sprint("row:test.gm_r", row-1), Mode: "X"})
+				rootOf[holder] = root
+			}
+			queue := []int64{holder}
+			for range 2 + r.IntN(29) {
+				w := trx(true)
+				for _, ahead := range queue {
+					waits = append(waits, Wait{Requesting: fmt.Sprint("t", w), Blocking: fmt.Sprint("t", ahead), Resource: fmt.Sprint("row:test.gm_r", row), Mode: "X"})
+				}
+				queue = append(queue, w)
+				rootOf[w] = root
+			}
+		}
+		r.Shuffle(len(waits), func(i, j int) { waits[i], waits[j] = waits[j], waits[i] })
+		Build(obs, trxs, waits, nil)
+		for _, u := range obs.Uses {
+			if !u.Waiting {
+				continue
+			}
+			if want := rootOf[u.Session]; !slices.Equal(u.BlockedBy, []int64{want}) {
+				t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): session %d blocked by %v, want its root %d", seed, seed, u.Session, u.BlockedBy, want)
+			}
+		}
+	}
 }

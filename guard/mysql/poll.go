@@ -28,7 +28,9 @@ const innodbViewsRefresh = 100 * time.Millisecond
 
 const procQuery = `SELECT ID, USER, HOST, DB, COMMAND, TIME_MS, STATE, INFO, STAGE, MAX_STAGE, PROGRESS, QUERY_ID, NOW(6), CONNECTION_ID() FROM information_schema.PROCESSLIST`
 
-// Poll reads the server's views once.
+// Poll reads the server's views once, on one connection: the threads,
+// the InnoDB transactions and lock waits, the metadata locks when a view
+// of them exists, and the status counters.
 func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	start := time.Now()
 	obs := &guard.Observation{Skipped: map[string]int{}, Refresh: innodbViewsRefresh}
@@ -44,9 +46,45 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		_, err = conn.ExecContext(ctx, "SET profiling_history_size = 15")
 		profiled = err == nil
 	}
+	if err := s.readThreads(ctx, conn, obs); err != nil {
+		return nil, err
+	}
+	trxs, err := readTrxs(ctx, conn, obs)
+	if err != nil {
+		return nil, err
+	}
+	waits, err := readWaits(ctx, conn, obs)
+	if err != nil {
+		return nil, err
+	}
+	mdl, err := s.readMDL(ctx, conn, obs)
+	if err != nil {
+		return nil, err
+	}
+	Build(obs, trxs, waits, mdl)
+
+	st, err := status(ctx, conn, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_pages_total','Innodb_buffer_pool_pages_free','Innodb_buffer_pool_pages_data','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_buffer_pool_pages_flushed','Innodb_buffer_pool_pages_LRU_flushed','Threads_connected','Handler_commit','Handler_rollback')`)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := status(ctx, conn, `SHOW GLOBAL VARIABLES WHERE Variable_name = 'max_connections'`)
+	if err != nil {
+		return nil, err
+	}
+	AddStatus(obs, st, vars)
+	if profiled {
+		obs.ServerTime = serverTime(ctx, conn)
+	}
+	obs.Took = time.Since(start)
+	return obs, nil
+}
+
+// readThreads reads PROCESSLIST into obs's sessions (and obs.At, the
+// server's clock), marking the guard's own and the superusers'.
+func (s *Source) readThreads(ctx context.Context, conn *sql.Conn, obs *guard.Observation) error {
 	rows, err := conn.QueryContext(ctx, procQuery)
 	if err != nil {
-		return nil, fmt.Errorf("guard/mysql: processlist: %w", err)
+		return fmt.Errorf("guard/mysql: processlist: %w", err)
 	}
 	var own int64
 	for rows.Next() {
@@ -65,7 +103,7 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		obs.Sessions = append(obs.Sessions, sess)
 	}
 	if err := rows.Close(); err != nil {
-		return nil, err
+		return err
 	}
 	if obs.At.IsZero() {
 		obs.At = time.Now()
@@ -75,12 +113,16 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		se.Own = se.ID == own || se.User == s.user && se.Query == procQuery
 		se.Superuser = se.Kind == "client" && s.isSuper(ctx, se.User, time.Now())
 	}
+	return nil
+}
 
-	var trxs []Trx
-	rows, err = conn.QueryContext(ctx, `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`)
+// readTrxs reads INNODB_TRX.
+func readTrxs(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]Trx, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`)
 	if err != nil {
 		return nil, fmt.Errorf("guard/mysql: innodb_trx: %w", err)
 	}
+	var trxs []Trx
 	for rows.Next() {
 		var r TrxRow
 		if err := rows.Scan(&r.ID, &r.Thread, &r.Started, &r.State, &r.RowsLocked, &r.WaitStarted); err != nil {
@@ -93,16 +135,17 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 			obs.Skipped["innodb_trx"]++
 		}
 	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
+	return trxs, rows.Close()
+}
 
-	var waits []Wait
-	rows, err = conn.QueryContext(ctx, `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
+// readWaits reads INNODB_LOCK_WAITS joined with the requested lock.
+func readWaits(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]Wait, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
 		FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id`)
 	if err != nil {
 		return nil, fmt.Errorf("guard/mysql: innodb_lock_waits: %w", err)
 	}
+	var waits []Wait
 	for rows.Next() {
 		var r WaitRow
 		if err := rows.Scan(&r.Requesting, &r.Blocking, &r.LockID, &r.Mode, &r.Type, &r.Table); err != nil {
@@ -115,48 +158,35 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 			obs.Skipped["innodb_lock_waits"]++
 		}
 	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	var mdl []MDL
-	if q := mdlQuery(s.mdl); q != "" {
-		rows, err = conn.QueryContext(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("guard/mysql: metadata locks (%s): %w", s.mdl, err)
-		}
-		for rows.Next() {
-			var th sql.NullInt64
-			var mode, schema, table sql.NullString
-			if err := rows.Scan(&th, &mode, &schema, &table); err != nil {
-				obs.Skipped["metadata_locks"]++
-				continue
-			}
-			if m, ok := ParseMDL(th, mode, schema, table); ok {
-				mdl = append(mdl, m)
-			} else if schema.Valid && table.Valid && table.String != "" {
-				obs.Skipped["metadata_locks"]++
-			}
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-	}
-	Build(obs, trxs, waits, mdl)
+	return waits, rows.Close()
+}
 
-	st, err := status(ctx, conn, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_pages_total','Innodb_buffer_pool_pages_free','Innodb_buffer_pool_pages_data','Innodb_buffer_pool_reads','Innodb_buffer_pool_read_requests','Innodb_buffer_pool_pages_flushed','Innodb_buffer_pool_pages_LRU_flushed','Threads_connected','Handler_commit','Handler_rollback')`)
+// readMDL reads the granted table metadata locks from the view Check
+// found; nil (not empty) when there is none, for Build to infer them.
+func (s *Source) readMDL(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]MDL, error) {
+	q := mdlQuery(s.mdl)
+	if q == "" {
+		return nil, nil
+	}
+	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("guard/mysql: metadata locks (%s): %w", s.mdl, err)
 	}
-	vars, err := status(ctx, conn, `SHOW GLOBAL VARIABLES WHERE Variable_name = 'max_connections'`)
-	if err != nil {
-		return nil, err
+	mdl := []MDL{}
+	for rows.Next() {
+		var th sql.NullInt64
+		var mode, schema, table sql.NullString
+		if err := rows.Scan(&th, &mode, &schema, &table); err != nil {
+			obs.Skipped["metadata_locks"]++
+			continue
+		}
+		if m, ok := ParseMDL(th, mode, schema, table); ok {
+			mdl = append(mdl, m)
+		} else if schema.Valid && table.Valid && table.String != "" {
+			obs.Skipped["metadata_locks"]++
+		}
 	}
-	AddStatus(obs, st, vars)
-	if profiled {
-		obs.ServerTime = serverTime(ctx, conn)
-	}
-	obs.Took = time.Since(start)
-	return obs, nil
+	return mdl, rows.Close()
 }
 
 // AddStatus adds the buffer pool, the connection slots and the commit

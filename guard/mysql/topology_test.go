@@ -46,6 +46,18 @@ func database(t *testing.T, name string) (*Source, *sql.DB, context.Context) {
 	return src, pool, ctx
 }
 
+// allWaiting is a condition of until: every one of ss waits.
+func allWaiting(ss []*session) func(*guard.Observation) bool {
+	return func(o *guard.Observation) bool {
+		for _, s := range ss {
+			if _, ok := waitUse(o, s.id); !ok {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // runGuard steps g every 150 ms (the InnoDB views' refresh) for d and
 // returns its decisions.
 func runGuard(t *testing.T, ctx context.Context, g *guard.Guard, d time.Duration) []guard.Decision {
@@ -76,14 +88,7 @@ func TestRowLockQueueIdleHolderNoVictim(t *testing.T) {
 		waiters = append(waiters, w)
 		time.Sleep(50 * time.Millisecond)
 	}
-	until(t, ctx, src, "updates waiting", func(o *guard.Observation) bool {
-		for _, w := range waiters {
-			if _, ok := waitUse(o, w.id); !ok {
-				return false
-			}
-		}
-		return true
-	})
+	until(t, ctx, src, "updates waiting", allWaiting(waiters))
 	g, err := guard.New(src, guard.Options{Interval: 150 * time.Millisecond, SLO: 300 * time.Millisecond, DryRun: true, Logger: quiet,
 		Protect: guard.Protection{AllowSuperuser: true}, MinInterval: time.Millisecond})
 	if err != nil {
@@ -233,6 +238,67 @@ func TestMetadataLockHolderInferred(t *testing.T) {
 		chose = true
 	}
 	if !chose {
-		t.Error("no decision: the reader holding the metadata lock was not inferred")
+		x := g.Explain()
+		var b strings.Builder
+		x.WriteText(&b)
+		t.Errorf("no decision: the reader holding the metadata lock was not inferred; explain:\n%s", b.String())
+	}
+}
+
+// An acting guard, scoped to the test's database, on an InnoDB row queue
+// whose holder runs a long statement in its transaction: it kills the
+// holder's statement, never a waiter. Killing a statement does not end
+// an InnoDB transaction: the holder, now idle in it, keeps the row, and
+// the guard leaves the chain alone and says so (no --terminate-idle).
+func TestRowLockQueueActing(t *testing.T) {
+	src, db, ctx := database(t, "rowqact")
+	table(t, ctx, db, "t")
+	h := newSession(t, ctx, db)
+	h.exec(t, ctx, "BEGIN")
+	h.exec(t, ctx, "UPDATE t SET v = 1 WHERE id = 1")
+	held := h.background(ctx, "SELECT SLEEP(15)")
+	var waiters []*session
+	var done []<-chan error
+	for range 3 {
+		w := newSession(t, ctx, db)
+		done = append(done, w.background(ctx, "UPDATE t SET v = 2 WHERE id = 1"))
+		waiters = append(waiters, w)
+		time.Sleep(50 * time.Millisecond)
+	}
+	until(t, ctx, src, "updates waiting", allWaiting(waiters))
+	g, err := guard.New(src, guard.Options{Interval: 150 * time.Millisecond, SLO: 300 * time.Millisecond, Logger: quiet,
+		Protect: guard.Protection{AllowSuperuser: true}, MinInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acted, left []guard.Decision
+	for start := time.Now(); len(left) == 0 && time.Since(start) < 10*time.Second; time.Sleep(150 * time.Millisecond) {
+		ds, err := g.Step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			switch d.Outcome {
+			case guard.OutcomeNoAction:
+				left = append(left, d)
+			default:
+				acted = append(acted, d)
+			}
+		}
+	}
+	if len(acted) != 1 || acted[0].Outcome != guard.OutcomeActed || acted[0].Target.Session != h.id || acted[0].Root != h.id {
+		t.Fatalf("decisions %+v, want one kill of the holder %d", acted, h.id)
+	}
+	if err := <-held; err == nil {
+		t.Fatal("the holder's statement was not killed")
+	}
+	if len(left) == 0 || left[0].Root != h.id || left[0].Blocked != guard.BlockedIdle {
+		t.Fatalf("no-action decisions %+v, want the idle holder %d", left, h.id)
+	}
+	h.exec(t, ctx, "ROLLBACK")
+	for i, ch := range done {
+		if err := <-ch; err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
 	}
 }

@@ -134,7 +134,8 @@ func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
 		return guard.ServerInfo{}, fmt.Errorf("guard/postgres: reading the server's version and the role's privileges: %w", err)
 	}
 	info := guard.ServerInfo{Version: "PostgreSQL " + version, Superuser: super,
-		Features: []string{"locks: pg_locks with waitstart", "blocking: pg_blocking_pids for Lock waits", "progress: pg_stat_progress_*"}}
+		Features: []string{"locks: pg_locks with waitstart", "blocking: pg_blocking_pids for Lock waits", "progress: pg_stat_progress_*",
+			"superusers: pg_roles.rolsuper (readable by every role)"}}
 	if num < MinVersion {
 		return info, fmt.Errorf("guard/postgres: server version %s (%d) is not supported: PostgreSQL 15 or later is", version, num)
 	}
@@ -311,7 +312,9 @@ func session(a *activityRow, at time.Time) (guard.Session, bool) {
 	if s.Kind == "" {
 		s.Kind = "unknown"
 	}
-	s.Superuser = a.super != nil && *a.super
+	// A client whose role cannot be read (dropped while connected) is
+	// treated as a superuser's: the detection fails closed.
+	s.Superuser = a.super == nil && s.Kind == "client" || a.super != nil && *a.super
 	s.Own = a.own != nil && *a.own
 	switch s.State {
 	case "active", "fastpath function call":
