@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +24,6 @@ type pgServer struct {
 	scope, othr string // databases
 	app, prot   string // roles
 	adminConn   *pgx.Conn
-	mu          sync.Mutex // guards the admin connections (waiting and kill run from the runner only, but teardown may race a failed setup)
 	dbConn      map[string]*pgx.Conn
 	created     []string // statements that undo the set-up, in order
 }
