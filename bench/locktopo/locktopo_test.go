@@ -2,6 +2,7 @@ package locktopo
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/moirai-go/moirai/guard"
 )
 
 // TestGenerateReplays: a seed always gives the same scenario, and every
@@ -176,4 +179,68 @@ func init() {
 	// A killed connection's driver logs "unexpected EOF": the scenarios
 	// kill their sessions on purpose.
 	mysql.SetLogger(log.New(io.Discard, "", 0))
+}
+
+// fakeSource counts the actions it carried out.
+type fakeSource struct {
+	guard.Source // nil: only Cancel and Terminate are called
+	done         []int64
+}
+
+func (f *fakeSource) Cancel(_ context.Context, t guard.Target) error {
+	f.done = append(f.done, t.Session)
+	return nil
+}
+
+func (f *fakeSource) Terminate(_ context.Context, t guard.Target) error {
+	f.done = append(f.done, -t.Session)
+	return nil
+}
+
+// TestRecorderActsOnlyOnItsOwn: the guard's source in a scenario records
+// every action, and carries out only those on the scenario's sessions.
+func TestRecorderActsOnlyOnItsOwn(t *testing.T) {
+	f := &fakeSource{}
+	r := &recorder{Source: f, mine: map[int64]int{10: 0}}
+	ctx := context.Background()
+	if err := r.Cancel(ctx, guard.Target{Session: 99}); !errors.Is(err, errNotMine) {
+		t.Errorf("cancel of another session: %v, want errNotMine", err)
+	}
+	if err := r.Terminate(ctx, guard.Target{Session: 98}); !errors.Is(err, errNotMine) {
+		t.Errorf("terminate of another session: %v, want errNotMine", err)
+	}
+	if err := r.Cancel(ctx, guard.Target{Session: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.done) != 1 || f.done[0] != 10 {
+		t.Errorf("carried out %v, want only the cancel of 10", f.done)
+	}
+	if got := r.snapshot(); len(got) != 3 || got[0].session != 99 || got[1].verb != "terminate" {
+		t.Errorf("recorded %+v, want all three", got)
+	}
+	if r.Database() != "" {
+		t.Errorf("a source that names no database gave %q", r.Database())
+	}
+}
+
+// TestRootsActed: a scenario's actionable roots are done when every root
+// of its fully actionable objects was acted on; the others don't count.
+func TestRootsActed(t *testing.T) {
+	sc := &Scenario{Sessions: []Session{
+		{Role: RoleRoot, Kind: RootActive, Object: 0}, {Role: RoleRoot, Kind: RootActive, Object: 0},
+		{Role: RoleRoot, Kind: RootProtUser, Object: 1}, {Role: RoleWaiter, Object: 0}, {Role: RoleWaiter, Object: 1},
+	}}
+	t0 := time.Now()
+	ids := map[int64]int{100: 0, 101: 1, 102: 2, 103: 3, 104: 4}
+	acts := []recorded{{at: t0.Add(300 * time.Millisecond), session: 100}}
+	if _, ok := rootsActed(sc, acts, ids, t0); ok {
+		t.Error("one of two shared roots acted on: not done")
+	}
+	acts = append(acts, recorded{at: t0.Add(1400 * time.Millisecond), session: 101})
+	if last, ok := rootsActed(sc, acts, ids, t0); !ok || last != 1400*time.Millisecond {
+		t.Errorf("both roots: %v %v, want done at 1.4s", last, ok)
+	}
+	if got := sc.ActionableObjects(); len(got) != 1 || got[0] != 0 {
+		t.Errorf("actionable objects %v, want [0]", got)
+	}
 }
