@@ -120,6 +120,7 @@ type Row struct {
 	WrongActions   int    `json:"wrong_actions,omitempty"`
 	WrongScenarios int    `json:"wrong_scenarios,omitempty"`
 	BuildFailed    int    `json:"build_failed,omitempty"`
+	Disturbed      int    `json:"disturbed,omitempty"`
 	Skipped        int    `json:"skipped,omitempty"`
 	Note           string `json:"note,omitempty"`
 

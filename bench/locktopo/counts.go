@@ -11,9 +11,9 @@ import (
 // Count is one (server, topology)'s tally.
 type Count struct {
 	Server, Topology string
-	// Scenarios run (built and checked); Skipped and BuildFailed are not
-	// among them.
-	Scenarios, Skipped, BuildFailed int
+	// Scenarios run (built and checked); Skipped, BuildFailed and
+	// Disturbed (by another client of the server) are not among them.
+	Scenarios, Skipped, BuildFailed, Disturbed int
 	// Actionable scenarios, and those whose roots were all acted on in
 	// time (RootActed) or later (RootLate).
 	Actionable, RootActed, RootLate int
@@ -49,6 +49,9 @@ func Counts(rs []Result) []Count {
 				if c.SkipReason == "" {
 					c.SkipReason = r.Skipped
 				}
+				continue
+			case r.Disturbed != "":
+				c.Disturbed++
 				continue
 			case r.BuildError != "":
 				c.BuildFailed++
@@ -96,10 +99,10 @@ func Counts(rs []Result) []Count {
 // WriteTable writes the counts for a terminal.
 func WriteTable(w io.Writer, cs []Count) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTOPOLOGY\tSCENARIOS\tACTIONABLE\tROOT_ACTED\tLATE\tWRONG_ACTIONS\tWRONG_SCENARIOS\tMAX_ROOT_MS\tBUILD_FAILED\tSKIPPED")
+	fmt.Fprintln(tw, "SERVER\tTOPOLOGY\tSCENARIOS\tACTIONABLE\tROOT_ACTED\tLATE\tWRONG_ACTIONS\tWRONG_SCENARIOS\tMAX_ROOT_MS\tBUILD_FAILED\tDISTURBED\tSKIPPED")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", c.Server, c.Topology, c.Scenarios, c.Actionable, c.RootActed, c.RootLate,
-			c.WrongActions, c.WrongScenarios, c.MaxRootLatency.Milliseconds(), c.BuildFailed, c.Skipped)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", c.Server, c.Topology, c.Scenarios, c.Actionable, c.RootActed, c.RootLate,
+			c.WrongActions, c.WrongScenarios, c.MaxRootLatency.Milliseconds(), c.BuildFailed, c.Disturbed, c.Skipped)
 	}
 	return tw.Flush()
 }

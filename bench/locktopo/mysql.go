@@ -3,6 +3,7 @@ package locktopo
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -127,7 +128,16 @@ func (m *myServer) prepare(ctx context.Context, sc *Scenario) error {
 			"CREATE TABLE " + t + " (id int PRIMARY KEY, v int NOT NULL) ENGINE=InnoDB",
 			"INSERT INTO " + t + " SELECT seq, 0 FROM seq_1_to_10",
 		} {
-			if _, err := c.ExecContext(ctx, q); err != nil {
+			// Another client's global read lock (a backup, an FTWRL of
+			// the mysql suite) stalls these for as long as it is held:
+			// try again, a few times.
+			var err error
+			for range 4 {
+				if _, err = c.ExecContext(ctx, q); !isLockWaitTimeout(err) {
+					break
+				}
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -170,6 +180,11 @@ func (m *myServer) open(ctx context.Context, s Session) (conn, error) {
 	return mc, nil
 }
 
+func isLockWaitTimeout(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1205
+}
+
 func idList(ids []int64) string {
 	s := make([]string, len(ids))
 	for i, id := range ids {
@@ -202,6 +217,30 @@ func (m *myServer) waiting(ctx context.Context, ids []int64) (map[int64]bool, er
 		out[id] = true
 	}
 	return out, rows.Err()
+}
+
+// disturbed looks for another client's part in the server's global read
+// lock: a session not of the scenario waiting for it or for the backup
+// lock (behind the scenario's FTWRL, or another's), or holding it
+// (another client's FTWRL or backup, from the metadata lock view when the
+// server has one).
+func (m *myServer) disturbed(ctx context.Context, mine []int64) string {
+	not := ""
+	if len(mine) > 0 {
+		not = " AND ID NOT IN (" + idList(mine) + ")"
+	}
+	var id int64
+	var db, st string
+	err := m.db.QueryRowContext(ctx, "SELECT ID, COALESCE(DB, ''), STATE FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()"+not+
+		" AND (STATE LIKE 'Waiting for global read lock%' OR STATE LIKE 'Waiting for backup lock%' OR STATE LIKE 'Waiting for commit lock%') LIMIT 1").Scan(&id, &db, &st)
+	if err == nil {
+		return fmt.Sprintf("another client's session %d (database %q) is in %q", id, db, st)
+	}
+	not = strings.ReplaceAll(not, "ID NOT IN", "THREAD_ID NOT IN")
+	if m.db.QueryRowContext(ctx, "SELECT THREAD_ID FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_MODE LIKE 'MDL_BACKUP_FTWRL%'"+not+" LIMIT 1").Scan(&id) == nil {
+		return fmt.Sprintf("another client's session %d holds the global read lock", id)
+	}
+	return ""
 }
 
 func (m *myServer) describe(ctx context.Context, ids []int64) string {

@@ -172,6 +172,10 @@ func (p *pgServer) describe(ctx context.Context, ids []int64) string {
 	return b.String()
 }
 
+// disturbed: nothing of another client's reaches a scenario's locks on
+// PostgreSQL (its tables and advisory locks are the run's database's).
+func (p *pgServer) disturbed(context.Context, []int64) string { return "" }
+
 // kill terminates the run's own sessions ids, and only those.
 func (p *pgServer) kill(ids []int64) {
 	if len(ids) == 0 {

@@ -37,7 +37,7 @@ func Results(rep *Report, opt Options) *bench.Results {
 	for _, c := range Counts(rep.Results) {
 		res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: c.Topology, Controller: "guard", Server: c.Server,
 			Scenarios: c.Scenarios, Actionable: c.Actionable, RootActed: c.RootActed, RootLate: c.RootLate,
-			WrongActions: c.WrongActions, WrongScenarios: c.WrongScenarios, BuildFailed: c.BuildFailed, Skipped: c.Skipped,
+			WrongActions: c.WrongActions, WrongScenarios: c.WrongScenarios, BuildFailed: c.BuildFailed, Disturbed: c.Disturbed, Skipped: c.Skipped,
 			Note: c.SkipReason, MaxMs: float64(c.MaxRootLatency) / float64(time.Millisecond)})
 	}
 	return res

@@ -36,8 +36,8 @@ func TestLocktopoReport(t *testing.T) {
 	if err := Markdown(&md, &bench.Results{Suite: locktopoSuite, Rows: ltRows(), Params: map[string]string{"scenarios": "12"}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Suite `locktopo`", "| `postgres` | **all** | 12 | 6 | 5 (83.3%) | 1 | 2 | 1 | 360 | 0 | 0 |",
-		"| `mysql` | `ddl-queue-nomdl` | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 (no &lt;option&gt;) |", "--replay SEED"} {
+	for _, want := range []string{"## Suite `locktopo`", "| `postgres` | **all** | 12 | 6 | 5 (83.3%) | 1 | 2 | 1 | 360 | 0 | 0 | 0 |",
+		"| `mysql` | `ddl-queue-nomdl` | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 (no &lt;option&gt;) |", "--replay SEED"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
 		}
