@@ -136,8 +136,15 @@ func TestLocktopo(t *testing.T) {
 		if c.WrongActions > 0 {
 			t.Errorf("%s: %d wrong actions in %d scenarios (seeds above)", c.Server, c.WrongActions, c.WrongScenarios)
 		}
-		if c.Actionable > 0 && float64(c.RootActed) < 0.99*float64(c.Actionable) {
-			t.Errorf("%s: roots acted on in time in %d of %d actionable scenarios, want ≥ 99%%", c.Server, c.RootActed, c.Actionable)
+		// Every actionable root acted on; in time (the objective plus two
+		// polls) in ≥ 99 % of them is the long run's target (moirai bench
+		// run --suite locktopo --scenarios 500 checks it): over the ~20
+		// actionable scenarios of a CI-sized run on a loaded machine, one
+		// action a few milliseconds late would miss it.
+		if c.RootActed+c.RootLate < c.Actionable {
+			t.Errorf("%s: roots acted on in %d of %d actionable scenarios (%d in time), want all", c.Server, c.RootActed+c.RootLate, c.Actionable, c.RootActed)
+		} else if c.RootLate > 0 {
+			t.Logf("%s: %d of %d actionable scenarios' roots acted on late", c.Server, c.RootLate, c.Actionable)
 		}
 		if c.BuildFailed > 0 {
 			t.Errorf("%s: %d scenarios could not be built", c.Server, c.BuildFailed)
