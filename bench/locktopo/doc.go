@@ -16,9 +16,11 @@
 // builds each scenario on its own sessions, runs an acting guard scoped to
 // the run's database, and checks what the guard did: no action on a
 // session that waits, on a non-actionable root, or outside the scenario
-// (victims acted on: 0); every actionable root acted on within the
-// objective plus two polls (plus the guard's minimum interval between
-// actions for each earlier root). The guard's source is wrapped: every
+// (victims acted on: 0); every actionable root acted on in time: the
+// first within the objective plus two polls of the first wait, each
+// further one within the guard's minimum interval between actions plus a
+// poll after the one before (the guard acts at most once a second, and
+// only at a poll). The guard's source is wrapped: every
 // Cancel and Terminate it asks for is recorded, and only those on the
 // scenario's own sessions are carried out. The run ends only its own
 // sessions and drops what it created, also on failure; each scenario is

@@ -67,7 +67,8 @@ func (o *Options) defaults() {
 }
 
 // minInterval is the guard's default minimum interval between two
-// actions: the n-th root of a scenario is due n−1 of them later.
+// actions: the n-th root of a scenario is due n−1 of them (and a poll
+// each) later.
 const minInterval = time.Second
 
 // Action is one action the guard took (called its source's Cancel or
@@ -96,9 +97,10 @@ type Result struct {
 	// scenario (see server.disturbed): it is not counted as run.
 	Disturbed string `json:"disturbed,omitempty"`
 	// Actionable: some contended object has only actionable roots.
-	// RootActed: every root of those objects was acted on within the
-	// objective plus two polls (plus the guard's minimum interval per
-	// earlier root); RootLate: acted on, but later.
+	// RootActed: every root of those objects was acted on in time: the
+	// first within the objective plus two polls, each further one within
+	// the guard's minimum interval between actions plus a poll after the
+	// one before; RootLate: acted on, but later.
 	Actionable bool `json:"actionable"`
 	RootActed  bool `json:"root_acted"`
 	RootLate   bool `json:"root_late,omitempty"`
@@ -425,7 +427,10 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 		}
 	}
 	poll := srv.pollInterval()
-	deadline := opt.SLO + 2*poll + time.Duration(max(roots-1, 0))*minInterval
+	// The first root within the objective plus two polls; each further
+	// one within the guard's minimum interval between actions plus a poll
+	// after the one before (the guard acts only at a poll).
+	deadline := opt.SLO + 2*poll + time.Duration(max(roots-1, 0))*(minInterval+poll)
 	end := deadline + 1500*time.Millisecond
 	objs := sc.ActionableObjects()
 	res.Actionable = len(objs) > 0

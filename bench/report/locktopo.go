@@ -55,7 +55,7 @@ func fmtRootActed(r bench.Row) string {
 func markdownLocktopo(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 	p("Generated lock situations on the real servers, each with its ground truth known by construction, under an acting `moirai guard` scoped to the run's own database. ")
 	p("*Actionable*: the scenario has a contended object whose roots (holders that wait for nothing) the guard may act on (active, not protected, not a superuser, in its database; idle in transaction only with terminate-idle). ")
-	p("*Root acted*: every such root was acted on within the objective plus two polls (plus the guard's minimum interval between actions for each earlier root); *late*: acted on after that. ")
+	p("*Root acted*: every such root was acted on in time: the first within the objective plus two polls of the first wait, each further one within the guard's minimum interval between actions (1 s) plus a poll after the one before; *late*: acted on after that. ")
 	p("*Wrong actions*: actions on a session that was waiting, on a root that is not actionable, or on a session outside the scenario (the target: 0). ")
 	p("*Max root ms*: the slowest in-time root action, from the first wait. *Disturbed*: scenarios another client of the shared server changed (MariaDB: its global read lock stalled the scenario, or its writes queued behind the scenario's FTWRL, so the chain crossed the guard's scope); they are not counted. A failing scenario's seed replays it: `moirai bench run --suite locktopo --replay SEED`.\n\n")
 	markdownParams(p, r)
