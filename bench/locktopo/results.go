@@ -17,7 +17,7 @@ const Suite = "locktopo"
 func Results(rep *Report, opt Options) *bench.Results {
 	opt.defaults()
 	res := &bench.Results{Suite: Suite, Started: rep.Started.UTC(), Seed: opt.Seed,
-		Duration: "one scenario: until its roots are acted on, at most the objective + two polls + 1.5 s (+ 1 s per further root)",
+		Duration: "one scenario: until its roots are acted on, at most the objective + two polls + 1.5 s (+ 1 s and a poll per further root)",
 		Machine:  bench.CurrentMachine(),
 		Params: map[string]string{
 			"servers":             strings.Join(opt.Servers, ","),

@@ -51,8 +51,11 @@ func fmtRootActed(r bench.Row) string {
 	return fmt.Sprintf("%d (%s)", r.RootActed, fmtPct(float64(r.RootActed)/float64(r.Actionable)))
 }
 
-// markdownLocktopo writes the locktopo suite's section of RESULTS.md.
-func markdownLocktopo(p func(string, ...any), r *bench.Results, rows []bench.Row) {
+// markdownLocktopo writes the locktopo suite's section of RESULTS.md, its
+// rows in the order of r (per server, then per topology; grouping them by
+// case would interleave the servers).
+func markdownLocktopo(p func(string, ...any), r *bench.Results, _ []bench.Row) {
+	_, rows := splitLocktopo(r.Rows)
 	p("Generated lock situations on the real servers, each with its ground truth known by construction, under an acting `moirai guard` scoped to the run's own database. ")
 	p("*Actionable*: the scenario has a contended object whose roots (holders that wait for nothing) the guard may act on (active, not protected, not a superuser, in its database; idle in transaction only with terminate-idle). ")
 	p("*Root acted*: every such root was acted on in time: the first within the objective plus two polls of the first wait, each further one within the guard's minimum interval between actions (1 s) plus a poll after the one before; *late*: acted on after that. ")
