@@ -316,7 +316,7 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 			"table":              fmt.Sprintf("%d rows; buffer pool %d MiB", opt.Rows, bp>>20),
 			"warm-up":            opt.Warmup.String() + "; the culprit starts after it (sysbench --report-checkpoints resets its statistics there)",
 			"timeout":            fmt.Sprintf("max_statement_time %v, innodb_lock_wait_timeout and lock_wait_timeout %v", opt.StatementTimeout, opt.LockTimeout),
-			"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query", ptkillBusy(opt.BusyTime)),
+			"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query --match-db %s", ptkillBusy(opt.BusyTime), cfg.DBName),
 			"guard":              fmt.Sprintf("interval %v (while a session waits: %v, and 110 ms after the last poll's end, when MariaDB refreshes its InnoDB views), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 			"victims' objective": opt.SLO.String(),
 		}}
@@ -597,7 +597,8 @@ func startMyGuard(ctx context.Context, opt *Options, run string, r *myRun) (func
 // on other sessions.
 func startPtKill(ctx context.Context, opt *Options, cfg *mysql.Config, r *myRun) func() (int, int, error) {
 	args := append(mysqlArgs(cfg, "--"), "--busy-time", strconv.Itoa(ptkillBusy(opt.BusyTime)),
-		"--victims", "oldest", "--kill-query", "--interval", "1", "--print", "--match-command", "Query")
+		"--victims", "oldest", "--kill-query", "--interval", "1", "--print", "--match-command", "Query",
+		"--match-db", cfg.DBName) // the suite's database only: the server may be shared
 	cmd := exec.CommandContext(ctx, opt.PtKill, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -303,7 +303,7 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 			"table":              fmt.Sprintf("%d rows", opt.Rows),
 			"warm-up":            opt.Warmup.String() + "; the culprit starts after it",
 			"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
-			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
+			"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query, in the suite's database", opt.BusyTime),
 			"victims' objective": opt.SLO.String(),
 			"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 		}}
@@ -819,6 +819,7 @@ func startPtkill(ctx context.Context, opt *Options, r *pgRun) func() (int, int, 
 			var ok bool
 			err := c.QueryRow(ctx, `SELECT application_name, pg_cancel_backend(pid) FROM pg_stat_activity
 				WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+				AND datname = current_database() -- the suite's database only: the server may be shared
 				AND clock_timestamp() - query_start > $1::interval
 				ORDER BY query_start LIMIT 1`, fmt.Sprintf("%d milliseconds", opt.BusyTime.Milliseconds())).Scan(&app, &ok)
 			switch {
