@@ -321,6 +321,11 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 			"victims' objective": opt.SLO.String(),
 		}}
 	opt.describeRounds(res.Params)
+	for _, c := range cases {
+		if hotRowCases[c.Name] {
+			res.Params["load"] += fmt.Sprintf("; in %s, half the UPDATEs hit one of the first %d rows", c.Name, hotRowCount)
+		}
+	}
 	// One unmeasured run first: the run right after the table's set-up
 	// is slower by about 5 % (the pages the set-up dirtied are still being
 	// flushed), which would flatter the first case's controllers.

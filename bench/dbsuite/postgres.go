@@ -308,6 +308,11 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 			"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 		}}
 	opt.describeRounds(res.Params)
+	for _, c := range cases {
+		if hotRowCases[c.Name] {
+			res.Params["load"] += fmt.Sprintf("; in %s, half the UPDATEs hit one of the first %d rows", c.Name, hotRowCount)
+		}
+	}
 	// One unmeasured run first, as on MariaDB (where the first run after
 	// the set-up measured about 5 % slower): the server may still be
 	// writing the new table out.
