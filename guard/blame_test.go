@@ -431,3 +431,41 @@ func TestChainCrossingTheScopeIsReported(t *testing.T) {
 		})
 	}
 }
+
+// scopedFake is a source connected to a database (or to none).
+type scopedFake struct {
+	fake
+	db string
+}
+
+func (s *scopedFake) Database() string { return s.db }
+
+// The scope defaults to the source's database; a source connected to none
+// is refused unless the guard may act in every database.
+func TestScopeDefaultsToTheSourceDatabase(t *testing.T) {
+	scope := func(src Source, opt Options) (string, error) {
+		opt.Logger = quiet
+		g, err := New(src, opt)
+		if err != nil {
+			return "", err
+		}
+		return g.Scope(), nil
+	}
+	for _, tc := range []struct {
+		db, opt string
+		all     bool
+		want    string
+	}{
+		{db: "app", want: "app"},
+		{db: "", all: true, want: ""},
+		{db: "app", opt: "other", want: "other"},
+	} {
+		got, err := scope(&scopedFake{db: tc.db}, Options{Database: tc.opt, AllDatabases: tc.all})
+		if err != nil || got != tc.want {
+			t.Errorf("source %q, options %q/%v: scope %q, err %v; want %q", tc.db, tc.opt, tc.all, got, err, tc.want)
+		}
+	}
+	if _, err := scope(&scopedFake{}, Options{}); err == nil || !strings.Contains(err.Error(), "all-databases") {
+		t.Fatalf("New with no database: err %v, want one naming --all-databases", err)
+	}
+}
