@@ -103,6 +103,27 @@ type Row struct {
 	// the fenced controllers (what pathfence-sct's tuner settled on).
 	Permits int `json:"permits,omitempty"`
 
+	// The locktopo suite's tallies, zero and omitted in the other suites
+	// (Case is the topology, Controller the guard, MaxMs the slowest
+	// in-time root action): the server; the generated scenarios run,
+	// those with an actionable root, those whose actionable roots were
+	// acted on within the objective plus two polls and those acted on
+	// later; the wrong actions (on a waiting session, a non-actionable
+	// root, or outside the scenario) and the scenarios with one; the
+	// scenarios that could not be built, and those skipped (Note says
+	// why).
+	Server         string `json:"server,omitempty"`
+	Scenarios      int    `json:"scenarios,omitempty"`
+	Actionable     int    `json:"actionable,omitempty"`
+	RootActed      int    `json:"root_acted,omitempty"`
+	RootLate       int    `json:"root_late,omitempty"`
+	WrongActions   int    `json:"wrong_actions,omitempty"`
+	WrongScenarios int    `json:"wrong_scenarios,omitempty"`
+	BuildFailed    int    `json:"build_failed,omitempty"`
+	Disturbed      int    `json:"disturbed,omitempty"`
+	Skipped        int    `json:"skipped,omitempty"`
+	Note           string `json:"note,omitempty"`
+
 	Error string `json:"error,omitempty"`
 	// Degraded is the sanity check of the case, set on the row of the
 	// uncontrolled run ("none"): whether the culprit degrades the service

@@ -73,6 +73,9 @@ func MySQLCases() []MySQLCase {
 			alter := r.culprit(ctx, false, "ALTER TABLE "+pgTable+" ALTER COLUMN filler SET DEFAULT ''")
 			return errors.Join(<-errc, alter)
 		}},
+		{"my-hot-row", "half the victims' updates hit one of " + strconv.Itoa(hotRowCount) + " hot rows; one transaction holds one of them: a queue of waiters on a row", func(ctx context.Context, r *myRun) error {
+			return r.culprit(ctx, true, "UPDATE "+pgTable+" SET balance = balance WHERE id = 1", "SELECT SLEEP(600)")
+		}},
 		{"my-dump", "full-table dumps (SELECT * read to the end, as mysqldump does) of a table larger than the buffer pool", func(ctx context.Context, r *myRun) error {
 			return r.culprits.repeat(ctx, r.dump)
 		}},
@@ -223,7 +226,7 @@ func (o *Options) mysqlTimeouts() string {
 // victimLua is sysbench's script of the victims: an UPDATE and a SELECT of
 // one of the hot rows, each in its own autocommit transaction. init runs
 // once per connection.
-func victimLua(init string) string {
+func victimLua(init string, hot bool) string {
 	s := `-- moirai dbsuite: the victims (generated)
 function thread_init()
   drv = sysbench.sql.driver()
@@ -238,10 +241,19 @@ function thread_done()
 end
 function event()
   local id = sysbench.rand.uniform(1, ` + strconv.Itoa(hotRows) + `)
-  con:query("UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = " .. id)
+` + hotLua(hot) + `  con:query("UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = " .. id)
   con:query("SELECT balance FROM ` + pgTable + ` WHERE id = " .. id)
 end
 `
+}
+
+// hotLua sends half the victims' transactions to one of the first
+// hotRowCount rows (when hot).
+func hotLua(hot bool) string {
+	if !hot {
+		return ""
+	}
+	return "  if sysbench.rand.uniform(0, 1) == 0 then id = sysbench.rand.uniform(1, " + strconv.Itoa(hotRowCount) + ") end\n"
 }
 
 // ExecuteMySQL runs the MariaDB suite: for every case, a normal run (no
@@ -298,9 +310,14 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 		"table":              fmt.Sprintf("%d rows; buffer pool %d MiB", opt.Rows, bp>>20),
 		"warm-up":            opt.Warmup.String() + "; the culprit starts after it (sysbench --report-checkpoints resets its statistics there)",
 		"timeout":            fmt.Sprintf("max_statement_time %v, innodb_lock_wait_timeout and lock_wait_timeout %v", opt.StatementTimeout, opt.LockTimeout),
-		"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query", ptkillBusy(opt.BusyTime)),
+		"ptkill":             fmt.Sprintf("pt-kill --busy-time %d --victims oldest --kill-query --interval 1 --match-command Query --match-db %s", ptkillBusy(opt.BusyTime), cfg.DBName),
 		"guard":              fmt.Sprintf("interval %v (while a session waits: %v, and 110 ms after the last poll's end, when MariaDB refreshes its InnoDB views), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
 		"victims' objective": opt.SLO.String(),
+	}
+	for _, c := range cases {
+		if hotRowCases[c.Name] {
+			params["load"] += fmt.Sprintf("; in %s, half the UPDATEs hit one of the first %d rows", c.Name, hotRowCount)
+		}
 	}
 	names := make([]string, len(cases))
 	for i, c := range cases {
@@ -308,9 +325,9 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 	}
 	return opt.execute(SuiteMySQL, params, names, ctls, func(i int, ctl *Controller) (*measure, error) {
 		if ctl == nil {
-			return runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"})
+			return runMy(ctx, &opt, dir, db, nil, Controller{Name: "none"}, hotRowCases[cases[i].Name])
 		}
-		return runMy(ctx, &opt, dir, db, &cases[i], *ctl)
+		return runMy(ctx, &opt, dir, db, &cases[i], *ctl, hotRowCases[cases[i].Name])
 	}, nil)
 }
 
@@ -353,8 +370,9 @@ func mysqlArgs(cfg *mysql.Config, prefix string) []string {
 
 // runMy runs sysbench for Duration, the culprit (if any) after Warmup, and
 // the controller; at Duration the culprit's sessions are killed so that no
-// victim stays blocked past the run.
-func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCase, ctl Controller) (*measure, error) {
+// victim stays blocked past the run. hot: the victims of a hot-row case
+// (its normal run's too; see hotRowCases).
+func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCase, ctl Controller, hot bool) (*measure, error) {
 	cfg, err := guardmysql.ParseDSN(opt.DSN)
 	if err != nil {
 		return nil, err
@@ -365,7 +383,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 		init = opt.mysqlTimeouts()
 	}
 	script := filepath.Join(dir, fmt.Sprintf("victim-%d.lua", time.Now().UnixNano()))
-	if err := os.WriteFile(script, []byte(victimLua(init)), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(victimLua(init, hot)), 0o644); err != nil {
 		return nil, err
 	}
 	secs := int(math.Ceil(opt.Duration.Seconds()))
@@ -552,7 +570,8 @@ func startMyGuard(ctx context.Context, opt *Options, run string, r *myRun) (func
 // on other sessions.
 func startPtKill(ctx context.Context, opt *Options, cfg *mysql.Config, r *myRun) func() (int, int, error) {
 	args := append(mysqlArgs(cfg, "--"), "--busy-time", strconv.Itoa(ptkillBusy(opt.BusyTime)),
-		"--victims", "oldest", "--kill-query", "--interval", "1", "--print", "--match-command", "Query")
+		"--victims", "oldest", "--kill-query", "--interval", "1", "--print", "--match-command", "Query",
+		"--match-db", cfg.DBName) // the suite's database only: the server may be shared
 	cmd := exec.CommandContext(ctx, opt.PtKill, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -126,15 +126,39 @@ func TestIsMySQLCancel(t *testing.T) {
 }
 
 func TestVictimLua(t *testing.T) {
-	plain := victimLua("")
+	plain := victimLua("", false)
 	if strings.Contains(plain, "SET SESSION") || !strings.Contains(plain, "UPDATE "+pgTable) || !strings.Contains(plain, "uniform(1, 1000)") {
 		t.Errorf("script:\n%s", plain)
 	}
 	o := Options{}
 	o.defaults()
-	with := victimLua(o.mysqlTimeouts())
+	with := victimLua(o.mysqlTimeouts(), false)
 	if !strings.Contains(with, `con:query("SET SESSION max_statement_time = 5, innodb_lock_wait_timeout = 2, lock_wait_timeout = 2")`) {
 		t.Errorf("script with timeouts:\n%s", with)
+	}
+}
+
+// TestHotRowVictims: the hot-row cases' victims send half their updates
+// to the first hotRowCount rows; the other cases' never do.
+func TestHotRowVictims(t *testing.T) {
+	hot := "if sysbench.rand.uniform(0, 1) == 0 then id = sysbench.rand.uniform(1, 4) end"
+	if !strings.Contains(victimLua("", true), hot) || strings.Contains(victimLua("", false), hot) {
+		t.Errorf("hot script:\n%s\nplain:\n%s", victimLua("", true), victimLua("", false))
+	}
+	if !strings.Contains(hotVictimScript, `\set id random(1, 4)`) || strings.Contains(victimScript, `\if`) {
+		t.Errorf("pgbench scripts:\n%s\n%s", hotVictimScript, victimScript)
+	}
+	for name := range hotRowCases {
+		found := false
+		for _, c := range PostgresCases() {
+			found = found || c.Name == name
+		}
+		for _, c := range MySQLCases() {
+			found = found || c.Name == name
+		}
+		if !found {
+			t.Errorf("hot-row case %s is no case", name)
+		}
 	}
 }
 

@@ -71,6 +71,9 @@ func PostgresCases() []Case {
 		{"pg-vacuum-full", "VACUUM FULL on the hot table", func(ctx context.Context, r *pgRun) error {
 			return r.culprits.repeat(ctx, func(ctx context.Context) error { return r.culpritTx(ctx, "", "VACUUM FULL "+pgTable) })
 		}},
+		{"pg-hot-row", "half the victims' updates hit one of " + strconv.Itoa(hotRowCount) + " hot rows; one transaction holds one of them: a queue of waiters on a row", func(ctx context.Context, r *pgRun) error {
+			return r.culpritTx(ctx, "UPDATE "+pgTable+" SET balance = balance WHERE id = 1", "SELECT pg_sleep(600)")
+		}},
 	}
 }
 
@@ -277,15 +280,30 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 	if err := os.WriteFile(script, []byte(victimScript), 0o644); err != nil {
 		return nil, err
 	}
+	hotScript := filepath.Join(dir, "victim-hot.sql")
+	if err := os.WriteFile(hotScript, []byte(hotVictimScript), 0o644); err != nil {
+		return nil, err
+	}
+	scriptOf := func(c *Case) string {
+		if hotRowCases[c.Name] {
+			return hotScript
+		}
+		return script
+	}
 
 	params := map[string]string{
 		"load":               fmt.Sprintf("pgbench, %d clients, %s; an UPDATE and a SELECT of one of %d hot rows", opt.Clients, opt.loop("pgbench -R"), hotRows),
 		"table":              fmt.Sprintf("%d rows", opt.Rows),
 		"warm-up":            opt.Warmup.String() + "; the culprit starts after it",
 		"timeout":            fmt.Sprintf("statement_timeout %v, lock_timeout %v", opt.StatementTimeout, opt.LockTimeout),
-		"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query", opt.BusyTime),
+		"ptkill":             fmt.Sprintf("pt-kill's rule as SQL: --busy-time %v --victims oldest --kill-query, in the suite's database", opt.BusyTime),
 		"victims' objective": opt.SLO.String(),
 		"guard":              fmt.Sprintf("interval %v (%v while a session waits), SLO %v", opt.GuardInterval, min(opt.GuardInterval, 100*time.Millisecond), opt.GuardSLO),
+	}
+	for _, c := range cases {
+		if hotRowCases[c.Name] {
+			params["load"] += fmt.Sprintf("; in %s, half the UPDATEs hit one of the first %d rows", c.Name, hotRowCount)
+		}
 	}
 	names := make([]string, len(cases))
 	for i, c := range cases {
@@ -293,9 +311,9 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 	}
 	return opt.execute(SuitePostgres, params, names, ctls, func(i int, ctl *Controller) (*measure, error) {
 		if ctl == nil {
-			return runPG(ctx, &opt, dir, script, nil, Controller{Name: "none"})
+			return runPG(ctx, &opt, dir, scriptOf(&cases[i]), nil, Controller{Name: "none"})
 		}
-		return runPG(ctx, &opt, dir, script, &cases[i], *ctl)
+		return runPG(ctx, &opt, dir, scriptOf(&cases[i]), &cases[i], *ctl)
 	}, func() error { return vacuumPG(ctx, opt.DSN) })
 }
 
@@ -385,6 +403,26 @@ func (m *measure) pool(n *measure) {
 }
 
 const victimScript = `\set id random(1, ` + "1000" + `)
+UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = :id;
+SELECT balance FROM ` + pgTable + ` WHERE id = :id;
+`
+
+// hotRowCount is how many rows of the hot-row cases take half the
+// victims' updates.
+const hotRowCount = 4
+
+// hotRowCases are the cases whose victims (in every run of the case, its
+// normal run included) send half their transactions to one of the first
+// hotRowCount rows.
+var hotRowCases = map[string]bool{"pg-hot-row": true, "my-hot-row": true}
+
+// hotVictimScript is the victims' script of the hot-row case: half the
+// transactions update one of the first hotRowCount rows.
+var hotVictimScript = `\set id random(1, ` + "1000" + `)
+\set coin random(0, 1)
+\if :coin = 0
+\set id random(1, ` + strconv.Itoa(hotRowCount) + `)
+\endif
 UPDATE ` + pgTable + ` SET balance = balance + 1 WHERE id = :id;
 SELECT balance FROM ` + pgTable + ` WHERE id = :id;
 `
@@ -753,6 +791,7 @@ func startPtkill(ctx context.Context, opt *Options, r *pgRun) func() (int, int, 
 			var ok bool
 			err := c.QueryRow(ctx, `SELECT application_name, pg_cancel_backend(pid) FROM pg_stat_activity
 				WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+				AND datname = current_database() -- the suite's database only: the server may be shared
 				AND clock_timestamp() - query_start > $1::interval
 				ORDER BY query_start LIMIT 1`, fmt.Sprintf("%d milliseconds", opt.BusyTime.Milliseconds())).Scan(&app, &ok)
 			switch {

@@ -90,6 +90,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 	others, _ := splitCPU(r.Rows)
 	others, _ = splitDagor(others)
 	others, _ = splitPathfence(others)
+	others, _ = splitLocktopo(others)
 	if len(others) > 0 || len(r.Rows) == 0 {
 		p("Each row is one (case, controller) pair, normalized by the same case run without its culprit and without control, in the same invocation. ")
 		p("*throughput_norm* and *p99_norm* are the light requests' throughput and p99 latency relative to that normal run; ")
@@ -122,6 +123,10 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 		}
 		if name == pathfenceSuite {
 			markdownPathfence(p, r, rows)
+			continue
+		}
+		if name == locktopoSuite {
+			markdownLocktopo(p, r, rows)
 			continue
 		}
 		p("%s", mdRowHeader)

@@ -28,8 +28,9 @@ func Table(w io.Writer, rows []bench.Row) error {
 	rows, cpu := splitCPU(rows)
 	rows, dagor := splitDagor(rows)
 	rows, pf := splitPathfence(rows)
+	rows, lt := splitLocktopo(rows)
 	var parts []func() error
-	if len(rows) > 0 || (len(cpu) == 0 && len(dagor) == 0 && len(pf) == 0) {
+	if len(rows) > 0 || (len(cpu) == 0 && len(dagor) == 0 && len(pf) == 0 && len(lt) == 0) {
 		parts = append(parts, func() error { return table(w, rows) })
 	}
 	if len(cpu) > 0 {
@@ -40,6 +41,9 @@ func Table(w io.Writer, rows []bench.Row) error {
 	}
 	if len(pf) > 0 {
 		parts = append(parts, func() error { return pathfenceTable(w, pf) })
+	}
+	if len(lt) > 0 {
+		parts = append(parts, func() error { return locktopoTable(w, lt) })
 	}
 	for i, part := range parts {
 		if i > 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/moirai-go/moirai/bench/dagorsuite"
 	"github.com/moirai-go/moirai/bench/dbsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
+	"github.com/moirai-go/moirai/bench/locktopo"
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
 	"github.com/moirai-go/moirai/bench/report"
 )
@@ -59,6 +60,8 @@ type benchFlags struct {
 	clients int
 	rate    float64
 	rows    int
+	// The locktopo suite's.
+	locktopo locktopoFlags
 }
 
 func newBenchCommand(g *globalFlags) *cobra.Command {
@@ -198,6 +201,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.guardInterval, "guard-interval", 0, "suites postgres and mysql: the guard's poll interval (default 100ms on postgres, 250ms on mysql)")
 	fl.DurationVar(&f.guardSLO, "guard-slo", 200*time.Millisecond, "suites postgres and mysql: the guard's objective (--slo of moirai guard); twice the victims' objective by default")
 	fl.Float64Var(&f.rate, "rate", 0, "suites postgres and mysql: open loop at this many transactions/s (pgbench -R, sysbench --rate); 0: closed loop")
+	f.locktopo.register(fl)
 	return cmd
 }
 
@@ -214,6 +218,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runDBBench(cmd, g, f)
 	case pathfencesuite.Suite:
 		return runPathfenceBench(cmd, g, f)
+	case locktopo.Suite:
+		return runLocktopoBench(cmd, g, f)
 	}
 	cases, ctls, err := selectRun(f, func(list string) ([]bench.Case, error) { return bench.SelectCases(f.suite, list) }, bench.SelectControllers)
 	if err != nil {
