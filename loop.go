@@ -276,11 +276,13 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 	case c.cfg.dryRun:
 		rec.Outcome, rec.Note = policy.DryRun, "dry run: not cancelled"
 	default:
+		lost := c.spentLocked(t, now)
 		if err := t.Cancel(d.Reason); err != nil {
 			rec.Outcome, rec.Note = policy.Skipped, err.Error()
 		} else {
 			rec.Outcome = policy.Acted
 			c.lastCancel = max(now, 1)
+			rec.Lost = lost
 		}
 	}
 	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec

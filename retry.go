@@ -70,6 +70,7 @@ func RetryNotify(fn func(since time.Duration)) RetryOption {
 type RetryStats struct {
 	Cancelled   uint64 // first runs cancelled by the controller
 	Reexecuted  uint64 // of which re-executed
+	Completed   uint64 // of which the re-execution returned no error
 	Dropped     uint64 // of which dropped: objective out of reach or wait too long
 	Interrupted uint64 // of which given up because the caller's context ended
 }
@@ -170,6 +171,11 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	tctx, t = c.Begin(ctx, spec)
 	err = c.runUser(tctx, fn)
 	t.End(err)
+	if err == nil {
+		c.mu.Lock()
+		c.retries.Completed++
+		c.mu.Unlock()
+	}
 	return err
 }
 

@@ -132,6 +132,10 @@ type Record struct {
 	TaskClass string
 	Outcome   Outcome
 	Note      string // why it was skipped, or what acting returned
+	// Lost is, for an acted cancellation, the resource-time the task had
+	// used when it was cancelled (seconds of the whole resource, summed
+	// over its resources): the work the cancellation threw away.
+	Lost float64
 }
 
 // Attrs returns the record as slog attributes.
@@ -148,6 +152,9 @@ func (r *Record) Attrs() []slog.Attr {
 	}
 	if r.Delay > 0 {
 		a = append(a, slog.Duration("delay", r.Delay))
+	}
+	if r.Lost > 0 {
+		a = append(a, slog.Float64("lost_resource_seconds", r.Lost))
 	}
 	if r.Note != "" {
 		a = append(a, slog.String("note", r.Note))
