@@ -524,7 +524,7 @@ type cand struct {
 	dominated    bool
 	support      uint64 // bit d set when the value on dimension d is positive (dims ≤ 64)
 	loss         float64
-	held         int64 // units of the main resource held
+	held         int64 // units of the main resource held and waited for
 	sufficient   bool
 	future       FutureSource
 }
@@ -643,7 +643,9 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			}
 			r := &s.Resources[u.Res]
 			if int(u.Res) == main && u.Held > 0 {
-				held += u.Held
+				// Its demand on the main resource: what it holds and what
+				// its waits in progress want (a unit each at least).
+				held += u.Held + int64(max(u.Waiting, 0))
 			}
 			v := estimate.Current(u, r) // finite, ≥ 0
 			if !(v > 0) {
@@ -757,24 +759,33 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 	ev.Skyline = sky
 	ev.Total = len(cands)
 
-	// The choice: among the non-dominated candidates that free enough of
-	// the main resource, the one losing least; when none does alone, the
-	// best score.
-	best := -1
-	for k, i := range order {
-		c := &cands[i]
-		if a.variant != MultiObjective || c.dominated || !c.sufficient {
-			continue
-		}
-		if best < 0 || c.loss < cands[order[best]].loss {
-			best = k
+	// The choice: among the candidates that free enough of the main
+	// resource, the one losing least (a candidate dominated by one that
+	// does not free enough may be it); when none does alone, the best
+	// score, which is never dominated.
+	best := int32(-1)
+	if a.variant == MultiObjective {
+		for i := range cands {
+			c := &cands[i]
+			if !c.sufficient {
+				continue
+			}
+			if best < 0 || c.loss < cands[best].loss ||
+				(c.loss == cands[best].loss && better(cands, int32(i), best, ids) < 0) {
+				best = int32(i)
+			}
 		}
 	}
-	if best > 0 {
+	if best >= 0 {
 		// The chosen first, then the others in order.
-		ch := order[best]
-		copy(order[1:best+1], order[:best])
-		order[0] = ch
+		k := slices.Index(order, best)
+		if k < 0 {
+			order = append(order, 0)
+			k = len(order) - 1
+		}
+		copy(order[1:k+1], order[:k])
+		order[0] = best
+		a.order = order
 	}
 	for k, i := range order[:min(limit, len(order))] {
 		c := &cands[i]
@@ -786,12 +797,13 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		}
 		why := ""
 		switch {
+		case k == 0:
 		case c.dominated:
 			why = "dominated: another candidate frees at least as much of every contended resource and loses no more"
 		case !c.sufficient:
 			why = "insufficient: " + mr.Name + " stays full without it"
 		case best >= 0 && k > 0:
-			why = "loses more than the chosen"
+			why = "loses at least as much as the chosen"
 		}
 		ev.Candidates = append(ev.Candidates, Candidate{
 			Task: t.ID, Class: t.Class, Key: t.Key, Progress: c.progress, Source: c.source,
@@ -816,9 +828,9 @@ func oversubscribes(u *snapshot.Usage, r *snapshot.Resource) bool {
 	return r.Held >= r.Capacity && r.Held-u.Held < r.Capacity
 }
 
-// sufficient reports whether cancelling a candidate holding held units of
-// the main resource r frees enough of it, heavy being the units all
-// candidates hold there and share the candidate's share of the
+// sufficient reports whether cancelling a candidate holding and waiting
+// for held units of the main resource r frees enough of it, heavy being
+// the units all candidates hold and wait for there and share the candidate's share of the
 // candidates' future use of it: for a lock or queue, the other candidates
 // then leave room (the light tasks' demand needs a unit at least; a lock
 // is room only when no other candidate holds it); for a resource whose
@@ -854,16 +866,7 @@ const topSize = 32
 // the pre-filter removes is dominated, and so is anything it would have
 // dominated, so the survivors' skyline is the skyline.
 func (a *Atropos) rank(cands []cand, vals []float64, dims, limit int, skyline bool, id func(int32) uint64) ([]int32, int) {
-	better := func(x, y int32) int {
-		cx, cy := &cands[x], &cands[y]
-		if c := cmp.Compare(cy.score, cx.score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(cy.total, cx.total); c != 0 {
-			return c
-		}
-		return cmp.Compare(id(x), id(y))
-	}
+	better := func(x, y int32) int { return better(cands, x, y, id) }
 	order := a.order[:0]
 	n := len(cands)
 	if n <= 2*topSize || limit > topSize {
@@ -931,6 +934,19 @@ func (a *Atropos) rank(cands []cand, vals []float64, dims, limit int, skyline bo
 	}
 	a.sky = sky[:0]
 	return order, len(sky)
+}
+
+// better orders candidates x and y best first: by score, then total
+// share, then task ID.
+func better(cands []cand, x, y int32, id func(int32) uint64) int {
+	cx, cy := &cands[x], &cands[y]
+	if c := cmp.Compare(cy.score, cx.score); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(cy.total, cx.total); c != 0 {
+		return c
+	}
+	return cmp.Compare(id(x), id(y))
 }
 
 // The support test above (a candidate can only dominate one whose positive
