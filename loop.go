@@ -54,6 +54,7 @@ func (c *Controller) step() time.Duration {
 	c.steps++
 	c.buildLocked(&c.snap, &c.live, true)
 	c.trackBusyLocked()
+	c.observeLoadLocked()
 	c.durations.Observe(&c.snap)
 	c.observeLocked()
 	firing := c.detectLocked()

@@ -106,6 +106,7 @@ type Controller struct {
 	stepped   chan struct{} // closed and replaced at every step
 	durations *estimate.Durations
 	retries   RetryStats
+	reexec    reexecState
 
 	scratchLive []*task.Task
 	parts       []partial  // per-worker sums of a snapshot build
@@ -160,7 +161,7 @@ func New(opts ...Option) *Controller {
 	}
 	c.clock.SetResolution(cfg.resolution)
 	c.tasks = task.NewRegistry(c.clock, task.Options{
-		OnEnd:       c.res.Fold,
+		OnEnd:       c.fold,
 		LiveHold:    c.res.LiveHold,
 		Report:      c.report,
 		HookTimeout: cfg.hookTimeout,

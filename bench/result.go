@@ -178,7 +178,7 @@ type Point struct {
 // Event is a mark on a run's time axis.
 type Event struct {
 	T    time.Duration `json:"t_ns"`
-	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "penalize-culprit", "penalize-victim", "reject"
+	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "penalize-culprit", "penalize-victim", "reject", "reexecute", "diagnose"
 	// Delay is the length of a penalty.
 	Delay time.Duration `json:"delay_ns,omitempty"`
 	// Lost is a cancellation's work lost (see Row.WorkLost).

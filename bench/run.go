@@ -351,6 +351,10 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		if r.Outcome != policy.Acted || !epochSet.Load() {
 			return
 		}
+		if r.Action == policy.Diagnose {
+			rec.event(Event{T: r.Time.Sub(epoch), Kind: "diagnose", Note: r.Reason})
+			return
+		}
 		verb, done := "cancel", " cancelled by "
 		if r.Action == policy.Penalize {
 			verb, done = "penalize", " penalized by "

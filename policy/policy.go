@@ -25,6 +25,10 @@ const (
 	// Penalize the task: delay it by Decision.Delay at its next safe point
 	// (pBox's penalty; see package penalty).
 	Penalize
+	// Diagnose records a finding about a class that needs the
+	// application's attention (one that cannot complete under load);
+	// nothing is done to any task.
+	Diagnose
 )
 
 // String returns the action's name.
@@ -34,6 +38,8 @@ func (a Action) String() string {
 		return "cancel"
 	case Penalize:
 		return "penalize"
+	case Diagnose:
+		return "diagnose"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }

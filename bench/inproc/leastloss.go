@@ -94,13 +94,13 @@ func reports(ctx context.Context, env *bench.Env, report func(ctx context.Contex
 }
 
 func buildTwoReportsPool(env *bench.Env) (*bench.Service, error) {
-	// A pool of 8 connections; a report runs 6 workers, each taking a
+	// A pool of 10 connections; a report runs 8 workers, each taking a
 	// connection per query of 100 ms, reporting progress per query. One
 	// report leaves 2 connections to the light queries (3 ms each, 0.6
-	// of a connection); two want 12.
-	pool := env.Ctl.Semaphore("db-pool", 8)
+	// of a connection); two want 16.
+	pool := env.Ctl.Semaphore("db-pool", 10)
 	const (
-		workers = 6
+		workers = 8
 		query   = 100 * time.Millisecond
 	)
 	queries := int64(env.Duration*30/100/query) * workers
@@ -189,22 +189,25 @@ func buildTwoHeavySemaphore(env *bench.Env) (*bench.Service, error) {
 }
 
 func buildCompaction(env *bench.Env) (*bench.Service, error) {
-	// A map behind one RWMutex: readers arrive at 200/s and read for 1 ms;
-	// a compaction a quarter into the run takes the write lock and
+	// A map behind one RWMutex: readers arrive at 200/s and read it (a
+	// lookup of microseconds, shorter than the runtime's clock tick); a
+	// compaction a quarter into the run takes the write lock and
 	// rewrites the map for 0.3 of the run, in steps of 10 ms at which it
 	// checks its context, without reporting progress (a monolithic
 	// writer). Under this load no window is ever long enough for it.
 	m := env.Ctl.RWMutex("map")
+	table := make([]int, 1024)
 	const step = 10 * time.Millisecond
 	n := int64(env.Duration * 30 / 100 / step)
 	return &bench.Service{
 		Rate: 200,
-		Light: func(ctx context.Context, _ int) error {
+		Light: func(ctx context.Context, i int) error {
 			if err := m.RLock(ctx); err != nil {
 				return err
 			}
 			defer m.RUnlock(ctx)
-			return sleep(ctx, time.Millisecond)
+			_ = table[i%len(table)]
+			return nil
 		},
 		Culprit: func(ctx context.Context) error {
 			if err := m.Lock(ctx); err != nil {
