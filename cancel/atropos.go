@@ -661,10 +661,11 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			fut, fs := v*factor, FromProgress
 			if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
 				if total, ok := a.uses.Total(t.Class, r.Name); ok {
-					// A class seen to end: what is left of its use. Reported
-					// progress, when it promises more, is believed too.
-					left := max(total-estimate.Spent(&u.Usage, r.Capacity), 0)
-					if src != estimate.Reported || left > fut {
+					// A class seen to end: what is left of its use, when it
+					// promises more than the progress does. A task that has
+					// outlived its class's typical use is not about to end:
+					// its progress (conditioned on its age) decides then.
+					if left := total - estimate.Spent(&u.Usage, r.Capacity); left > fut {
 						fut, fs = left, FromClassUse
 					}
 				} else if oversubscribes(u, r) && fut < floor[d] {
