@@ -336,3 +336,22 @@ func (c *Controller) publishDiagnosis(r *policy.Record) {
 		c.callUser("decision observer", func() { c.cfg.decisionObserver(*r) })
 	}
 }
+
+// ExpectedWait returns how long a new run of class can expect to wait
+// before it is served without being cancelled again: its class's mean
+// learned duration for each re-execution of the class pending and for
+// itself, or 0 when the class has no learned duration. It is what a
+// cancelled request's Retry-After says. Safe for concurrent use.
+func (c *Controller) ExpectedWait(class string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mean, ok := c.durations.Mean(class)
+	if !ok || mean <= 0 {
+		return 0
+	}
+	n := 1
+	if g := c.reexec.gates[class]; g != nil {
+		n += g.pending
+	}
+	return time.Duration(n) * mean
+}
