@@ -120,7 +120,12 @@ func (c *conn) Close() error {
 
 func (c *conn) Prepare(query string) (driver.Stmt, error) { return c.inner.Prepare(query) }
 
-func (c *conn) Begin() (driver.Tx, error) { return c.inner.Begin() } //lint:ignore SA1019 the driver.Conn interface requires it
+// Begin is driver.Conn's: the fallback database/sql uses for a driver
+// without ConnBeginTx.
+func (c *conn) Begin() (driver.Tx, error) {
+	//lint:ignore SA1019 driver.Conn requires it
+	return c.inner.Begin()
+}
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if p, ok := c.inner.(driver.ConnPrepareContext); ok {
@@ -136,7 +141,8 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if opts.ReadOnly || opts.Isolation != 0 {
 		return nil, fmt.Errorf("sqlmw: the driver does not support transaction options")
 	}
-	return c.inner.Begin() //lint:ignore SA1019 the fallback database/sql itself uses
+	//lint:ignore SA1019 the fallback database/sql itself uses
+	return c.inner.Begin()
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
