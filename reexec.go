@@ -72,6 +72,10 @@ type reexecState struct {
 	// held is what each cancelled task held when cancelled, until it ends:
 	// the units a re-execution will need.
 	held map[uint64][]usedRes
+	// reserved is, per resource ID−1, the units of the re-executions
+	// admitted and still running: two re-executions admitted on one step
+	// would otherwise both fit the same spare capacity.
+	reserved []int64
 }
 
 // classGate counts a class's runs under Retry and caps them while a
@@ -231,11 +235,12 @@ func (c *Controller) fitsLocked(used []usedRes, hold, quiet time.Duration) (bool
 		case r.Waiters > 0:
 			return false, fmt.Sprintf("%d task(s) wait for %s", r.Waiters, r.Name)
 		case r.Kind == KindQueue && r.Capacity > 1:
-			if need := c.reexec.load[i] + float64(max(u.units, 1)); need > float64(r.Capacity) {
-				return false, fmt.Sprintf("%s: demand %.1f + %d unit(s) over capacity %d", r.Name, c.reexec.load[i], max(u.units, 1), r.Capacity)
+			res := c.reservedLocked(i)
+			if need := c.reexec.load[i] + float64(res+max(u.units, 1)); need > float64(r.Capacity) {
+				return false, fmt.Sprintf("%s: demand %.1f (%d of it re-executions) + %d unit(s) over capacity %d", r.Name, c.reexec.load[i]+float64(res), res, max(u.units, 1), r.Capacity)
 			}
 		case r.Kind == KindLock:
-			if r.Holders > 0 {
+			if r.Holders > 0 || c.reservedLocked(i) > 0 {
 				return false, r.Name + " is held"
 			}
 			if hold > c.cfg.sloTarget/2 && !idle {
@@ -248,6 +253,28 @@ func (c *Controller) fitsLocked(used []usedRes, hold, quiet time.Duration) (bool
 		}
 	}
 	return true, ""
+}
+
+// reservedLocked returns the units reserved on resource index i.
+func (c *Controller) reservedLocked(i int) int64 {
+	if i < len(c.reexec.reserved) {
+		return c.reexec.reserved[i]
+	}
+	return 0
+}
+
+// reserveLocked adds sign × the units of used to the reservations.
+func (c *Controller) reserveLocked(used []usedRes, sign int64) {
+	for _, u := range used {
+		i := int(u.id) - 1
+		if i < 0 {
+			continue
+		}
+		for len(c.reexec.reserved) <= i {
+			c.reexec.reserved = append(c.reexec.reserved, 0)
+		}
+		c.reexec.reserved[i] = max(c.reexec.reserved[i]+sign*max(u.units, 1), 0)
+	}
 }
 
 // diagnoseLocked reports, once per class, a class whose expected hold of a
@@ -302,6 +329,9 @@ func (c *Controller) waitWindow(ctx context.Context, class string, used []usedRe
 	for {
 		c.mu.Lock()
 		ok, why := c.fitsLocked(used, hold, cfg.quiet)
+		if ok {
+			c.reserveLocked(used, 1) // released by Retry when the run is over
+		}
 		diag := c.diagnoseLocked(class, used, hold, false)
 		stepped := c.stepped
 		c.mu.Unlock()

@@ -224,3 +224,51 @@ func TestReexecutionRunsWhenTheLoadLeavesAWindow(t *testing.T) {
 		}
 	})
 }
+
+// Two re-executions that each fit the spare capacity, but not together,
+// run one after the other.
+func TestReexecutionsReserveCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		sem := ctl.Semaphore("pool", 8)
+		var mu sync.Mutex
+		running, overlap := 0, false
+		job := func(ctx context.Context, run int) error {
+			q, err := sem.Acquire(ctx, 4)
+			if err != nil {
+				return err
+			}
+			defer q.Release()
+			if run == 1 {
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			mu.Lock()
+			running++
+			overlap = overlap || running > 1
+			mu.Unlock()
+			time.Sleep(500 * time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		}
+		// A light load holding one unit now and then keeps 5 free at most.
+		_, light := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+		lp, _ := sem.Acquire(moirai.WithTask(context.Background(), light), 1)
+		a := retryAndCancel(t, ctl, moirai.Spec{Class: "a", Cancellable: true}, job)
+		b := retryAndCancel(t, ctl, moirai.Spec{Class: "b", Cancellable: true}, job)
+		if err := <-a; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-b; err != nil {
+			t.Fatal(err)
+		}
+		lp.Release()
+		light.End(nil)
+		if overlap {
+			t.Error("the two re-executions ran together: 4 + 4 + 1 units over 8")
+		}
+	})
+}

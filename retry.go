@@ -223,11 +223,12 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	tctx, t = c.Begin(ctx, spec)
 	err = c.runUser(tctx, fn)
 	t.End(err)
+	c.mu.Lock()
+	c.reserveLocked(used, -1)
 	if err == nil {
-		c.mu.Lock()
 		c.retries.Completed++
-		c.mu.Unlock()
 	}
+	c.mu.Unlock()
 	return err
 }
 

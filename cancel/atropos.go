@@ -183,8 +183,9 @@ type Atropos struct {
 }
 
 // episode is the state of a resource on which a cancelled task held units:
-// until its holds are released and a snapshot has been observed since, the
-// resource is not decided on again.
+// until its holds are released and a snapshot has been observed since with
+// nobody waiting for it (the backlog the overload left has drained: the
+// freed use came back), the resource is not decided on again.
 type episode struct {
 	holding  bool          // a cancelled task held it at the last observed snapshot
 	since    time.Duration // when the episode began
@@ -192,8 +193,10 @@ type episode struct {
 }
 
 // maxEpisode bounds an episode: a cancelled task that keeps its holds
-// that long ignored its cancellation, and the resource is decided on again.
-const maxEpisode = 2 * time.Second
+// that long ignored its cancellation, and a resource whose waiters have not
+// drained that long after the release is still overloaded by others; the
+// resource is decided on again.
+const maxEpisode = time.Second
 
 // resKey names a resource across snapshots: its position in a snapshot's
 // Resources may change from one to the next (a source that reports only
@@ -334,23 +337,34 @@ func (a *Atropos) followEpisodes(s *snapshot.Snapshot) {
 			a.episodes[k] = e
 		}
 	}
-	for k, e := range a.episodes {
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		k := keyOf(r)
+		e, ok := a.episodes[k]
+		if !ok {
+			continue
+		}
 		switch {
 		case e.holding && s.At-e.since < maxEpisode:
 		case !e.holding && e.released == 0:
 			e.released = max(s.At, 1)
 			a.episodes[k] = e
-		case e.holding || s.At > e.released:
+		case e.holding, r.Waiters == 0 && s.At > e.released, s.At-e.released >= maxEpisode:
 			delete(a.episodes, k)
 			a.forget(k)
 		}
 	}
+	for k := range a.episodes {
+		if !slices.ContainsFunc(s.Resources, func(r snapshot.Resource) bool { return keyOf(&r) == k }) {
+			delete(a.episodes, k) // the resource is gone from the snapshots
+		}
+	}
 }
 
-// forget drops the contention measured on resource k before the newest
+// forget drops the contention measured on resource k up to the newest
 // observed snapshot.
 func (a *Atropos) forget(k resKey) {
-	for i := range a.steps[:max(len(a.steps)-1, 0)] {
+	for i := range a.steps {
 		for j := range a.steps[i].delay {
 			kd := &a.steps[i].delay[j]
 			if kd.key == k && kd.d > 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -89,15 +90,20 @@ func TestLeastLossNeedsSufficiency(t *testing.T) {
 
 // One action per episode: once a cancelled task holds the resource, the
 // policy does not decide on it again until the holds are released and a
-// snapshot has been observed since.
+// snapshot has seen nobody waiting for it (the freed use came back); the
+// contention measured before is forgotten.
 func TestEpisode(t *testing.T) {
 	a := NewAtropos(MultiObjective, WithConfirmation(0), WithMinGain(10*ms))
 	at := time.Duration(0)
-	snap := func(cancelledHolds bool, other bool) *snapshot.Snapshot {
+	snap := func(cancelledHolds, other bool, waiters int) *snapshot.Snapshot {
 		at += 10 * ms
+		wait := time.Duration(0)
+		if waiters > 0 {
+			wait = 9 * ms
+		}
 		s := &snapshot.Snapshot{At: at, Window: 10 * ms,
 			Completed: snapshot.Completions{Exec: 10 * ms},
-			Resources: []snapshot.Resource{{Name: "lock", Kind: resource.KindLock, Waiters: 3, WindowWait: 9 * ms}},
+			Resources: []snapshot.Resource{{Name: "lock", Kind: resource.KindLock, Waiters: waiters, WindowWait: wait}},
 		}
 		add := func(id uint64, cancelled bool) {
 			s.Tasks = append(s.Tasks, snapshot.Task{ID: id, Class: "w", Cancellable: true, Cancelled: cancelled,
@@ -112,25 +118,31 @@ func TestEpisode(t *testing.T) {
 		}
 		return s
 	}
+	step := func(s *snapshot.Snapshot) []policy.Decision { a.Observe(s); return a.Decide(s) }
 	// The cancelled task 1 still holds: no decision.
-	s := snap(true, false)
-	a.Observe(s)
-	if ds := a.Decide(s); ds != nil {
+	s := snap(true, false, 3)
+	if ds := step(s); ds != nil {
 		t.Fatalf("decided %+v during the episode", ds)
 	}
 	if ev := a.Evaluate(s); !ev.Levels[0].Episode {
 		t.Fatalf("level %+v: want the episode shown", ev.Levels[0])
 	}
-	// Released, and task 2 holds now: the release is seen, not yet a
-	// snapshot since.
-	s = snap(false, true)
-	a.Observe(s)
-	if ds := a.Decide(s); ds != nil {
-		t.Fatalf("decided %+v at the snapshot that saw the release", ds)
+	// Released; task 2 holds now and the backlog still waits.
+	for range 3 {
+		if ds := step(snap(false, true, 3)); ds != nil {
+			t.Fatalf("decided %+v before the backlog drained", ds)
+		}
 	}
-	// A snapshot since: decided again, on the contention measured after.
-	s = snap(false, true)
+	// Nobody waits: the episode is over, its contention forgotten.
+	if ds := step(snap(false, true, 0)); ds != nil {
+		t.Fatalf("decided %+v with nobody waiting", ds)
+	}
+	// A new overload: decided on its own contention.
+	s = snap(false, true, 3)
 	a.Observe(s)
+	if ev := a.Evaluate(s); ev.Levels[0].Episode || ev.Levels[0].Level > 0.5 {
+		t.Fatalf("level %+v: want the new contention only", ev.Levels[0])
+	}
 	if got := decideOne(t, a, s); got != 2 {
 		t.Fatalf("cancelled %d, want 2", got)
 	}

@@ -94,14 +94,15 @@ func reports(ctx context.Context, env *bench.Env, report func(ctx context.Contex
 }
 
 func buildTwoReportsPool(env *bench.Env) (*bench.Service, error) {
-	// A pool of 10 connections; a report runs 8 workers, each taking a
-	// connection per query of 100 ms, reporting progress per query. One
-	// report leaves 2 connections to the light queries (3 ms each, 0.6
-	// of a connection); two want 16.
+	// A pool of 10 connections; a report runs 6 workers, each taking a
+	// connection per query of 200 ms, reporting progress per query. One
+	// report leaves 4 connections to the light queries (3 ms each, 0.6
+	// of a connection); two want 12, and a light query queues behind the
+	// reports' workers, a connection coming free every 20 ms.
 	pool := env.Ctl.Semaphore("db-pool", 10)
 	const (
-		workers = 8
-		query   = 100 * time.Millisecond
+		workers = 6
+		query   = 200 * time.Millisecond
 	)
 	queries := int64(env.Duration*30/100/query) * workers
 	report := func(ctx context.Context) error {
