@@ -162,7 +162,8 @@ func buildTwoReportsPool(env *bench.Env) (*bench.Service, error) {
 func buildTwoHeavySemaphore(env *bench.Env) (*bench.Service, error) {
 	// 8 units; a batch job holds 4 for its whole length (steps of 10 ms,
 	// reporting progress). One job leaves 4 units to the light requests
-	// (5 ms each, one unit: about 1 unit busy); two leave none.
+	// (2 ms each, one unit: under half a unit busy, a few units on a
+	// loaded machine whose timers overshoot); two leave none.
 	sem := env.Ctl.Semaphore("bulkhead", 8)
 	const step = 10 * time.Millisecond
 	n := int64(env.Duration * 30 / 100 / step)
@@ -183,7 +184,7 @@ func buildTwoHeavySemaphore(env *bench.Env) (*bench.Service, error) {
 				return err
 			}
 			defer p.Release()
-			return sleep(ctx, 5*time.Millisecond)
+			return sleep(ctx, 2*time.Millisecond)
 		},
 		Culprit: func(ctx context.Context) error { return reports(ctx, env, job) },
 	}, nil
