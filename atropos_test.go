@@ -131,7 +131,10 @@ func (confirmer) Name() string                                { return "confirme
 func (confirmer) Decide(*snapshot.Snapshot) []policy.Decision { return nil }
 func (confirmer) Confirm(*snapshot.Snapshot) bool             { return false }
 
-func TestRetryBackgroundAfterMaxWait(t *testing.T) {
+// A background task whose resources never leave a window is not re-run
+// anyway after the maximum wait (that re-creates the overload): it fails
+// with an error saying so.
+func TestRetryBackgroundNoWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctl := busyController()
 		defer ctl.Close()
@@ -139,23 +142,20 @@ func TestRetryBackgroundAfterMaxWait(t *testing.T) {
 		start := time.Now()
 		err := moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "purge", Kind: moirai.Background, Cancellable: true},
 			func(ctx context.Context) error {
-				if runs.Add(1) == 1 {
-					<-ctx.Done()
-					return context.Cause(ctx)
-				}
-				if moirai.From(ctx).Spec().Cancellable {
-					return errors.New("re-execution is cancellable")
-				}
-				return nil
+				runs.Add(1)
+				<-ctx.Done()
+				return context.Cause(ctx)
 			}, moirai.RetryMaxWait(2*time.Second))
-		if err != nil || runs.Load() != 2 {
-			t.Fatalf("err %v after %d runs; want the background task re-run", err, runs.Load())
+		if !errors.Is(err, moirai.ErrNoWindow) || !errors.Is(err, moirai.ErrDropped) || runs.Load() != 1 {
+			t.Fatalf("err %v after %d runs; want no window after one run", err, runs.Load())
 		}
-		// The detector never stops firing: it was re-run after the maximum wait.
+		if !strings.Contains(err.Error(), "no window within 2s") || !strings.Contains(err.Error(), "a detector fires") {
+			t.Errorf("error %q does not say why", err)
+		}
 		if waited := time.Since(start); waited < 2*time.Second {
-			t.Errorf("re-run after %v, before the maximum wait", waited)
+			t.Errorf("gave up after %v, before the maximum wait", waited)
 		}
-		if st := ctl.RetryStats(); st.Reexecuted != 1 || st.Cancelled != 1 {
+		if st := ctl.RetryStats(); st.Reexecuted != 0 || st.Cancelled != 1 || st.Dropped != 1 || st.Waiting != 0 {
 			t.Errorf("stats %+v", st)
 		}
 	})

@@ -73,8 +73,9 @@
 //
 // A cancelled request need not be lost: [Retry] (and the httpmw
 // middleware's re-execution) runs it again, once and not cancellable, when
-// the resources it used have been free for a while, or drops it if its
-// objective can no longer be met. Overload without a contended resource is
+// its class's demand fits what the resources it used have spare, its class
+// capped meanwhile, or drops it with [ErrNoWindow] when no window comes in
+// time. Overload without a contended resource is
 // reported as regular overload ([WithRegularOverload]), for admission
 // control.
 //

@@ -55,6 +55,7 @@ func (c *Controller) step() time.Duration {
 	c.steps++
 	c.buildLocked(&c.snap, &c.live, true)
 	c.trackBusyLocked()
+	c.observeLoadLocked()
 	c.durations.Observe(&c.snap)
 	c.observeLocked()
 	firing := c.detectLocked()
@@ -277,11 +278,13 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 	case c.cfg.dryRun:
 		rec.Outcome, rec.Note = policy.DryRun, "dry run: not cancelled"
 	default:
+		lost := c.spentLocked(t, now)
 		if err := taskx.Cancel(t, d.Reason); err != nil {
 			rec.Outcome, rec.Note = policy.Skipped, err.Error()
 		} else {
 			rec.Outcome = policy.Acted
 			c.lastCancel = max(now, 1)
+			rec.Lost = lost
 		}
 	}
 	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec

@@ -108,6 +108,7 @@ type Controller struct {
 	stepped   chan struct{} // closed and replaced at every step
 	durations *estimate.Durations
 	retries   RetryStats
+	reexec    reexecState
 
 	scratchLive []*task.Task
 	parts       []partial  // per-worker sums of a snapshot build
@@ -162,7 +163,7 @@ func New(opts ...Option) *Controller {
 	}
 	c.clock.SetResolution(cfg.resolution)
 	c.tasks = taskx.NewRegistry(c.clock, task.Options{
-		OnEnd:       c.res.Fold,
+		OnEnd:       c.fold,
 		LiveHold:    c.res.LiveHold,
 		Report:      c.report,
 		HookTimeout: cfg.hookTimeout,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/moirai-go/moirai/internal/taskx"
@@ -70,9 +71,15 @@ func RetryNotify(fn func(since time.Duration)) RetryOption {
 // RetryStats counts what [Retry] did.
 type RetryStats struct {
 	Cancelled   uint64 // first runs cancelled by the controller
-	Reexecuted  uint64 // of which re-executed
-	Dropped     uint64 // of which dropped: objective out of reach or wait too long
+	Reexecuted  uint64 // of which re-executed (admitted)
+	Completed   uint64 // of which the re-execution returned no error
+	Dropped     uint64 // of which dropped: objective out of reach, or no window in the bounded wait
 	Interrupted uint64 // of which given up because the caller's context ended
+	// Waiting is the re-executions waiting for a window now.
+	Waiting int
+	// Capped counts the first runs that waited behind their class's cap
+	// while a cancelled run of the class was pending.
+	Capped uint64
 }
 
 // RetryStats returns what [Retry] did on this controller so far.
@@ -89,22 +96,30 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 // Retry runs fn as a task described by spec and, when the controller
 // cancels it (fn's context is cancelled with cause [ErrCancelled] and fn
 // returns an error), re-executes it once, as Atropos does, so the work is
-// not lost:
+// not lost — but only when running it again does not re-create the
+// overload:
 //
-//   - It waits until every resource the cancelled run used has been free
-//     for a while (see [RetryQuiet]) and no detector fires, then runs fn
-//     again as a task that is not cancellable.
-//   - A request (Spec.Kind Request) is dropped instead when it cannot be
-//     expected to finish within its objective (the context's deadline and
-//     [RetryWithin]) or waited [RetryMaxWait]; the expected duration is its
-//     class's mean learned duration, or else twice the first run's. A
-//     background task is re-executed after RetryMaxWait even if the
-//     resources are still busy.
+//   - The re-execution is admitted when its class's predicted demand (the
+//     units the cancelled run held, for about the class's mean learned
+//     duration, or twice the first run's) fits the spare capacity of every
+//     resource the cancelled run used and no detector fires (see the
+//     admission rules in reexec.go's documentation: a queue's moving
+//     demand plus the units within its capacity; a lock free, and either
+//     a hold short against the objective or the lock unused for
+//     [RetryQuiet]). It then runs as a task that is not cancellable.
+//   - Meanwhile the class is capped: first runs of it through Retry beyond
+//     the concurrency that was running less one wait for a slot.
+//   - When no window comes within [RetryMaxWait] (or, for a request, before
+//     its objective — the context's deadline and [RetryWithin] — can no
+//     longer be met), the run is dropped: Retry returns an error wrapping
+//     [ErrCancelled], [ErrDropped] and [ErrNoWindow] that says why. This
+//     holds for background tasks too.
+//   - A class whose hold of a lock exceeds the objective while others use
+//     the lock is reported once, with the advice to split its work.
 //
 // fn must be safe to run twice: a re-executed handler starts from scratch
 // (undo what the cancelled run did, as a cancelled transaction rolls
-// back). Retry returns fn's error; a dropped run's error wraps
-// [ErrCancelled] and [ErrDropped]; a wait ended by ctx returns the
+// back). Retry returns fn's error; a wait ended by ctx returns the
 // context's cause. Retry never re-executes runs that fail for other
 // reasons, nor runs spec.Cancellable left uncancellable.
 func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Context) error, opts ...RetryOption) error {
@@ -115,20 +130,56 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 		}
 	}
 	start := time.Now()
+	g, err := c.enterFirst(ctx, spec.Class, cfg.maxWait)
+	if err != nil {
+		return err
+	}
 	tctx, t := c.Begin(ctx, spec)
-	err := c.runUser(tctx, fn)
+	err = c.runUser(tctx, fn)
 	cancelled := err != nil && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
-	var used []task.ResourceID
+	var used []usedRes
 	if cancelled {
-		taskx.EachUsage(t, c.clock.Now(), func(u task.Usage) { used = append(used, u.Resource) })
+		// What it held when cancelled (it has released it by now), and
+		// every resource it used.
+		c.mu.Lock()
+		used = c.heldAtCancelLocked(t.ID())
+		c.mu.Unlock()
+		taskx.EachUsage(t, c.clock.Now(), func(u task.Usage) {
+			if !slices.ContainsFunc(used, func(x usedRes) bool { return x.id == u.Resource }) {
+				used = append(used, usedRes{u.Resource, 0})
+			}
+		})
 	}
 	t.End(err)
+	c.mu.Lock()
+	if cancelled {
+		// Cap the class at the concurrency that overloaded, less one,
+		// until its re-executions are over.
+		limit := max(g.running-1, 1)
+		if g.limit <= 0 || limit < g.limit {
+			g.limit = limit
+		}
+		g.pending++
+		g.running++ // the pending re-execution holds its place
+		c.retries.Cancelled++
+		c.retries.Waiting++
+	}
+	c.leaveLocked(spec.Class, g, false)
+	c.mu.Unlock()
 	if !cancelled {
 		return err
 	}
+	reexecuted := false
+	defer func() {
+		c.mu.Lock()
+		if !reexecuted {
+			c.retries.Waiting--
+		}
+		c.leaveLocked(spec.Class, g, true)
+		c.mu.Unlock()
+	}()
 	first := time.Since(start)
 	c.mu.Lock()
-	c.retries.Cancelled++
 	expected, ok := c.durations.Mean(spec.Class)
 	c.mu.Unlock()
 	if !ok || expected <= 0 {
@@ -148,22 +199,24 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 			return c.dropRetry(spec, "its objective can no longer be met")
 		}
 	}
-	reason, werr := c.waitFree(ctx, used, cfg, latest)
+	reason, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
 	switch {
 	case werr != nil:
 		c.mu.Lock()
 		c.retries.Interrupted++
 		c.mu.Unlock()
 		return werr
-	case reason != "" && spec.Kind == task.Request:
+	case reason != "":
 		return c.dropRetry(spec, reason)
 	}
 	c.mu.Lock()
 	c.retries.Reexecuted++
+	c.retries.Waiting--
+	reexecuted = true
 	c.mu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai re-execution",
 		slog.String("class", spec.Class), slog.String("key", spec.Key),
-		slog.Duration("after", time.Since(start)), slog.String("note", reason))
+		slog.Duration("after", time.Since(start)))
 	if cfg.notify != nil {
 		c.callUser("retry notifier", func() { cfg.notify(time.Since(start)) })
 	}
@@ -171,6 +224,12 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	tctx, t = c.Begin(ctx, spec)
 	err = c.runUser(tctx, fn)
 	t.End(err)
+	c.mu.Lock()
+	c.reserveLocked(used, -1)
+	if err == nil {
+		c.retries.Completed++
+	}
+	c.mu.Unlock()
 	return err
 }
 
@@ -192,56 +251,5 @@ func (c *Controller) dropRetry(spec Spec, why string) error {
 	c.mu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai drop",
 		slog.String("class", spec.Class), slog.String("key", spec.Key), slog.String("reason", why))
-	return fmt.Errorf("%w: %w: %s", ErrCancelled, ErrDropped, why)
-}
-
-// waitFree waits until the resources used have been free for cfg.quiet and
-// no detector fires. It returns "" when they are, a reason when the wait
-// timed out (cfg.maxWait, or latest for a request), or ctx's cause.
-func (c *Controller) waitFree(ctx context.Context, used []task.ResourceID, cfg retryConfig, latest time.Time) (string, error) {
-	deadline := time.Now().Add(cfg.maxWait)
-	why := fmt.Sprintf("resources still busy after %v", cfg.maxWait)
-	if !latest.IsZero() && latest.Before(deadline) {
-		deadline, why = latest, "its objective can no longer be met"
-	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	for {
-		c.mu.Lock()
-		free := c.freeLocked(used, cfg.quiet)
-		stepped := c.stepped
-		c.mu.Unlock()
-		if free {
-			return "", nil
-		}
-		select {
-		case <-stepped:
-		case <-timer.C:
-			return why, nil
-		case <-ctx.Done():
-			return "", context.Cause(ctx)
-		case <-c.done:
-			// The loop stopped: nothing will observe the resources again.
-			return "controller closed", nil
-		}
-	}
-}
-
-// freeLocked reports whether no detector fires and each resource in ids
-// has been free for quiet, as of the last step.
-func (c *Controller) freeLocked(ids []task.ResourceID, quiet time.Duration) bool {
-	if c.firing || c.steps == 0 {
-		return false
-	}
-	now := int64(c.snap.At)
-	for _, id := range ids {
-		i := int(id) - 1
-		if i < 0 || i >= len(c.busyAt) {
-			continue
-		}
-		if time.Duration(now-c.busyAt[i]) < quiet {
-			return false
-		}
-	}
-	return true
+	return fmt.Errorf("%w: %w: %w: %s", ErrCancelled, ErrDropped, ErrNoWindow, why)
 }

@@ -3,11 +3,15 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/snapshot"
 )
 
 // Admitter is an admission controller in front of a service's worker
@@ -62,4 +66,56 @@ func SelectControllers(list string) ([]Controller, error) {
 // policy reacts within the runs' time scale.
 func harnessTicks() []moirai.Option {
 	return []moirai.Option{moirai.WithTick(10*time.Millisecond, 5*time.Millisecond)}
+}
+
+// HarmlessKey is the task key a case gives a culprit-class task that is
+// harmless alone (the first of two heavy holders): the oracle controller
+// never cancels it.
+const HarmlessKey = "bench:harmless-alone"
+
+// oracle is the limit of any cancellation policy: it knows the culprits
+// (the tasks of a culprit class not keyed HarmlessKey) and the work each
+// would lose, and cancels the least-loss one as soon as it holds anything
+// other than the harness's worker slot.
+type oracle struct{}
+
+func (oracle) Name() string { return "oracle" }
+
+func (oracle) Decide(s *snapshot.Snapshot) []policy.Decision {
+	best, bestLoss := -1, 0.0
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		if !t.Cancellable || t.Cancelled || t.Key == HarmlessKey || !strings.HasPrefix(t.Class, culpritClass) {
+			continue
+		}
+		holds := false
+		for _, u := range s.UsageOf(ti) {
+			if u.Res >= 0 && int(u.Res) < len(s.Resources) && s.Resources[u.Res].Name != workersName &&
+				(u.Held > 0 || u.Evictions > 0) {
+				holds = true
+			}
+		}
+		if !holds {
+			continue
+		}
+		loss, _ := estimate.Loss(s, ti)
+		if best < 0 || loss < bestLoss {
+			best, bestLoss = ti, loss
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return []policy.Decision{{Action: policy.Cancel, Task: s.Tasks[best].ID,
+		Reason: fmt.Sprintf("oracle: culprit at its first acquisition, loses %.3f resource-s", bestLoss)}}
+}
+
+func init() {
+	RegisterController(Controller{
+		Name:     "oracle",
+		Describe: "the limit of any cancellation policy: knows the culprits and cancels the least-loss one at its first acquisition; no re-execution",
+		Options: func(time.Duration) []moirai.Option {
+			return append(harnessTicks(), moirai.WithPolicy(oracle{}))
+		},
+	})
 }

@@ -27,6 +27,12 @@ type Row struct {
 	// resources were free (controllers with re-execution), which then
 	// count as what their second run returned.
 	Reexecuted int `json:"reexecuted"`
+	// ReexecutedOK counts the re-executions that completed.
+	ReexecutedOK int `json:"reexecuted_ok"`
+	// WorkLost is the work the controller's cancellations threw away: the
+	// resource-time the cancelled tasks had used when cancelled, in
+	// seconds of the whole resource, summed (see estimate.Spent).
+	WorkLost float64 `json:"work_lost"`
 	// SLOAttainment is the fraction of light requests that completed
 	// within the case's latency objective.
 	SLOAttainment float64 `json:"slo_attainment"`
@@ -145,8 +151,10 @@ type Run struct {
 
 	Light   Summary `json:"light"`
 	Culprit Summary `json:"culprit"`
-	// Reexecuted counts the requests re-executed after a cancellation.
-	Reexecuted int `json:"reexecuted,omitempty"`
+	// Reexecuted counts the requests re-executed after a cancellation,
+	// ReexecutedOK those of them that completed.
+	Reexecuted   int `json:"reexecuted,omitempty"`
+	ReexecutedOK int `json:"reexecuted_ok,omitempty"`
 
 	// Series is the light requests' throughput and p99 per bucket of
 	// SeriesStep, from the start of the run.
@@ -191,10 +199,12 @@ type Point struct {
 // Event is a mark on a run's time axis.
 type Event struct {
 	T    time.Duration `json:"t_ns"`
-	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "penalize-culprit", "penalize-victim", "reject"
+	Kind string        `json:"kind"` // "culprit", "cancel-culprit", "cancel-victim", "penalize-culprit", "penalize-victim", "reject", "reexecute", "diagnose"
 	// Delay is the length of a penalty.
 	Delay time.Duration `json:"delay_ns,omitempty"`
-	Note  string        `json:"note,omitempty"`
+	// Lost is a cancellation's work lost (see Row.WorkLost).
+	Lost float64 `json:"lost,omitempty"`
+	Note string  `json:"note,omitempty"`
 }
 
 // Results is what `moirai bench run --out DIR` writes to results.json.

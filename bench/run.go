@@ -269,6 +269,7 @@ func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
 	sent := r.Light.Sent + r.Culprit.Sent
 	row.Rejected = r.Light.Rejected + r.Culprit.Rejected
 	row.Reexecuted = r.Reexecuted
+	row.ReexecutedOK = r.ReexecutedOK
 	// Cancellations are counted from the controller's acted decisions, by
 	// the class of the task cancelled, so that a request cancelled and then
 	// re-executed still counts; drops are the requests whose final answer
@@ -277,8 +278,10 @@ func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
 		switch e.Kind {
 		case "cancel-culprit":
 			row.CulpritsCancelled++
+			row.WorkLost += e.Lost
 		case "cancel-victim":
 			row.VictimsCancelled++
+			row.WorkLost += e.Lost
 		}
 	}
 	row.Cancelled = row.CulpritsCancelled + row.VictimsCancelled
@@ -348,6 +351,10 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		if r.Outcome != policy.Acted || !epochSet.Load() {
 			return
 		}
+		if r.Action == policy.Diagnose {
+			rec.event(Event{T: r.Time.Sub(epoch), Kind: "diagnose", Note: r.Reason})
+			return
+		}
 		verb, done := "cancel", " cancelled by "
 		if r.Action == policy.Penalize {
 			verb, done = "penalize", " penalized by "
@@ -356,7 +363,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		if strings.HasPrefix(r.TaskClass, culpritClass) {
 			kind = verb + "-culprit"
 		}
-		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Delay: r.Delay, Note: r.TaskClass + done + r.Policy + ": " + r.Reason})
+		rec.event(Event{T: r.Time.Sub(epoch), Kind: kind, Delay: r.Delay, Lost: r.Lost, Note: r.TaskClass + done + r.Policy + ": " + r.Reason})
 	}
 	slo := c.slo()
 	// The objective the controller is told; the metrics keep the case's.
@@ -398,7 +405,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	}
 	srv := &server{ctl: mc, svc: svc, adm: adm, reexecute: ctl.Reexecute, rec: rec}
 	if svc.Workers > 0 {
-		srv.workers = mc.Queue("bench:workers", svc.Workers, 0)
+		srv.workers = mc.Queue(workersName, svc.Workers, 0)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -455,7 +462,9 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	}
 	run = rec.summarize(slo, o.Duration)
 	run.Case, run.Controller, run.WithCulprit = c.Name, ctl.Name, culprit
-	run.Reexecuted = int(mc.RetryStats().Reexecuted)
+	rs := mc.RetryStats()
+	run.Reexecuted = int(rs.Reexecuted)
+	run.ReexecutedOK = int(rs.Completed)
 	run.Duration = o.Duration
 	if culprit {
 		run.InjectedAt = load.culpritAt
@@ -469,6 +478,9 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 // length) plus two seconds, so that a culprit re-executed once the load
 // has stopped, as Atropos re-executes, can finish.
 func drainOf(d time.Duration) time.Duration { return d/2 + 2*time.Second }
+
+// workersName is the resource of the harness's worker slots.
+const workersName = "bench:workers"
 
 // The classes of the harness's tasks.
 const (

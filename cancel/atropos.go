@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -176,7 +177,26 @@ type Atropos struct {
 	steps        []observed    // the contention window, oldest first
 	sumDelay     map[resKey]time.Duration
 	sumExec      time.Duration
+
+	uses     *estimate.Uses
+	episodes map[resKey]episode
 }
+
+// episode is the state of a resource on which a cancelled task held units:
+// until its holds are released and a snapshot has been observed since with
+// nobody waiting for it (the backlog the overload left has drained: the
+// freed use came back), the resource is not decided on again.
+type episode struct {
+	holding  bool          // a cancelled task held it at the last observed snapshot
+	since    time.Duration // when the episode began
+	released time.Duration // the snapshot that saw the holds released
+}
+
+// maxEpisode bounds an episode: a cancelled task that keeps its holds
+// that long ignored its cancellation, and a resource whose waiters have not
+// drained that long after the release is still overloaded by others; the
+// resource is decided on again.
+const maxEpisode = time.Second
 
 // resKey names a resource across snapshots: its position in a snapshot's
 // Resources may change from one to the next (a source that reports only
@@ -228,6 +248,8 @@ func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
 		a.cfg.durations = estimate.NewDurations(0)
 		a.ownDurations = true
 	}
+	a.uses = estimate.NewUses(0)
+	a.episodes = map[resKey]episode{}
 	return a
 }
 
@@ -240,12 +262,19 @@ func (a *Atropos) Name() string { return a.variant.String() }
 func (a *Atropos) Durations() *estimate.Durations { return a.cfg.durations }
 
 // Observe learns class durations from a snapshot of the loop, unless the
-// learner was given with [WithDurations].
+// learner was given with [WithDurations], and its classes' total use of
+// each resource. It also follows episodes: a resource on which a
+// cancelled task holds units is not decided on again until the task's
+// holds are released and a snapshot has been observed since; the
+// contention measured before is then forgotten, so the next decision
+// rests on the use that came back, not on the overload that was acted on.
 func (a *Atropos) Observe(s *snapshot.Snapshot) {
 	if a.ownDurations {
 		a.cfg.durations.Observe(s)
 	}
+	a.uses.Observe(s)
 	if s.Window <= 0 {
+		a.followEpisodes(s)
 		return // cumulative numbers: no window to add
 	}
 	if a.sumDelay == nil {
@@ -274,6 +303,84 @@ func (a *Atropos) Observe(s *snapshot.Snapshot) {
 	if cap(a.steps) > 4*len(a.steps)+64 {
 		a.steps = append([]observed(nil), a.steps...)
 	}
+	a.followEpisodes(s)
+}
+
+// followEpisodes opens, advances and closes the episodes from s.
+func (a *Atropos) followEpisodes(s *snapshot.Snapshot) {
+	for k, e := range a.episodes {
+		if e.holding {
+			e.holding = false
+			a.episodes[k] = e
+		}
+	}
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		if !t.Cancelled {
+			continue
+		}
+		first, n := int(t.First), int(t.N)
+		if first < 0 || n < 0 || first+n > len(s.Usage) {
+			continue
+		}
+		for ui := first; ui < first+n; ui++ {
+			u := &s.Usage[ui]
+			if u.Held <= 0 || u.Res < 0 || int(u.Res) >= len(s.Resources) {
+				continue
+			}
+			k := keyOf(&s.Resources[u.Res])
+			e, ok := a.episodes[k]
+			if !ok {
+				e.since = s.At
+			}
+			e.holding, e.released = true, 0
+			a.episodes[k] = e
+		}
+	}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		k := keyOf(r)
+		e, ok := a.episodes[k]
+		if !ok {
+			continue
+		}
+		switch {
+		case e.holding && s.At-e.since < maxEpisode:
+		case !e.holding && e.released == 0:
+			e.released = max(s.At, 1)
+			a.episodes[k] = e
+		case e.holding, r.Waiters == 0 && s.At > e.released, s.At-e.released >= maxEpisode:
+			delete(a.episodes, k)
+			a.forget(k)
+		}
+	}
+	for k := range a.episodes {
+		if !slices.ContainsFunc(s.Resources, func(r snapshot.Resource) bool { return keyOf(&r) == k }) {
+			delete(a.episodes, k) // the resource is gone from the snapshots
+		}
+	}
+}
+
+// forget drops the contention measured on resource k up to the newest
+// observed snapshot.
+func (a *Atropos) forget(k resKey) {
+	for i := range a.steps {
+		for j := range a.steps[i].delay {
+			kd := &a.steps[i].delay[j]
+			if kd.key == k && kd.d > 0 {
+				if a.sumDelay[k] -= kd.d; a.sumDelay[k] <= 0 {
+					delete(a.sumDelay, k)
+				}
+				kd.d = 0
+			}
+		}
+	}
+}
+
+// inEpisode reports whether r is in an episode.
+func (a *Atropos) inEpisode(r *snapshot.Resource) bool {
+	_, ok := a.episodes[keyOf(r)]
+	return ok
 }
 
 // contention fills a.levels for s: over the observed window when s is the
@@ -314,6 +421,9 @@ type Level struct {
 	Level     float64 // C_r in [0, 1]
 	Waiters   int
 	Contended bool
+	// Episode is set when a cancelled task's holds on the resource have
+	// not yet been seen released: it is not decided on (not Contended).
+	Episode bool
 }
 
 // Candidate is a task the policy considered, with its gains on the
@@ -328,9 +438,28 @@ type Candidate struct {
 	Share    []float64 // Usage as a share of all candidates' on that resource
 	Score    float64   // Σ_r C_r · Share_r
 	// Dominated is set when another candidate gains at least as much on
-	// every contended resource and more on one (MultiObjective and
-	// CurrentUsage only).
+	// every contended resource and loses no more, and is better on one
+	// (MultiObjective; CurrentUsage weighs gains only).
 	Dominated bool
+	// Loss is the work its cancellation throws away: its use so far, in
+	// seconds of the whole resource summed over its resources (see
+	// estimate.Spent); Elapsed its age.
+	Loss    float64
+	Elapsed time.Duration
+	// Sufficient is set when cancelling it alone frees enough of the
+	// main resource (Evaluation.Main): the other candidates leave room.
+	Sufficient bool
+	// Future says where its future use came from.
+	Future FutureSource
+	// Why it was not chosen ("" for the chosen).
+	Why string
+}
+
+// Excluded is a task left out of the candidates, with the reason.
+type Excluded struct {
+	Task  uint64
+	Class string
+	Why   string
 }
 
 // Evaluation is everything a decision rests on: the explanation a decision
@@ -341,6 +470,9 @@ type Evaluation struct {
 	// those at a tenth of the contention threshold or more, once one has
 	// reached it (Greedy: the most contended one only).
 	Contended []int
+	// Main indexes into Contended the most contended resource: the one a
+	// candidate must free enough of to be chosen for its small loss.
+	Main int
 	// Candidates, best first (by score, or by gain on the most contended
 	// resource for Greedy): all of them from [Atropos.Evaluate], the first
 	// few in a decision's explanation.
@@ -349,8 +481,11 @@ type Evaluation struct {
 	Skyline    int // non-dominated candidates
 	// Why tasks were left out.
 	NotCancellable, AlreadyCancelled, NoGain int
-	Chosen                                   int // index into Candidates, -1 for none
-	Reason                                   string
+	// NoGainTasks lists the first few tasks left out for no gain that hold
+	// a contended resource (the tasks that only wait are counted only).
+	NoGainTasks []Excluded
+	Chosen      int // index into Candidates, -1 for none
+	Reason      string
 }
 
 // Evaluate runs the policy on s and returns its full reasoning. It does
@@ -395,42 +530,75 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 // cand is the compact working form of a candidate: the policy sorts and
 // compares these, and builds [Candidate]s only for the ones it reports.
 type cand struct {
-	score, total float64 // Σ C_r·share_r, Σ share_r
+	score, total float64 // Σ C_r·share_r, Σ share_r (and the keep dimension)
 	task         int32   // index into the snapshot's tasks
-	off          int32   // its shares: a.vals[off : off+dims]
+	off          int32   // its shares: a.vals[off : off+dims], then its keep value
 	progress     float64
 	source       estimate.Source
 	dominated    bool
-	support      uint64 // bit d set when the share on dimension d is positive (dims ≤ 64)
+	support      uint64 // bit d set when the value on dimension d is positive (dims ≤ 64)
+	loss         float64
+	held         int64 // units of the main resource held and waited for
+	sufficient   bool
+	future       FutureSource
+}
+
+// FutureSource says where a candidate's future use came from.
+type FutureSource uint8
+
+const (
+	// FromProgress: use so far × (1−p)/p, p from the task's progress.
+	FromProgress FutureSource = iota + 1
+	// FromClassUse: its class's learned total use minus its use so far.
+	FromClassUse
+	// FromDemand: no history; it holds what makes the resource full.
+	FromDemand
+)
+
+// String returns the source's name.
+func (f FutureSource) String() string {
+	switch f {
+	case FromProgress:
+		return "progress"
+	case FromClassUse:
+		return "class-use"
+	case FromDemand:
+		return "demand"
+	}
+	return "unknown"
 }
 
 func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 	a.contention(s)
+	main := -1
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
 		l.Contended = a.confirms(r, l.Level)
+		if l.Contended && a.inEpisode(r) {
+			l.Contended, l.Episode = false, true
+		}
 		ev.Levels = append(ev.Levels, l)
-		if l.Level >= a.cfg.minContention/10 {
+		if l.Level >= a.cfg.minContention/10 && !l.Episode {
 			ev.Contended = append(ev.Contended, i)
 		}
+		if l.Contended && (main < 0 || l.Level > ev.Levels[main].Level) {
+			main = i
+		}
 	}
-	if !slices.ContainsFunc(ev.Levels, func(l Level) bool { return l.Contended }) {
+	if main < 0 {
 		ev.Contended = ev.Contended[:0]
 		ev.Reason = "no contended resource"
+		if slices.ContainsFunc(ev.Levels, func(l Level) bool { return l.Episode }) {
+			ev.Reason = "no contended resource outside an episode: a cancelled task's use has not been seen to come back"
+		}
 		return
 	}
 	if a.variant == Greedy {
 		// Only the most contended resource counts.
-		best := ev.Contended[0]
-		for _, i := range ev.Contended[1:] {
-			if ev.Levels[i].Level > ev.Levels[best].Level {
-				best = i
-			}
-		}
-		ev.Contended = ev.Contended[:1]
-		ev.Contended[0] = best
+		ev.Contended = append(ev.Contended[:0], main)
 	}
+	ev.Main = slices.Index(ev.Contended, main)
 	dims := len(ev.Contended)
 	// dimOf maps a resource index to its dimension, or -1.
 	a.dimOf = a.dimOf[:0]
@@ -448,10 +616,13 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		}
 	}
 	a.floor = floor
+	mr := &s.Resources[main]
 
-	// Candidates and their usage of each contended resource.
+	// Candidates, their future usage of each contended resource, and the
+	// work each would lose.
 	cands, vals := a.work[:0], a.vals[:0]
 	totals := make([]float64, dims)
+	maxLoss := 0.0
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		switch {
@@ -472,11 +643,13 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			continue
 		}
 		off := len(vals)
-		vals = slices.Grow(vals, dims)[:off+dims]
-		usage := vals[off:]
-		clear(usage)
-		any := false
+		vals = slices.Grow(vals, dims+1)[:off+dims+1]
+		usage := vals[off : off+dims]
+		clear(vals[off:])
+		any, holds := false, false
+		var held int64
 		p, src, factor := -1.0, estimate.Source(0), 1.0
+		fsrc := FutureSource(0)
 		for ui := first; ui < first+n; ui++ {
 			u := &s.Usage[ui]
 			if u.Res < 0 || int(u.Res) >= len(s.Resources) {
@@ -486,31 +659,70 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			if d < 0 {
 				continue
 			}
-			v := estimate.Current(u, &s.Resources[u.Res]) // finite, ≥ 0
+			r := &s.Resources[u.Res]
+			if int(u.Res) == main && u.Held > 0 {
+				// Its demand on the main resource: what it holds and what
+				// its waits in progress want (a unit each at least).
+				held += u.Held + int64(max(u.Waiting, 0))
+			}
+			v := estimate.Current(u, r) // finite, ≥ 0
 			if !(v > 0) {
 				continue
 			}
+			holds = true
 			if p < 0 {
 				p, src = estimate.Progress(t, a.cfg.durations)
 				if a.variant != CurrentUsage {
 					factor = estimate.Future(1, p) // (1−p)/p, p already clamped
 				}
 			}
-			v *= factor
-			if v >= floor[d] && v > 0 {
-				usage[d] += v
+			fut, fs := v*factor, FromProgress
+			if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
+				if total, ok := a.uses.Total(t.Class, r.Name); ok {
+					// A class seen to end: what is left of its use, when it
+					// promises more than the progress does. A task that has
+					// outlived its class's typical use is not about to end:
+					// its progress (conditioned on its age) decides then —
+					// unless the progress is the half-done guess and the
+					// class's tasks end having used less than the minimum
+					// gain: a request of a class that holds for a
+					// millisecond, stalled by the scheduler while it holds,
+					// is not a culprit.
+					left := total - estimate.Spent(&u.Usage, r.Capacity)
+					switch {
+					case src == estimate.Lindy && total < floor[d]:
+						fut, fs = max(left, 0), FromClassUse
+					case left > fut:
+						fut, fs = left, FromClassUse
+					}
+				} else if oversubscribes(u, r) && fut < floor[d] {
+					// No history: the resource's current demand decides.
+					fut, fs = floor[d], FromDemand
+				}
+			}
+			if fut >= floor[d] && fut > 0 {
+				usage[d] += fut
 				any = true
+				if fs > fsrc {
+					fsrc = fs
+				}
 			}
 		}
 		if !any {
 			vals = vals[:off]
 			ev.NoGain++
+			if holds && len(ev.NoGainTasks) < maxListed {
+				ev.NoGainTasks = append(ev.NoGainTasks, Excluded{Task: t.ID, Class: t.Class, Why: "no gain: expected to release the contended resources within the minimum gain"})
+			}
 			continue
 		}
 		for d, v := range usage {
 			totals[d] += v
 		}
-		cands = append(cands, cand{task: int32(ti), off: int32(off), progress: p, source: src})
+		loss, _ := estimate.Loss(s, ti)
+		maxLoss = max(maxLoss, loss)
+		cands = append(cands, cand{task: int32(ti), off: int32(off), progress: p, source: src,
+			loss: loss, held: held, future: fsrc})
 	}
 	a.work, a.vals = cands, vals
 	if len(cands) == 0 {
@@ -519,7 +731,9 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 	}
 
 	// Usage becomes shares in place (dominance is the same on both: each
-	// dimension is scaled by a positive constant), then scores.
+	// dimension is scaled by a positive constant), then scores. The last
+	// dimension is what a cancellation keeps: 1 − loss/maxLoss, so that
+	// losing less is better, as gaining more is.
 	weight := make([]float64, dims)
 	inv := make([]float64, dims)
 	for d, ri := range ev.Contended {
@@ -528,12 +742,17 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			inv[d] = 1 / totals[d]
 		}
 	}
+	lossDim := a.variant == MultiObjective
+	var heavy int64
+	for i := range cands {
+		heavy += cands[i].held
+	}
 	for i := range cands {
 		c := &cands[i]
-		sh := vals[c.off : int(c.off)+dims]
+		sh := vals[c.off : int(c.off)+dims+1]
 		var total, score float64
 		var support uint64
-		for d, v := range sh {
+		for d, v := range sh[:dims] {
 			if v == 0 {
 				continue
 			}
@@ -545,13 +764,58 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			total += v
 			score += weight[d] * v
 		}
+		if lossDim {
+			keep := 1.0
+			if maxLoss > 0 {
+				keep = 1 - c.loss/maxLoss
+			}
+			sh[dims] = keep
+			total += keep
+			if keep > 0 && dims < 64 {
+				support |= 1 << dims
+			}
+		}
 		c.total, c.score, c.support = total, score, support
+		c.sufficient = sufficient(mr, c.held, heavy, sh[ev.Main])
 	}
 	ids := func(i int32) uint64 { return s.Tasks[cands[i].task].ID }
-	order, sky := a.rank(cands, vals, dims, limit, a.variant != Greedy, ids)
+	rd := dims
+	if lossDim {
+		rd++
+	}
+	order, sky := a.rank(cands, vals, rd, limit, a.variant != Greedy, ids)
 	ev.Skyline = sky
 	ev.Total = len(cands)
-	for _, i := range order[:min(limit, len(order))] {
+
+	// The choice: among the candidates that free enough of the main
+	// resource, the one losing least (a candidate dominated by one that
+	// does not free enough may be it); when none does alone, the best
+	// score, which is never dominated.
+	best := int32(-1)
+	if a.variant == MultiObjective {
+		for i := range cands {
+			c := &cands[i]
+			if !c.sufficient {
+				continue
+			}
+			if best < 0 || c.loss < cands[best].loss ||
+				(c.loss == cands[best].loss && better(cands, int32(i), best, ids) < 0) {
+				best = int32(i)
+			}
+		}
+	}
+	if best >= 0 {
+		// The chosen first, then the others in order.
+		k := slices.Index(order, best)
+		if k < 0 {
+			order = append(order, 0)
+			k = len(order) - 1
+		}
+		copy(order[1:k+1], order[:k])
+		order[0] = best
+		a.order = order
+	}
+	for k, i := range order[:min(limit, len(order))] {
 		c := &cands[i]
 		t := &s.Tasks[c.task]
 		share := slices.Clone(vals[c.off : int(c.off)+dims])
@@ -559,13 +823,56 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		for d := range share {
 			usage[d] = share[d] * totals[d]
 		}
+		why := ""
+		switch {
+		case k == 0:
+		case c.dominated:
+			why = "dominated: another candidate frees at least as much of every contended resource and loses no more"
+		case !c.sufficient:
+			why = "insufficient: " + mr.Name + " stays full without it"
+		case best >= 0 && k > 0:
+			why = "loses at least as much as the chosen"
+		}
 		ev.Candidates = append(ev.Candidates, Candidate{
 			Task: t.ID, Class: t.Class, Key: t.Key, Progress: c.progress, Source: c.source,
 			Usage: usage, Share: share, Score: c.score, Dominated: c.dominated,
+			Loss: c.loss, Elapsed: t.Age, Sufficient: c.sufficient, Future: c.future, Why: why,
 		})
 	}
 	ev.Chosen = 0
-	ev.Reason = a.reason(ev)
+	ev.Reason = a.reason(ev, best >= 0)
+}
+
+// maxListed bounds the tasks an explanation lists as excluded.
+const maxListed = 8
+
+// oversubscribes reports whether usage u holds what makes queue resource r
+// full: more than one unit (a waiter's request is typically one), r full
+// with it and not full without it.
+func oversubscribes(u *snapshot.Usage, r *snapshot.Resource) bool {
+	if r.Capacity <= 1 || u.Held < 2 {
+		return false
+	}
+	return r.Held >= r.Capacity && r.Held-u.Held < r.Capacity
+}
+
+// sufficient reports whether cancelling a candidate holding and waiting
+// for held units of the main resource r frees enough of it, heavy being
+// the units all candidates hold and wait for there and share the candidate's share of the
+// candidates' future use of it: for a lock or queue, the other candidates
+// then leave room (the light tasks' demand needs a unit at least; a lock
+// is room only when no other candidate holds it); for a resource whose
+// units are not held (memory, CPU or IO without a capacity), it frees
+// most of the candidates' future use.
+func sufficient(r *snapshot.Resource, held, heavy int64, share float64) bool {
+	switch r.Kind {
+	case resource.KindLock, resource.KindQueue:
+		if held <= 0 {
+			return false
+		}
+		return heavy-held < max(r.Capacity, 1)
+	}
+	return share >= 0.5
 }
 
 // topSize is how many of the best candidates the skyline's pre-filter
@@ -587,16 +894,7 @@ const topSize = 32
 // the pre-filter removes is dominated, and so is anything it would have
 // dominated, so the survivors' skyline is the skyline.
 func (a *Atropos) rank(cands []cand, vals []float64, dims, limit int, skyline bool, id func(int32) uint64) ([]int32, int) {
-	better := func(x, y int32) int {
-		cx, cy := &cands[x], &cands[y]
-		if c := cmp.Compare(cy.score, cx.score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(cy.total, cx.total); c != 0 {
-			return c
-		}
-		return cmp.Compare(id(x), id(y))
-	}
+	better := func(x, y int32) int { return better(cands, x, y, id) }
 	order := a.order[:0]
 	n := len(cands)
 	if n <= 2*topSize || limit > topSize {
@@ -666,6 +964,19 @@ func (a *Atropos) rank(cands []cand, vals []float64, dims, limit int, skyline bo
 	return order, len(sky)
 }
 
+// better orders candidates x and y best first: by score, then total
+// share, then task ID.
+func better(cands []cand, x, y int32, id func(int32) uint64) int {
+	cx, cy := &cands[x], &cands[y]
+	if c := cmp.Compare(cy.score, cx.score); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(cy.total, cx.total); c != 0 {
+		return c
+	}
+	return cmp.Compare(id(x), id(y))
+}
+
 // The support test above (a candidate can only dominate one whose positive
 // dimensions are among its own) is exact when dims ≤ 64; beyond, the bits
 // of the dimensions past 64 are not set, and the test still never rejects a
@@ -699,7 +1010,7 @@ func dominates(a, b []float64) bool {
 	return more
 }
 
-func (a *Atropos) reason(ev *Evaluation) string {
+func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 	c := &ev.Candidates[ev.Chosen]
 	var frees []string
 	for d, i := range ev.Contended {
@@ -715,20 +1026,26 @@ func (a *Atropos) reason(ev *Evaluation) string {
 	if a.variant != Greedy {
 		among = fmt.Sprintf("%d non-dominated of %d candidate(s)", ev.Skyline, ev.Total)
 	}
-	return fmt.Sprintf("class %q frees %s of the %s use, progress %.2f (%s); best of %s",
-		c.Class, strings.Join(frees, " and "), what, c.Progress, c.Source, among)
+	how := "best of " + among
+	if leastLoss {
+		how = "least loss among those that free enough, of " + among
+	}
+	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
+		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)
 }
 
 // Attrs returns the explanation as structured attributes, listing at most
-// the first n candidates.
+// the first n candidates (the chosen first), each with its gains and its
+// loss side by side, and the tasks left out for no gain.
 func (ev *Evaluation) Attrs(n int) []slog.Attr {
 	var lv []slog.Attr
 	for _, l := range ev.Levels {
-		if l.Level > 0 || l.Contended {
+		if l.Level > 0 || l.Contended || l.Episode {
 			lv = append(lv, slog.Group(l.Resource,
 				slog.Float64("level", round3(l.Level)),
 				slog.Int("waiters", l.Waiters),
-				slog.Bool("contended", l.Contended)))
+				slog.Bool("contended", l.Contended),
+				slog.Bool("episode", l.Episode)))
 		}
 	}
 	out := []slog.Attr{
@@ -748,17 +1065,34 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 		for d, ri := range ev.Contended {
 			gains = append(gains, slog.Float64(ev.Levels[ri].Resource, round3(c.Share[d])))
 		}
-		cs = append(cs, slog.Group(fmt.Sprintf("#%d", i+1),
+		attrs := []any{
 			slog.Uint64("task", c.Task),
 			slog.String("class", c.Class),
 			slog.Float64("progress", round3(c.Progress)),
 			slog.String("progress_from", c.Source.String()),
+			slog.String("future_from", c.Future.String()),
 			slog.Float64("score", round3(c.Score)),
+			slog.Attr{Key: "gains", Value: slog.GroupValue(gains...)},
+			slog.Float64("loss_resource_s", round3(c.Loss)),
+			slog.Duration("elapsed", c.Elapsed),
+			slog.Bool("sufficient", c.Sufficient),
 			slog.Bool("dominated", c.Dominated),
 			slog.Bool("chosen", i == ev.Chosen),
-			slog.Attr{Key: "gains", Value: slog.GroupValue(gains...)}))
+		}
+		if c.Why != "" {
+			attrs = append(attrs, slog.String("why_not", c.Why))
+		}
+		cs = append(cs, slog.Group(fmt.Sprintf("#%d", i+1), attrs...))
 	}
-	return append(out, slog.Attr{Key: "top", Value: slog.GroupValue(cs...)})
+	out = append(out, slog.Attr{Key: "top", Value: slog.GroupValue(cs...)})
+	if len(ev.NoGainTasks) > 0 {
+		var ng []slog.Attr
+		for _, x := range ev.NoGainTasks {
+			ng = append(ng, slog.Group(strconv.FormatUint(x.Task, 10), slog.String("class", x.Class), slog.String("why", x.Why)))
+		}
+		out = append(out, slog.Attr{Key: "no_gain", Value: slog.GroupValue(ng...)})
+	}
+	return out
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -40,7 +40,7 @@ func ExampleAtropos() {
 	}
 	// Output:
 	// cancel 1
-	// class "scan" frees 100% of table:orders (contention 0.75) of the future use, progress 0.10 (reported); best of 1 non-dominated of 1 candidate(s)
+	// class "scan" frees 100% of table:orders (contention 0.75) of the future use (from progress), loses 2.000 resource-s after 0s, progress 0.10 (reported); least loss among those that free enough, of 1 non-dominated of 1 candidate(s)
 }
 
 // Evaluate returns the reasoning without deciding: the resources'

@@ -14,7 +14,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -39,23 +38,30 @@ type Section interface {
 
 // View is the page's data, also its JSON form.
 type View struct {
-	Time      time.Time              `json:"time"`
-	Firing    []string               `json:"firing"`
-	Tasks     []TaskView             `json:"tasks"`
-	Resources []ResourceView         `json:"resources"`
-	Decisions []DecisionView         `json:"decisions"`
-	Sections  map[string][][2]string `json:"sections,omitempty"`
-	Refresh   int                    `json:"-"`
+	Time      time.Time      `json:"time"`
+	Firing    []string       `json:"firing"`
+	Tasks     []TaskView     `json:"tasks"`
+	Resources []ResourceView `json:"resources"`
+	Decisions []DecisionView `json:"decisions"`
+	// Reexecution is what moirai.Retry (and the middlewares'
+	// re-execution) did: re-executions waiting, admitted, completed,
+	// dropped (given up), and first runs held behind a class's cap.
+	Reexecution ReexecutionView        `json:"reexecution"`
+	Sections    map[string][][2]string `json:"sections,omitempty"`
+	Refresh     int                    `json:"-"`
 }
 
 // TaskView is one live task.
 type TaskView struct {
-	ID        uint64      `json:"id"`
-	Key       string      `json:"key,omitempty"`
-	Class     string      `json:"class"`
-	Age       string      `json:"age"`
-	Cancelled bool        `json:"cancelled"`
-	Usage     []UsageView `json:"usage"`
+	ID        uint64 `json:"id"`
+	Key       string `json:"key,omitempty"`
+	Class     string `json:"class"`
+	Age       string `json:"age"`
+	Cancelled bool   `json:"cancelled"`
+	// Progress is the progress the task reported, done over total, or
+	// nil when it reported none.
+	Progress *float64    `json:"progress,omitempty"`
+	Usage    []UsageView `json:"usage"`
 }
 
 // UsageView is a task's hold or wait on one resource.
@@ -79,16 +85,19 @@ type ResourceView struct {
 
 // DecisionView is one decision with its explanation.
 type DecisionView struct {
-	Seq     uint64            `json:"seq"`
-	Time    time.Time         `json:"time"`
-	Policy  string            `json:"policy"`
-	Action  string            `json:"action"`
-	Task    uint64            `json:"task"`
-	Key     string            `json:"key,omitempty"`
-	Outcome string            `json:"outcome"`
-	Reason  string            `json:"reason"`
-	Note    string            `json:"note,omitempty"`
-	Details map[string]string `json:"details,omitempty"`
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Policy  string    `json:"policy"`
+	Action  string    `json:"action"`
+	Task    uint64    `json:"task"`
+	Key     string    `json:"key,omitempty"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason"`
+	Note    string    `json:"note,omitempty"`
+	// Lost is a cancellation's work thrown away, in resource-seconds.
+	Lost float64 `json:"lost,omitempty"`
+	// Details is the explanation, structured: groups are objects.
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // Handler serves the page for c.
@@ -111,6 +120,9 @@ func Collect(c *moirai.Controller, cfg Config) View {
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
 		tv := TaskView{ID: t.ID, Class: t.Class, Age: t.Age.Round(time.Millisecond).String(), Cancelled: t.Cancelled}
+		if p, ok := t.Progress(); ok {
+			tv.Progress = &p
+		}
 		if cfg.ShowKeys {
 			tv.Key = t.Key
 		}
@@ -127,6 +139,7 @@ func Collect(c *moirai.Controller, cfg Config) View {
 		v.Resources = append(v.Resources, ResourceView{Name: r.Name, Capacity: r.Capacity, Holders: r.Holders,
 			Waiters: r.Waiters, Held: r.Held, WindowWait: short(r.WindowWait)})
 	}
+	v.Reexecution = reexecutionView(c.RetryStats())
 	ds := c.Decisions()
 	for i := len(ds) - 1; i >= 0; i-- { // newest first
 		v.Decisions = append(v.Decisions, decisionView(ds[i], cfg.ShowKeys))
@@ -142,15 +155,12 @@ func Collect(c *moirai.Controller, cfg Config) View {
 
 func decisionView(r policy.Record, keys bool) DecisionView {
 	d := DecisionView{Seq: r.Seq, Time: r.Time, Policy: r.Policy, Action: r.Action.String(), Task: r.Task,
-		Outcome: r.Outcome.String(), Reason: r.Reason, Note: r.Note}
+		Outcome: r.Outcome.String(), Reason: r.Reason, Note: r.Note, Lost: r.Lost}
 	if keys {
 		d.Key = r.TaskKey
 	}
-	for _, a := range r.Details {
-		if d.Details == nil {
-			d.Details = map[string]string{}
-		}
-		d.Details[a.Key] = a.Value.Resolve().String()
+	if len(r.Details) > 0 {
+		d.Details = attrsValue(r.Details)
 	}
 	return d
 }
@@ -183,34 +193,28 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func sortedKeys(m map[string]string) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
-}
-
-var page = template.Must(template.New("page").Funcs(template.FuncMap{"keys": sortedKeys}).Parse(`<!DOCTYPE html>
+var page = template.Must(template.New("page").Funcs(template.FuncMap{"keys": sortedAnyKeys, "text": detailText, "pct": pct}).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}">
 <title>moirai</title>
 <style>body{font:14px system-ui,sans-serif;margin:1em;color:#222}table{border-collapse:collapse;margin-bottom:1em}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}th{background:#eee}
 .firing{color:#b00;font-weight:bold}.d{font-size:12px;color:#555}</style></head><body>
 <h1>moirai</h1><p>at {{.Time.Format "15:04:05.000"}}{{if .Firing}} — <span class="firing">overload: {{range .Firing}}{{.}} {{end}}</span>{{else}} — no overload detected{{end}}</p>
+<h2>Re-execution</h2>
+<table id="reexecution"><tr><th>waiting</th><th>admitted</th><th>completed</th><th>dropped</th><th>cancelled first runs</th><th>first runs capped</th></tr>
+{{with .Reexecution}}<tr><td>{{.Waiting}}</td><td>{{.Reexecuted}}</td><td>{{.Completed}}</td><td>{{.Dropped}}</td><td>{{.Cancelled}}</td><td>{{.Capped}}</td></tr>{{end}}</table>
 <h2>Decisions ({{len .Decisions}})</h2>
 <table id="decisions"><tr><th>#</th><th>time</th><th>policy</th><th>action</th><th>task</th><th>outcome</th><th>why</th></tr>
 {{range .Decisions}}<tr class="decision"><td>{{.Seq}}</td><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Policy}}</td><td>{{.Action}}</td><td>{{.Task}}{{if .Key}} {{.Key}}{{end}}</td><td>{{.Outcome}}{{if .Note}} ({{.Note}}){{end}}</td>
-<td>{{.Reason}}{{$d := .Details}}{{if $d}}<div class="d">{{range keys $d}}{{.}}={{index $d .}}<br>{{end}}</div>{{end}}</td></tr>
+<td>{{.Reason}}{{if .Lost}} (lost {{printf "%.3f" .Lost}} resource-s){{end}}{{$d := .Details}}{{if $d}}<div class="d">{{range keys $d}}{{.}}={{text (index $d .)}}<br>{{end}}</div>{{end}}</td></tr>
 {{end}}</table>
 <h2>Resources</h2>
 <table><tr><th>name</th><th>capacity</th><th>holders</th><th>waiters</th><th>held</th><th>wait in window</th></tr>
 {{range .Resources}}<tr><td>{{.Name}}</td><td>{{.Capacity}}</td><td>{{.Holders}}</td><td>{{.Waiters}}</td><td>{{.Held}}</td><td>{{.WindowWait}}</td></tr>
 {{end}}</table>
 <h2>Tasks ({{len .Tasks}})</h2>
-<table><tr><th>id</th><th>class</th><th>age</th><th>holds and waits</th></tr>
-{{range .Tasks}}<tr><td>{{.ID}}{{if .Key}} {{.Key}}{{end}}{{if .Cancelled}} (cancelled){{end}}</td><td>{{.Class}}</td><td>{{.Age}}</td>
+<table><tr><th>id</th><th>class</th><th>age</th><th>progress</th><th>holds and waits</th></tr>
+{{range .Tasks}}<tr><td>{{.ID}}{{if .Key}} {{.Key}}{{end}}{{if .Cancelled}} (cancelled){{end}}</td><td>{{.Class}}</td><td>{{.Age}}</td><td>{{pct .Progress}}</td>
 <td>{{range .Usage}}{{.Resource}}: held {{.Held}} for {{.Hold}}{{if .Waiting}}, waiting for {{.Wait}}{{end}}<br>{{end}}</td></tr>
 {{end}}</table>
 {{range $t, $rows := .Sections}}<h2>{{$t}}</h2><table>{{range $rows}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}</table>

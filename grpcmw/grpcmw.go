@@ -290,10 +290,14 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 }
 
 // outcome maps a handler's result and the task's cancellation to the
-// error the call returns.
-func outcome(ctx context.Context, err error) error {
+// error the call returns: a cancelled call is UNAVAILABLE, with its
+// class's expected wait in the trailer (see KeyRetryAfter) set by
+// setTrailer, and a message that says only that the server is
+// overloaded; the reason stays in the context's cause.
+func outcome(ctl *moirai.Controller, class string, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
 	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) && err != nil {
-		return status.Error(codes.ResourceExhausted, "call cancelled by overload control")
+		_ = setTrailer(metadata.Pairs(KeyRetryAfter, retryAfter(ctl, class)))
+		return status.Error(codes.Unavailable, "server overloaded")
 	}
 	return err
 }
@@ -311,7 +315,7 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 		}
 		defer c.endOnPanic(cl)
 		resp, err := handler(ctx2, req)
-		err = outcome(ctx2, err)
+		err = outcome(ctl, c.class(info.FullMethod), ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
 		c.end(cl, err)
 		return resp, err
 	}
@@ -328,7 +332,7 @@ func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.Stream
 		}
 		defer c.endOnPanic(cl)
 		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
-		err = outcome(ctx, err)
+		err = outcome(ctl, c.class(info.FullMethod), ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
 		c.end(cl, err)
 		return err
 	}

@@ -42,6 +42,9 @@ type counting struct {
 	// Check panic.
 	hold   chan struct{}
 	panics bool
+	// cancelled, when set, makes Check fail with its context's cause once
+	// held, as a handler that checks its context does.
+	cancelled bool
 }
 
 func (c *counting) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
@@ -52,6 +55,9 @@ func (c *counting) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*
 	}
 	if c.hold != nil {
 		<-c.hold
+	}
+	if c.cancelled && ctx.Err() != nil {
+		return nil, context.Cause(ctx)
 	}
 	return c.HealthServer.Check(ctx, r)
 }

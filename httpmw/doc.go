@@ -13,16 +13,19 @@
 // standard way: the controller cancels the request's context with cause
 // moirai.ErrCancelled, so every call the handler makes with that context
 // (a database query, an outgoing request, a moirai lock) returns. A handler
-// that returns after a cancellation without answering gets a 503 with
-// Retry-After.
+// that returns after a cancellation without answering gets a 503 whose
+// Retry-After is its class's expected wait (moirai.Controller.ExpectedWait,
+// at least a second) and whose body says only that the server is
+// overloaded; the reason stays in the context's cause.
 //
 // # Re-execution
 //
 // With [WithReexecution], a request that the controller cancels is not
-// lost: it is re-executed once, as a task that is not cancellable, when the
-// resources it used have been free for a while (see moirai.Retry, which
-// does the waiting and the deciding; a request whose objective can no
-// longer be met is answered 503 instead). To make that possible the
+// lost: it is re-executed once, as a task that is not cancellable, when its
+// class's demand fits what the resources it used have spare, its class
+// capped meanwhile (see moirai.Retry, which does the waiting and the
+// deciding; a request that finds no window in time is answered 503
+// instead). To make that possible the
 // middleware buffers, for those handlers only, the request body (up to
 // [WithMaxBody]; a larger body turns re-execution off for that request)
 // and the whole response of the first run, which is discarded if the run

@@ -212,7 +212,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(sw, r.WithContext(ctx))
 	err = outcome(ctx, sw.status)
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
-		rejectCancelled(w)
+		rejectCancelled(w, h.ctl, h.cfg.class(r))
 	}
 }
 
@@ -240,11 +240,6 @@ func outcome(ctx context.Context, status int) error {
 		return fmt.Errorf("httpmw: status %d", status)
 	}
 	return nil
-}
-
-func rejectCancelled(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", "1")
-	http.Error(w, "request cancelled by overload control", http.StatusServiceUnavailable)
 }
 
 // bufferBody reads r's body into memory for a re-executable request. It
@@ -303,7 +298,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 	case final != nil:
 		final.commit(w)
 	case errors.Is(err, moirai.ErrCancelled):
-		rejectCancelled(w) // dropped: its objective can no longer be met
+		rejectCancelled(w, h.ctl, h.cfg.class(r)) // dropped: no window to run it again
 	case r.Context().Err() != nil:
 		// The client went away while the request waited: nobody to answer.
 	default:

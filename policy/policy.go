@@ -37,6 +37,10 @@ const (
 	// Penalize the task: delay it by Decision.Delay at its next safe point
 	// (pBox's penalty; see package penalty).
 	Penalize
+	// Diagnose records a finding about a class that needs the
+	// application's attention (one that cannot complete under load);
+	// nothing is done to any task.
+	Diagnose
 )
 
 // String returns the action's name.
@@ -46,6 +50,8 @@ func (a Action) String() string {
 		return "cancel"
 	case Penalize:
 		return "penalize"
+	case Diagnose:
+		return "diagnose"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
@@ -144,6 +150,10 @@ type Record struct {
 	TaskClass string
 	Outcome   Outcome
 	Note      string // why it was skipped, or what acting returned
+	// Lost is, for an acted cancellation, the resource-time the task had
+	// used when it was cancelled (seconds of the whole resource, summed
+	// over its resources): the work the cancellation threw away.
+	Lost float64
 }
 
 // Attrs returns the record as slog attributes.
@@ -160,6 +170,9 @@ func (r *Record) Attrs() []slog.Attr {
 	}
 	if r.Delay > 0 {
 		a = append(a, slog.Duration("delay", r.Delay))
+	}
+	if r.Lost > 0 {
+		a = append(a, slog.Float64("lost_resource_seconds", r.Lost))
 	}
 	if r.Note != "" {
 		a = append(a, slog.String("note", r.Note))

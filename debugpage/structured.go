@@ -1,0 +1,80 @@
+package debugpage
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/moirai-go/moirai"
+)
+
+// ReexecutionView is what moirai.Retry did on the controller.
+type ReexecutionView struct {
+	Waiting    int    `json:"waiting"`
+	Reexecuted uint64 `json:"admitted"`
+	Completed  uint64 `json:"completed"`
+	Dropped    uint64 `json:"dropped"`
+	Cancelled  uint64 `json:"cancelled"`
+	Capped     uint64 `json:"capped"`
+}
+
+func reexecutionView(s moirai.RetryStats) ReexecutionView {
+	return ReexecutionView{Waiting: s.Waiting, Reexecuted: s.Reexecuted, Completed: s.Completed,
+		Dropped: s.Dropped, Cancelled: s.Cancelled, Capped: s.Capped}
+}
+
+// attrsValue turns a decision's details into JSON-ready values: a group
+// becomes an object, a duration its text, anything else its value.
+func attrsValue(as []slog.Attr) map[string]any {
+	m := make(map[string]any, len(as))
+	for _, a := range as {
+		m[a.Key] = attrValue(a.Value)
+	}
+	return m
+}
+
+func attrValue(v slog.Value) any {
+	v = v.Resolve()
+	switch v.Kind() {
+	case slog.KindGroup:
+		return attrsValue(v.Group())
+	case slog.KindDuration:
+		return v.Duration().String()
+	case slog.KindTime:
+		return v.Time()
+	default:
+		return v.Any()
+	}
+}
+
+// detailText renders a detail value on the page: an object as key=value
+// pairs in key order, nested in braces.
+func detailText(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedAnyKeys(m) {
+		parts = append(parts, k+"="+detailText(m[k]))
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func sortedAnyKeys(m map[string]any) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// pct renders a progress fraction, or a dash for none.
+func pct(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%", 100**p)
+}

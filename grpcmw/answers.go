@@ -1,0 +1,22 @@
+package grpcmw
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/moirai-go/moirai"
+)
+
+// KeyRetryAfter is the trailer metadata key of a cancelled call's
+// expected wait, in whole seconds (at least 1): its class's expected wait
+// (moirai.Controller.ExpectedWait), as HTTP's Retry-After.
+const KeyRetryAfter = "moirai-retry-after"
+
+// maxRetryAfter bounds the retry-after of a cancelled call.
+const maxRetryAfter = time.Hour
+
+func retryAfter(ctl *moirai.Controller, class string) string {
+	d := min(ctl.ExpectedWait(class), maxRetryAfter)
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}

@@ -1,0 +1,31 @@
+package httpmw
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/moirai-go/moirai"
+)
+
+// maxRetryAfter bounds the Retry-After of a cancelled request.
+const maxRetryAfter = time.Hour
+
+// retryAfter is the Retry-After, in whole seconds (at least 1), of a
+// cancelled request of class: the class's expected wait (see
+// moirai.Controller.ExpectedWait), so that a client does not resend a
+// multi-second report at once.
+func retryAfter(ctl *moirai.Controller, class string) string {
+	d := min(ctl.ExpectedWait(class), maxRetryAfter)
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// rejectCancelled answers a request the controller cancelled (and did not
+// re-execute): 503 with the class's expected wait as Retry-After. The body
+// says only that the server is overloaded; the reason stays in the
+// context's cause for the application (and in the decision log).
+func rejectCancelled(w http.ResponseWriter, ctl *moirai.Controller, class string) {
+	w.Header().Set("Retry-After", retryAfter(ctl, class))
+	http.Error(w, "server overloaded", http.StatusServiceUnavailable)
+}

@@ -1,0 +1,268 @@
+package moirai_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/policy"
+)
+
+// cancelFirst runs fn through Retry in a goroutine and cancels its first
+// run once it reported its task on started. It returns the Retry's error
+// channel.
+func retryAndCancel(t *testing.T, ctl *moirai.Controller, spec moirai.Spec, fn func(ctx context.Context, run int) error, opts ...moirai.RetryOption) <-chan error {
+	t.Helper()
+	started := make(chan uint64, 1)
+	out := make(chan error, 1)
+	run := 0
+	go func() {
+		out <- moirai.Retry(context.Background(), ctl, spec, func(ctx context.Context) error {
+			run++
+			if run == 1 {
+				started <- moirai.From(ctx).ID()
+			}
+			return fn(ctx, run)
+		}, opts...)
+	}()
+	id := <-started
+	time.Sleep(20 * time.Millisecond) // it takes its units
+	if err := ctl.Cancel(id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A re-execution needing 4 units of a semaphore of 8 waits while another
+// task holds 6 and runs once it has released them; meanwhile a second run
+// of the class waits behind the class's cap.
+func TestReexecutionWaitsForSpareCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		sem := ctl.Semaphore("pool", 8)
+		// Another heavy user holding 4 units, then 6, for 2 s.
+		otherCtx, other := ctl.Begin(context.Background(), moirai.Spec{Class: "other"})
+		p, err := sem.Acquire(otherCtx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var events []string
+		note := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+		job := func(ctx context.Context, run int) error {
+			q, err := sem.Acquire(ctx, 4)
+			if err != nil {
+				return err
+			}
+			defer q.Release()
+			note("job run " + string(rune('0'+run)))
+			if run == 1 {
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			time.Sleep(100 * time.Millisecond)
+			return nil
+		}
+		first := retryAndCancel(t, ctl, moirai.Spec{Class: "job", Cancellable: true}, job, moirai.RetryMaxWait(10*time.Second))
+		// A second job of the class arrives while the re-execution waits.
+		time.Sleep(50 * time.Millisecond)
+		second := make(chan error, 1)
+		go func() {
+			second <- moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "job", Cancellable: true},
+				func(ctx context.Context) error { note("second"); return nil })
+		}()
+		time.Sleep(2 * time.Second)
+		mu.Lock()
+		got := strings.Join(events, ",")
+		mu.Unlock()
+		if got != "job run 1" {
+			t.Fatalf("events while the other holds half: %s; want only the first run", got)
+		}
+		if st := ctl.RetryStats(); st.Waiting != 1 || st.Capped != 1 {
+			t.Errorf("stats %+v: want one waiting re-execution and one capped run", st)
+		}
+		p.Release()
+		other.End(nil)
+		if err := <-first; err != nil {
+			t.Fatalf("re-execution: %v", err)
+		}
+		if err := <-second; err != nil {
+			t.Fatalf("second: %v", err)
+		}
+		mu.Lock()
+		got = strings.Join(events, ",")
+		mu.Unlock()
+		if got != "job run 1,job run 2,second" {
+			t.Errorf("events %s; want the re-execution before the capped second run", got)
+		}
+		if st := ctl.RetryStats(); st.Reexecuted != 1 || st.Completed != 1 || st.Waiting != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// A compaction that holds a lock far longer than the objective, under a
+// steady read load: it is not re-run while the load lasts, it is diagnosed
+// once, and it fails with ErrNoWindow after the bounded wait.
+func TestReexecutionCannotCompleteUnderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		m := ctl.RWMutex("map")
+		stop, readers := readLoad(ctl, m, time.Millisecond)
+		runs := 0
+		compaction := func(ctx context.Context, run int) error {
+			runs = run
+			if err := m.Lock(ctx); err != nil {
+				return err
+			}
+			defer m.Unlock()
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(time.Second):
+				return nil
+			}
+		}
+		first := retryAndCancel(t, ctl, moirai.Spec{Class: "compaction", Kind: moirai.Background, Cancellable: true}, compaction,
+			moirai.RetryMaxWait(3*time.Second))
+		err := <-first
+		close(stop)
+		readers.Wait()
+		if !errors.Is(err, moirai.ErrNoWindow) || runs != 1 {
+			t.Fatalf("err %v after %d run(s); want no window after one", err, runs)
+		}
+		diagnosed := 0
+		for _, r := range ctl.Decisions() {
+			if r.Action == policy.Diagnose {
+				diagnosed++
+				if r.TaskClass != "compaction" || !strings.Contains(r.Reason, "split its work") {
+					t.Errorf("diagnosis %+v", r)
+				}
+			}
+		}
+		if diagnosed != 1 {
+			t.Errorf("%d diagnoses; want one", diagnosed)
+		}
+	})
+}
+
+// Once the load stops, the lock is left unused for the quiet time and the
+// compaction re-runs and completes.
+func TestReexecutionRunsWhenTheLoadLeavesAWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		m := ctl.RWMutex("map")
+		stop, readers := readLoad(ctl, m, 0) // reads shorter than a clock tick
+		var started time.Time
+		compaction := func(ctx context.Context, run int) error {
+			if run == 2 {
+				started = time.Now()
+			}
+			if err := m.Lock(ctx); err != nil {
+				return err
+			}
+			defer m.Unlock()
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(500 * time.Millisecond):
+				return nil
+			}
+		}
+		t0 := time.Now()
+		first := retryAndCancel(t, ctl, moirai.Spec{Class: "compaction", Kind: moirai.Background, Cancellable: true}, compaction)
+		time.Sleep(2 * time.Second)
+		close(stop)
+		readers.Wait()
+		stopped := time.Now()
+		if err := <-first; err != nil {
+			t.Fatalf("err %v; want the re-execution to complete", err)
+		}
+		if started.Before(stopped) {
+			t.Errorf("re-run %v after the start, while the readers ran (until %v)", started.Sub(t0), stopped.Sub(t0))
+		}
+	})
+}
+
+// Two re-executions that each fit the spare capacity, but not together,
+// run one after the other.
+func TestReexecutionsReserveCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		sem := ctl.Semaphore("pool", 8)
+		var mu sync.Mutex
+		running, overlap := 0, false
+		job := func(ctx context.Context, run int) error {
+			q, err := sem.Acquire(ctx, 4)
+			if err != nil {
+				return err
+			}
+			defer q.Release()
+			if run == 1 {
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			mu.Lock()
+			running++
+			overlap = overlap || running > 1
+			mu.Unlock()
+			time.Sleep(500 * time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		}
+		// A light load holding one unit now and then keeps 5 free at most.
+		_, light := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+		lp, _ := sem.Acquire(moirai.WithTask(context.Background(), light), 1)
+		a := retryAndCancel(t, ctl, moirai.Spec{Class: "a", Cancellable: true}, job)
+		b := retryAndCancel(t, ctl, moirai.Spec{Class: "b", Cancellable: true}, job)
+		if err := <-a; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-b; err != nil {
+			t.Fatal(err)
+		}
+		lp.Release()
+		light.End(nil)
+		if overlap {
+			t.Error("the two re-executions ran together: 4 + 4 + 1 units over 8")
+		}
+	})
+}
+
+// readLoad starts a reader of m every 3 ms, each a task holding the read
+// lock for hold, until stop is closed; wait for the returned group.
+func readLoad(ctl *moirai.Controller, m *moirai.RWMutex, hold time.Duration) (chan struct{}, *sync.WaitGroup) {
+	stop := make(chan struct{})
+	readers := new(sync.WaitGroup)
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "read"})
+			if m.RLock(ctx) == nil {
+				if hold > 0 {
+					time.Sleep(hold)
+				}
+				m.RUnlock(ctx)
+			}
+			tk.End(nil)
+		}
+	})
+	return stop, readers
+}
