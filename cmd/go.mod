@@ -15,6 +15,7 @@ replace github.com/moirai-go/moirai/bench => ../bench
 replace github.com/moirai-go/moirai/analysis => ../analysis
 
 require (
+	github.com/go-sql-driver/mysql v1.9.3
 	github.com/google/go-cmp v0.7.0
 	github.com/moirai-go/moirai v0.0.0-00010101000000-000000000000
 	github.com/moirai-go/moirai/analysis v0.0.0-00010101000000-000000000000
@@ -32,7 +33,6 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-sql-driver/mysql v1.9.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
