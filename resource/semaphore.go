@@ -295,8 +295,16 @@ func (p Permit) Units() int64 { return p.n }
 
 // Semaphore is a weighted FIFO semaphore that records, per task, the units
 // held and the time spent waiting. Acquire and Release cost a
-// compare-and-swap each when nobody waits. It must be created by
-// [NewSemaphore].
+// compare-and-swap each when nobody waits. The controller's semaphores and
+// queues also keep that compare-and-swap the only atomic operation of the
+// commonest acquisition, one unit of an empty semaphore of at most 255
+// units: as a [Mutex] names its holder, the units word names that task and
+// the millisecond it took the unit (on the controller's coarse clock), and
+// the hold is added to the task's counters after the release; while the
+// task is named, at most 255 units are in use. Other acquisitions are
+// added to the task's counters as they happen (and a named task that takes
+// more units moves its named unit there). It must be created by
+// [NewSemaphore] (or the controller's Semaphore method).
 type Semaphore struct{ pool }
 
 // pool is what a Semaphore and a Queue are: units of a sema accounted to
