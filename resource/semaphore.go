@@ -76,10 +76,11 @@ type sema struct {
 	// clk, when not nil, is the controller's clock, whose coarse value
 	// stamps a holder named in cur; nil: no holder is named there.
 	clk *clock.Clock
-	// claimed is the ID of the last task named in cur that claimed its
-	// accounting entry for the resource (see Mutex.claimed); it is
-	// written only by the task named, so the units word orders its uses.
-	claimed uint64
+	// claimed is the ID of the last task named in cur (stored right after
+	// it is named, and only when it changes). That task has claimed its
+	// accounting entry for the resource (see Mutex.claimed), and the ID
+	// tells two tasks with the same tag (IDs 2²⁹ apart) apart.
+	claimed atomic.Uint64
 }
 
 // tryTake takes n units if they are free. While a holder is named, at
@@ -267,7 +268,8 @@ func (p Permit) Release() error {
 // a task named acquiring more moves its named unit to its accounting, see
 // pool.unname), and adds the hold to the task's counters after the release
 // (one atomic add, none for a hold shorter than a millisecond). It returns
-// false, changing nothing, if the word names no holder or another task:
+// false, changing nothing, if the word names no holder or another task
+// (the tag, then the ID of the task last named, tell):
 // the permit's unit was not taken named, or was moved to the task's
 // accounting, or was released already; then it is released as any other.
 func (p Permit) releaseNamed() bool {
@@ -275,7 +277,7 @@ func (p Permit) releaseNamed() bool {
 	tag := taskx.HolderTag(p.t.ID())
 	for {
 		c := s.cur.Load()
-		if c&iFlag == 0 || inlineTag(c) != tag {
+		if c&iFlag == 0 || inlineTag(c) != tag || s.claimed.Load() != p.t.ID() {
 			return false
 		}
 		if s.cur.CompareAndSwap(c, c&iUnitMask-1) {
@@ -326,9 +328,9 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 	}
 	if n == 1 && t != nil && p.sem.clk != nil && p.sem.nwait.Load() == 0 && p.sem.size.Load() <= iUnitMask &&
 		p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
-		if id := t.ID(); id != p.sem.claimed {
+		if id := t.ID(); id != p.sem.claimed.Load() {
 			taskx.Claim(t, p.res.id)
-			p.sem.claimed = id
+			p.sem.claimed.Store(id)
 		}
 		return Permit{sem: &p.sem, res: p.res, t: t, n: 1}, nil
 	}
@@ -355,8 +357,8 @@ func (p *pool) unname(t *task.Task) {
 	}
 	c := p.sem.cur.Load()
 	tag := taskx.HolderTag(t.ID())
-	if c&iFlag == 0 || inlineTag(c) != tag {
-		return
+	if c&iFlag == 0 || inlineTag(c) != tag || p.sem.claimed.Load() != t.ID() {
+		return // t is not named (checking the ID, another task of its tag may be)
 	}
 	if p.res.acquire(t, 1) != nil {
 		return
