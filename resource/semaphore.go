@@ -326,8 +326,10 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 			return Permit{}, err
 		}
 	}
-	if n == 1 && t != nil && p.sem.clk != nil && p.sem.nwait.Load() == 0 && p.sem.size.Load() <= iUnitMask &&
-		p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
+	// A load first: under contention the word is seldom 0, and a failed
+	// compare-and-swap costs as much as one that succeeds.
+	if n == 1 && t != nil && p.sem.clk != nil && p.sem.cur.Load() == 0 && p.sem.nwait.Load() == 0 &&
+		p.sem.size.Load() <= iUnitMask && p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
 		if id := t.ID(); id != p.sem.claimed.Load() {
 			taskx.Claim(t, p.res.id)
 			p.sem.claimed.Store(id)
