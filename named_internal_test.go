@@ -2,15 +2,11 @@ package moirai
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/moirai-go/moirai/penalty"
 	"github.com/moirai-go/moirai/resource"
 )
 
@@ -33,61 +29,27 @@ type semMix struct {
 	nested bool
 }
 
-func (m semMix) run(ctl *Controller, s *resource.Semaphore) (decisions []string, failed int) {
-	var wg sync.WaitGroup
-	var fmu sync.Mutex
-	fail := func(err error) {
+// hold is lockMix.run's hold on s.
+func (m semMix) hold(s *resource.Semaphore) func(ctx context.Context, heavy bool, d time.Duration) error {
+	return func(ctx context.Context, heavy bool, d time.Duration) error {
+		p, err := s.Acquire(ctx, 1)
 		if err != nil {
-			fmu.Lock()
-			failed++
-			fmu.Unlock()
+			return err
 		}
-	}
-	wg.Go(func() {
-		ctx, tk := ctl.Begin(context.Background(), Spec{Class: "heavy", Cancellable: m.cancellable})
-		var err error
-		defer func() { tk.End(err); fail(err) }()
-		for i := range m.heavyRounds {
-			var p resource.Permit
-			if p, err = s.Acquire(ctx, 1); err != nil {
-				return
+		if heavy && m.nested {
+			time.Sleep(d / 2)
+			q, err := s.Acquire(ctx, 1)
+			if err != nil {
+				_ = p.Release()
+				return err
 			}
-			if m.nested {
-				time.Sleep(m.heavy / 2)
-				var q resource.Permit
-				if q, err = s.Acquire(ctx, 1); err != nil {
-					_ = p.Release()
-					return
-				}
-				time.Sleep(m.heavy - m.heavy/2)
-				_ = q.Release()
-			} else {
-				time.Sleep(m.heavy)
-			}
-			if err = p.Release(); err != nil {
-				return
-			}
-			tk.Progress(int64(i+1), int64(m.heavyRounds))
+			time.Sleep(d - d/2)
+			_ = q.Release()
+		} else {
+			time.Sleep(d)
 		}
-	})
-	for i := range m.gap {
-		time.Sleep(m.gap[i])
-		wg.Go(func() {
-			ctx, tk := ctl.Begin(context.Background(), Spec{Class: "light", Cancellable: m.cancellable})
-			p, err := s.Acquire(ctx, 1)
-			if err == nil {
-				time.Sleep(m.light[i])
-				err = p.Release()
-			}
-			tk.End(err)
-			fail(err)
-		})
+		return p.Release()
 	}
-	wg.Wait()
-	for _, d := range ctl.Decisions() {
-		decisions = append(decisions, fmt.Sprintf("%s %v %s %v", d.Policy, d.Action, d.TaskClass, d.Outcome))
-	}
-	return decisions, failed
 }
 
 func TestNamedSemaphoreSameDecisions(t *testing.T) {
@@ -98,13 +60,6 @@ func TestNamedSemaphoreSameDecisions(t *testing.T) {
 	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	controllers := []struct {
-		name string
-		opts []Option
-	}{
-		{"atropos", []Option{WithSLO(0.99, 50*time.Millisecond)}},
-		{"pbox", []Option{WithPolicy(penalty.New()), WithTick(20*time.Millisecond, 5*time.Millisecond)}},
-	}
 	acted := 0
 	var count [2]int
 	for i := range n {
@@ -113,7 +68,7 @@ func TestNamedSemaphoreSameDecisions(t *testing.T) {
 		if mix.nested {
 			mix.size = 2 // the heavy task's second unit leaves none free
 		}
-		for _, c := range controllers {
+		for _, c := range decisionControllers {
 			var got [2][]string
 			var failed [2]int
 			for plain := range 2 {
@@ -124,17 +79,10 @@ func TestNamedSemaphoreSameDecisions(t *testing.T) {
 					if plain == 1 {
 						s = resource.NewSemaphore(ctl.mustRegister("pool:plain", resource.KindQueue, mix.size), mix.size)
 					}
-					got[plain], failed[plain] = mix.run(ctl, s)
+					got[plain], failed[plain] = mix.run(ctl, mix.hold(s))
 				})
 			}
-			kinds := func(ds []string) []string { return slices.Compact(slices.Sorted(slices.Values(ds))) }
-			first := func(ds []string) string {
-				if len(ds) == 0 {
-					return ""
-				}
-				return ds[0]
-			}
-			if first(got[0]) != first(got[1]) || !slices.Equal(kinds(got[0]), kinds(got[1])) || failed[0] != failed[1] {
+			if !sameDecisions(got, failed) {
 				t.Errorf("seed %d, scenario %d (%s, size %d, nested %v, heavy %v): named holder: %d failed, decisions %q; task accounting: %d failed, decisions %q",
 					seed, i, c.name, mix.size, mix.nested, mix.heavy, failed[0], got[0], failed[1], got[1])
 			}
