@@ -53,9 +53,12 @@ func randomMix(rng *rand.Rand) lockMix {
 	return m
 }
 
-// run plays the mix against mu and returns the controller's decisions, as
-// "policy action class outcome" lines, and how many requests failed.
-func (m lockMix) run(ctl *Controller, mu *resource.Mutex) (decisions []string, failed int) {
+// run plays the mix, each request holding the lock with hold (which
+// acquires for the task in ctx, keeps it for d and releases it; heavy says
+// whether the request is the heavy task's), and returns the controller's
+// decisions, as "policy action class outcome" lines, and how many requests
+// failed.
+func (m lockMix) run(ctl *Controller, hold func(ctx context.Context, heavy bool, d time.Duration) error) (decisions []string, failed int) {
 	var wg sync.WaitGroup
 	var fmu sync.Mutex
 	fail := func(err error) {
@@ -70,11 +73,9 @@ func (m lockMix) run(ctl *Controller, mu *resource.Mutex) (decisions []string, f
 		var err error
 		defer func() { tk.End(err); fail(err) }()
 		for i := range m.heavyRounds {
-			if err = mu.Lock(ctx); err != nil {
+			if err = hold(ctx, true, m.heavy); err != nil {
 				return
 			}
-			time.Sleep(m.heavy)
-			mu.Unlock()
 			tk.Progress(int64(i+1), int64(m.heavyRounds))
 		}
 	})
@@ -82,11 +83,7 @@ func (m lockMix) run(ctl *Controller, mu *resource.Mutex) (decisions []string, f
 		time.Sleep(m.gap[i])
 		wg.Go(func() {
 			ctx, tk := ctl.Begin(context.Background(), Spec{Class: "light", Cancellable: m.cancellable})
-			err := mu.Lock(ctx)
-			if err == nil {
-				time.Sleep(m.light[i])
-				mu.Unlock()
-			}
+			err := hold(ctx, false, m.light[i])
 			tk.End(err)
 			fail(err)
 		})
@@ -98,6 +95,42 @@ func (m lockMix) run(ctl *Controller, mu *resource.Mutex) (decisions []string, f
 	return decisions, failed
 }
 
+// mutexHold is lockMix.run's hold on mu.
+func mutexHold(mu *resource.Mutex) func(ctx context.Context, heavy bool, d time.Duration) error {
+	return func(ctx context.Context, _ bool, d time.Duration) error {
+		if err := mu.Lock(ctx); err != nil {
+			return err
+		}
+		time.Sleep(d)
+		mu.Unlock()
+		return nil
+	}
+}
+
+// decisionControllers are the controllers the same-decisions tests run
+// each scenario under.
+var decisionControllers = []struct {
+	name string
+	opts []Option
+}{
+	{"atropos", []Option{WithSLO(0.99, 50*time.Millisecond)}},
+	{"pbox", []Option{WithPolicy(penalty.New()), WithTick(20*time.Millisecond, 5*time.Millisecond)}},
+}
+
+// sameDecisions reports whether two runs of a scenario led to the same
+// decisions: the same first decision, the same kinds of action on the same
+// classes, and the same requests failing.
+func sameDecisions(got [2][]string, failed [2]int) bool {
+	kinds := func(ds []string) []string { return slices.Compact(slices.Sorted(slices.Values(ds))) }
+	first := func(ds []string) string {
+		if len(ds) == 0 {
+			return ""
+		}
+		return ds[0]
+	}
+	return first(got[0]) == first(got[1]) && slices.Equal(kinds(got[0]), kinds(got[1])) && failed[0] == failed[1]
+}
+
 func TestCoarseHoldsSameDecisions(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	n := 12
@@ -106,19 +139,12 @@ func TestCoarseHoldsSameDecisions(t *testing.T) {
 	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	controllers := []struct {
-		name string
-		opts []Option
-	}{
-		{"atropos", []Option{WithSLO(0.99, 50*time.Millisecond)}},
-		{"pbox", []Option{WithPolicy(penalty.New()), WithTick(20*time.Millisecond, 5*time.Millisecond)}},
-	}
 	acted := 0
 	var count [2]int
 	cancels := 0
 	for i := range n {
 		mix := randomMix(rng)
-		for _, c := range controllers {
+		for _, c := range decisionControllers {
 			var got [2][]string
 			var failed [2]int
 			for precise := range 2 {
@@ -129,17 +155,10 @@ func TestCoarseHoldsSameDecisions(t *testing.T) {
 					if precise == 1 {
 						mu = resource.NewMutex(ctl.mustRegister("table:precise", resource.KindLock, 0), ctl.clock.Now)
 					}
-					got[precise], failed[precise] = mix.run(ctl, mu)
+					got[precise], failed[precise] = mix.run(ctl, mutexHold(mu))
 				})
 			}
-			kinds := func(ds []string) []string { return slices.Compact(slices.Sorted(slices.Values(ds))) }
-			first := func(ds []string) string {
-				if len(ds) == 0 {
-					return ""
-				}
-				return ds[0]
-			}
-			if first(got[0]) != first(got[1]) || !slices.Equal(kinds(got[0]), kinds(got[1])) || failed[0] != failed[1] {
+			if !sameDecisions(got, failed) {
 				t.Errorf("seed %d, scenario %d (%s, heavy %v): coarse clock: %d failed, decisions %q; precise clock: %d failed, decisions %q",
 					seed, i, c.name, mix.heavy, failed[0], got[0], failed[1], got[1])
 			}

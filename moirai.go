@@ -241,6 +241,13 @@ func (c *Controller) mustRegister(name string, kind resource.Kind, capacity int6
 // its clock inline (see internal/resrt).
 var newMutex = resrt.NewMutex.(func(*resource.Resource, *clock.Clock) *resource.Mutex)
 
+// newSemaphore and newQueue make the controller's semaphores and queues,
+// which name a sole holder in their units word (see internal/resrt).
+var (
+	newSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
+	newQueue     = resrt.NewQueue.(func(*resource.Resource, int64, int64, *clock.Clock) *resource.Queue)
+)
+
 // Mutex returns a new instrumented mutex on a lock resource called name.
 // It panics if name is empty or already registered.
 func (c *Controller) Mutex(name string) *Mutex {
@@ -260,7 +267,7 @@ func (c *Controller) Semaphore(name string, size int64) *Semaphore {
 	if size < 1 {
 		panic(fmt.Sprintf("moirai: semaphore %q of size %d", name, size))
 	}
-	return resource.NewSemaphore(c.mustRegister(name, resource.KindQueue, size), size)
+	return newSemaphore(c.mustRegister(name, resource.KindQueue, size), size, c.clock)
 }
 
 // Queue returns a new instrumented worker queue of slots slots on a queue
@@ -270,7 +277,7 @@ func (c *Controller) Queue(name string, slots, backlog int64) *Queue {
 	if slots < 1 || backlog < 0 {
 		panic(fmt.Sprintf("moirai: queue %q of %d slots and backlog %d", name, slots, backlog))
 	}
-	return resource.NewQueue(c.mustRegister(name, resource.KindQueue, slots), slots, backlog)
+	return newQueue(c.mustRegister(name, resource.KindQueue, slots), slots, backlog, c.clock)
 }
 
 // Fence returns a path fence of size workers with the reservations

@@ -1,6 +1,10 @@
 package resource
 
-import "context"
+import (
+	"context"
+
+	"github.com/moirai-go/moirai/internal/clock"
+)
 
 // Queue is a bounded set of worker slots with a waiting line in front of
 // it: a worker pool, a connection pool, a database's thread concurrency
@@ -18,6 +22,14 @@ type Queue struct {
 func NewQueue(r *Resource, slots, backlog int64) *Queue {
 	q := &Queue{pool: pool{res: r}, backlog: backlog}
 	q.sem.size.Store(slots)
+	return q
+}
+
+// newCoarseQueue is NewQueue on the controller's clock (see
+// newCoarseSemaphore).
+func newCoarseQueue(r *Resource, slots, backlog int64, clk *clock.Clock) *Queue {
+	q := NewQueue(r, slots, backlog)
+	q.onClock(clk)
 	return q
 }
 
@@ -51,7 +63,7 @@ func (q *Queue) Resize(slots int64) error { return q.resize(slots, "queue of %d 
 func (q *Queue) Slots() int64 { return q.sem.size.Load() }
 
 // Running returns the slots in use now.
-func (q *Queue) Running() int64 { return q.sem.cur.Load() }
+func (q *Queue) Running() int64 { return units(q.sem.cur.Load()) }
 
 // Waiting returns the requests waiting for a slot now.
 func (q *Queue) Waiting() int64 { return q.sem.nwait.Load() }

@@ -6,10 +6,61 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/moirai-go/moirai/internal/clock"
+	"github.com/moirai-go/moirai/internal/resrt"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
+
+// The units word of a sema (cur) is the units in use, except while a sole
+// holder is named in it, as a Mutex names its holder: a task that takes
+// one unit of an empty semaphore of at most iUnitMask units, on the
+// controller's clock, takes it and names itself in one compare-and-swap,
+// and its hold is added to its counters after the release. Then the word
+// holds the flag iFlag, the holder's tag, the millisecond (modulo 2²⁵, 9.3
+// hours) it took the unit, and the units in use in its low bits, its own
+// and those others took meanwhile (which their tasks account for as
+// usual).
+const (
+	iUnitBits = 8
+	iUnitMask = 1<<iUnitBits - 1 // units in use while a holder is named
+	iMsShift  = iUnitBits
+	iMsBits   = 25
+	iMsMask   = 1<<iMsBits - 1
+	iTagShift = iMsShift + iMsBits // 29 bits of task.HolderTag
+	iFlag     = 1 << 62
+)
+
+// units returns the units in use in the units word c.
+func units(c int64) int64 {
+	if c&iFlag != 0 {
+		return c & iUnitMask
+	}
+	return c
+}
+
+// inlineWord returns the units word naming t as the holder of one unit
+// since now.
+func inlineWord(t *task.Task, now int64) int64 {
+	ms := uint64(now) / uint64(time.Millisecond) & iMsMask // now ≥ 0
+	return int64(iFlag | taskx.HolderTag(t.ID())<<iTagShift | ms<<iMsShift | 1)
+}
+
+// inlineTag returns the tag of the holder named in the units word c.
+func inlineTag(c int64) uint64 { return uint64(c) &^ iFlag >> iTagShift }
+
+// inlineHeld returns how long the holder named in c has held its unit at
+// clock value now.
+func inlineHeld(c, now int64) time.Duration {
+	nowMs := uint64(now) / uint64(time.Millisecond) & iMsMask
+	d := (nowMs - uint64(c)>>iMsShift) & iMsMask
+	if d >= 1<<(iMsBits-1) {
+		return 0 // read with an older clock value
+	}
+	return time.Duration(d) * time.Millisecond
+}
 
 // sema is the weighted FIFO semaphore under Semaphore and Queue. When
 // nobody waits, acquiring is a compare-and-swap; once anyone waits, newcomers
@@ -21,13 +72,25 @@ type sema struct {
 
 	mu sync.Mutex
 	q  waitQueue
+
+	// clk, when not nil, is the controller's clock, whose coarse value
+	// stamps a holder named in cur; nil: no holder is named there.
+	clk *clock.Clock
+	// claimed is the ID of the last task named in cur (stored right after
+	// it is named, and only when it changes). That task has claimed its
+	// accounting entry for the resource (see Mutex.claimed), and the ID
+	// tells two tasks with the same tag (IDs 2²⁹ apart) apart.
+	claimed atomic.Uint64
 }
 
-// tryTake takes n units if they are free.
+// tryTake takes n units if they are free. While a holder is named, at
+// most iUnitMask units are in use (a semaphore resized beyond that admits
+// more once the holder has released its unit).
 func (s *sema) tryTake(n int64) bool {
 	for {
 		c := s.cur.Load()
-		if c+n > s.size.Load() {
+		u := units(c)
+		if u+n > s.size.Load() || c&iFlag != 0 && u+n > iUnitMask {
 			return false
 		}
 		if s.cur.CompareAndSwap(c, c+n) {
@@ -94,12 +157,18 @@ func (s *sema) acquireSlow(ctx context.Context, t *task.Task, n int64, r *Resour
 }
 
 // release gives back n units and wakes the waiters they let through. It
-// refuses, returning an error, to release more units than are held.
+// refuses, returning an error, to release more units than are held (and
+// the unit of a holder named in the word, which only that holder gives
+// back).
 func (s *sema) release(n int64) error {
 	for {
 		c := s.cur.Load()
-		if c < n {
-			return overRelease(n, c)
+		u := units(c)
+		if c&iFlag != 0 {
+			u-- // the named holder's unit
+		}
+		if u < n {
+			return overRelease(n, u)
 		}
 		if s.cur.CompareAndSwap(c, c-n) {
 			break
@@ -178,6 +247,9 @@ func (p Permit) Release() error {
 	if p.sem == nil {
 		return ErrZeroPermit
 	}
+	if p.n == 1 && p.sem.clk != nil && p.t != nil && p.releaseNamed() {
+		return nil
+	}
 	// The task's accounting first: a permit released twice while others
 	// hold units would otherwise give back their units. res.release counts
 	// the misuse.
@@ -191,13 +263,50 @@ func (p Permit) Release() error {
 	return nil
 }
 
+// releaseNamed gives back the unit of a permit of one unit whose task is
+// named in the units word (the task's only permit of the semaphore then:
+// a task named acquiring more moves its named unit to its accounting, see
+// pool.unname), and adds the hold to the task's counters after the release
+// (one atomic add, none for a hold shorter than a millisecond). It returns
+// false, changing nothing, if the word names no holder or another task
+// (the tag, then the ID of the task last named, tell):
+// the permit's unit was not taken named, or was moved to the task's
+// accounting, or was released already; then it is released as any other.
+func (p Permit) releaseNamed() bool {
+	s := p.sem
+	tag := taskx.HolderTag(p.t.ID())
+	for {
+		c := s.cur.Load()
+		if c&iFlag == 0 || inlineTag(c) != tag || s.claimed.Load() != p.t.ID() {
+			return false
+		}
+		if s.cur.CompareAndSwap(c, c&iUnitMask-1) {
+			if s.nwait.Load() > 0 {
+				s.notify()
+			}
+			if d := inlineHeld(c, s.clk.Coarse()); d > 0 {
+				taskx.AddHold(p.t, p.res.id, d)
+			}
+			return true
+		}
+	}
+}
+
 // Units returns how many units the permit holds (0 for a zero Permit).
 func (p Permit) Units() int64 { return p.n }
 
 // Semaphore is a weighted FIFO semaphore that records, per task, the units
 // held and the time spent waiting. Acquire and Release cost a
-// compare-and-swap each when nobody waits. It must be created by
-// [NewSemaphore].
+// compare-and-swap each when nobody waits. The controller's semaphores and
+// queues also keep that compare-and-swap the only atomic operation of the
+// commonest acquisition, one unit of an empty semaphore of at most 255
+// units: as a [Mutex] names its holder, the units word names that task and
+// the millisecond it took the unit (on the controller's coarse clock), and
+// the hold is added to the task's counters after the release; while the
+// task is named, at most 255 units are in use. Other acquisitions are
+// added to the task's counters as they happen (and a named task that takes
+// more units moves its named unit there). It must be created by
+// [NewSemaphore] (or the controller's Semaphore method).
 type Semaphore struct{ pool }
 
 // pool is what a Semaphore and a Queue are: units of a sema accounted to
@@ -217,6 +326,16 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 			return Permit{}, err
 		}
 	}
+	// A load first: under contention the word is seldom 0, and a failed
+	// compare-and-swap costs as much as one that succeeds.
+	if n == 1 && t != nil && p.sem.clk != nil && p.sem.cur.Load() == 0 && p.sem.nwait.Load() == 0 &&
+		p.sem.size.Load() <= iUnitMask && p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
+		if id := t.ID(); id != p.sem.claimed.Load() {
+			taskx.Claim(t, p.res.id)
+			p.sem.claimed.Store(id)
+		}
+		return Permit{sem: &p.sem, res: p.res, t: t, n: 1}, nil
+	}
 	if backlog > 0 && p.sem.nwait.Load() >= backlog {
 		if !p.sem.tryTake(n) {
 			return Permit{}, fmt.Errorf("%w: %q has %d waiting", ErrRejected, p.res.name, p.sem.nwait.Load())
@@ -225,7 +344,50 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 		return Permit{}, err
 	}
 	p.res.acquire(t, n)
+	p.unname(t)
 	return Permit{sem: &p.sem, res: p.res, t: t, n: n}, nil
+}
+
+// unname is called after t took units accounted as usual: if t is the
+// holder named in the units word, its named unit moves to its accounting
+// too, so that the time it holds both is counted once. The unit is added
+// to t's accounting before the name is cleared: if the named permit is
+// released meanwhile, the unit is taken back out.
+func (p *pool) unname(t *task.Task) {
+	if t == nil || p.sem.clk == nil {
+		return
+	}
+	c := p.sem.cur.Load()
+	tag := taskx.HolderTag(t.ID())
+	if c&iFlag == 0 || inlineTag(c) != tag || p.sem.claimed.Load() != t.ID() {
+		return // t is not named (checking the ID, another task of its tag may be)
+	}
+	if p.res.acquire(t, 1) != nil {
+		return
+	}
+	for {
+		if p.sem.cur.CompareAndSwap(c, c&iUnitMask) {
+			if d := inlineHeld(c, p.sem.clk.Coarse()); d > 0 {
+				taskx.AddHold(t, p.res.id, d)
+			}
+			return
+		}
+		if c = p.sem.cur.Load(); c&iFlag == 0 || inlineTag(c) != tag {
+			p.res.release(t, 1) // released meanwhile as a named unit
+			return
+		}
+	}
+}
+
+// liveHold returns the tag of the task named in the units word and for
+// how long it has held its unit at clock value now (see
+// Resource.LiveHold).
+func (s *sema) liveHold(now int64) (tag uint64, held time.Duration, ok bool) {
+	c := s.cur.Load()
+	if c&iFlag == 0 {
+		return 0, 0, false
+	}
+	return inlineTag(c), inlineHeld(c, now), true
 }
 
 // resize is Resize: below 1, it returns an error saying so with format
@@ -243,6 +405,27 @@ func NewSemaphore(r *Resource, size int64) *Semaphore {
 	s := &Semaphore{pool{res: r}}
 	s.sem.size.Store(size)
 	return s
+}
+
+// newCoarseSemaphore is NewSemaphore on the controller's clock: a task
+// taking one unit of the empty semaphore is named in its units word
+// (through internal/resrt).
+func newCoarseSemaphore(r *Resource, size int64, clk *clock.Clock) *Semaphore {
+	s := NewSemaphore(r, size)
+	s.onClock(clk)
+	return s
+}
+
+// onClock lets the pool name a sole holder in its units word, stamped by
+// clk's coarse value, and reports that holder to the resource.
+func (p *pool) onClock(clk *clock.Clock) {
+	p.sem.clk = clk
+	p.res.live.Store(&liveHolder{fn: p.sem.liveHold})
+}
+
+func init() {
+	resrt.NewSemaphore = newCoarseSemaphore
+	resrt.NewQueue = newCoarseQueue
 }
 
 // Resource returns the resource the semaphore is accounted to.
@@ -269,6 +452,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (Permit, bool) {
 		return Permit{}, false
 	}
 	s.res.acquire(t, n)
+	s.unname(t)
 	return Permit{sem: &s.sem, res: s.res, t: t, n: n}, true
 }
 
@@ -281,7 +465,7 @@ func (s *Semaphore) Resize(size int64) error { return s.resize(size, "semaphore 
 func (s *Semaphore) Size() int64 { return s.sem.size.Load() }
 
 // InUse returns the units held now.
-func (s *Semaphore) InUse() int64 { return s.sem.cur.Load() }
+func (s *Semaphore) InUse() int64 { return units(s.sem.cur.Load()) }
 
 // Waiting returns the number of acquirers waiting now.
 func (s *Semaphore) Waiting() int64 { return s.sem.nwait.Load() }

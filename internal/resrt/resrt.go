@@ -8,3 +8,12 @@ package resrt
 // mutex that reads the coarse value of the controller's clock inline
 // rather than through a function.
 var NewMutex any
+
+// NewSemaphore is func(*resource.Resource, int64, *clock.Clock)
+// *resource.Semaphore: a semaphore that names a sole holder of one unit in
+// its units word, stamped by the coarse value of the controller's clock.
+var NewSemaphore any
+
+// NewQueue is func(*resource.Resource, int64, int64, *clock.Clock)
+// *resource.Queue: NewSemaphore's queue.
+var NewQueue any
