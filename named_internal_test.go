@@ -53,7 +53,7 @@ func (m semMix) hold(s *resource.Semaphore) func(ctx context.Context, heavy bool
 }
 
 func TestNamedSemaphoreSameDecisions(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	seed := decisionSeed(t)
 	n := 12
 	if testing.Short() {
 		n = 4
