@@ -59,15 +59,41 @@ import (
 // Suite is the suite's name.
 const Suite = "cpu"
 
-// Case is a number of processes.
+// Case is a number of processes under the controller and the neighbours
+// beside them that are not moirai pools.
 type Case struct {
 	Name string
-	K    int
+	// K is the number of processes run under the controller, measured.
+	K int
+	// Hogs is the number of neighbour processes that each spin one
+	// thread for the whole run: a plain CPU hog, no pool at all.
+	Hogs int
+	// Rogues is the number of neighbour processes that run the same
+	// work as the measured ones through a pool of as many workers as
+	// the host has CPUs, whatever the controller: a pool that ignores
+	// its budget. Neither kind of neighbour is measured.
+	Rogues int
 }
 
-// Cases returns k1 to k4.
+// Cases returns k1 to k4 (K processes under the controller, nothing
+// else), hog (one process beside a plain CPU hog) and rogue (one beside
+// a pool that ignores its budget).
 func Cases() []Case {
-	return []Case{{"k1", 1}, {"k2", 2}, {"k3", 3}, {"k4", 4}}
+	return []Case{{Name: "k1", K: 1}, {Name: "k2", K: 2}, {Name: "k3", K: 3}, {Name: "k4", K: 4},
+		{Name: "hog", K: 1, Hogs: 1}, {Name: "rogue", K: 1, Rogues: 1}}
+}
+
+// rate is the arrival rate of each process of case c that runs work: the
+// load offered to the CPUs the hogs leave, shared equally among them.
+func (c Case) rate(load, cpus float64, item time.Duration) float64 {
+	return load * max(cpus-float64(c.Hogs), 1) / float64(c.K+c.Rogues) / item.Seconds()
+}
+
+// optimal is the size of the static pool of an oracle that knows its
+// neighbours: the CPUs the hogs leave, split equally among the processes
+// that run work, at least 1.
+func (c Case) optimal(cpus float64) int {
+	return max(1, int(math.Round((cpus-float64(c.Hogs))/float64(c.K+c.Rogues))))
 }
 
 // Controller is a pool configuration every process of a run uses.
@@ -79,20 +105,18 @@ type Controller struct {
 	Tolerance  float64
 }
 
-// Controllers returns ignorant, optimal, friendly with O of 1, 1.5 and 2,
-// and friendly with O of 1 and a tolerance of 0.5.
+// Controllers returns ignorant, optimal, and friendly with O of 1
+// and 2.
 func Controllers() []Controller {
 	out := []Controller{
 		{Name: "ignorant", Pool: "ignorant", Describe: "static pool of as many workers as the CPU budget"},
-		{Name: "optimal", Pool: "optimal", Describe: "static pool of budget / K workers: knows its neighbours"},
+		{Name: "optimal", Pool: "optimal", Describe: "static pool of an oracle's size: the CPUs the hogs leave, split among the processes that run work"},
 	}
-	for _, o := range []float64{1, 1.5, 2} {
+	for _, o := range []float64{1, 2} {
 		s := strconv.FormatFloat(o, 'f', -1, 64)
 		out = append(out, Controller{Name: "friendly-o" + s, Pool: "friendly", Overcommit: o,
 			Describe: "neighbour-aware pool (package cpu), overcommit factor " + s})
 	}
-	out = append(out, Controller{Name: "friendly-o1-t0.5", Pool: "friendly", Overcommit: 1, Tolerance: 0.5,
-		Describe: "neighbour-aware pool, overcommit factor 1, tolerance 0.5 (cpu.WithTolerance)"})
 	return out
 }
 
@@ -187,7 +211,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 	total, done := o.Rounds*len(o.Cases)*len(o.Controllers), 0
 	for round := range o.Rounds {
 		for ci, c := range o.Cases {
-			rate := o.Load * budget.CPUs / float64(c.K) / item.Seconds()
+			rate := c.rate(o.Load, budget.CPUs, item)
 			// Each round starts the controllers one further along, so
 			// that no controller always runs first (right after a case's
 			// processes change) or last.
@@ -205,7 +229,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 				if failed[k] != nil {
 					continue
 				}
-				rs, back, err := runOne(ctx, o, c, ctl, rate)
+				rs, back, err := runOne(ctx, o, c, ctl, rate, c.optimal(budget.CPUs))
 				if err != nil {
 					failed[k] = err
 					continue
@@ -216,7 +240,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 		}
 	}
 	for ci, c := range o.Cases {
-		rate := o.Load * budget.CPUs / float64(c.K) / item.Seconds()
+		rate := c.rate(o.Load, budget.CPUs, item)
 		for ki, ctl := range o.Controllers {
 			k := key{ci, ki}
 			if err := failed[k]; err != nil {
@@ -323,7 +347,7 @@ var tickHz = sync.OnceValue(func() int {
 
 // runOne runs K processes under one controller and returns their results
 // and the CPUs the rest of the host kept busy meanwhile.
-func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64) ([]*WorkerResult, float64, error) {
+func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64, optimal int) ([]*WorkerResult, float64, error) {
 	// Every process starts its arrivals at the same instant, leaving them
 	// time to start.
 	lead := o.startLead
@@ -333,15 +357,23 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	startAt := time.Now().Add(lead)
 	rctx, cancel := context.WithTimeout(ctx, o.Duration+20*time.Second)
 	defer cancel()
-	results := make([]*WorkerResult, c.K)
-	errs := make([]error, c.K)
+	n := c.K + c.Hogs + c.Rogues
+	results := make([]*WorkerResult, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	var busy0 time.Duration
 	var t0 time.Time
-	for i := range c.K {
+	for i := range n {
 		cfg := WorkerConfig{
 			Pool: ctl.Pool, Overcommit: ctl.Overcommit, Tolerance: ctl.Tolerance, K: c.K, Index: i, Seed: o.Seed,
 			Rate: rate, Fib: o.Fib, StartAt: startAt.UnixNano(), Duration: o.Duration, Warmup: o.Warmup,
+			Optimal: optimal, Case: c.Name, Controller: ctl.Name,
+		}
+		switch {
+		case i >= c.K+c.Rogues:
+			cfg.Pool = "hog"
+		case i >= c.K:
+			cfg.Pool = "ignorant"
 		}
 		cmd := o.Command(rctx, cfg)
 		var stdout, stderr bytes.Buffer
@@ -388,7 +420,8 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	if busy0 > 0 && busy1 > busy0 {
 		back = max(float64(busy1-busy0-own)/float64(el), 0)
 	}
-	return results, back, nil
+	// The neighbours are part of the case, not measured.
+	return results[:c.K], back, nil
 }
 
 // merge computes a row from the processes' results of every round
