@@ -144,6 +144,11 @@ func (p *Pool) closeReader() {
 func (p *Pool) loop(tick time.Duration) {
 	defer close(p.loopDone)
 	win := newWindow(p.cfg.window)
+	seed := p.cfg.seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<32
+	}
+	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, seed)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	idle := 0
@@ -154,7 +159,7 @@ func (p *Pool) loop(tick time.Duration) {
 		case <-t.C:
 		}
 		start := time.Now()
-		p.step(win)
+		p.step(win, c)
 		p.loopNanos.Add(int64(time.Since(start)))
 		if p.cfg.noPark || p.pending.Load() > 0 || p.q.Running() > 0 {
 			idle = 0
@@ -182,10 +187,9 @@ func (p *Pool) loop(tick time.Duration) {
 	}
 }
 
-// step reads the counters, measures the share over the window and sets
-// the active count. A failed read keeps the active count and restarts the
-// window.
-func (p *Pool) step(win *window) {
+// step reads the counters, measures the window and sets the active
+// count. A failed read keeps the active count and restarts the window.
+func (p *Pool) step(win *window, c *control) {
 	p.ticks.Add(1)
 	info := StepInfo{Others: math.NaN(), Free: math.NaN()}
 	s, err := p.cfg.reader.Read()
@@ -194,15 +198,11 @@ func (p *Pool) step(win *window) {
 		win.reset()
 		info.Err = err
 	} else {
-		info.Sample = s
-		var e estimate
-		e, info.OK = win.push(s, int(p.q.Running()))
+		info = c.step(win, s, int(p.q.Running()))
 		if info.OK {
-			info.Share, info.Running = e.share, e.running
-			p.share.Store(math.Float64bits(e.share))
-			info.Free, info.Others = e.free(p.cpus, p.host)
+			p.share.Store(math.Float64bits(info.Share))
 			p.free.Store(math.Float64bits(info.Free))
-			p.setActive(Next(int(p.active.Load()), p.cfg.overcommit*info.Free, p.cfg.grow, p.limit))
+			p.setActive(c.n)
 		}
 	}
 	if p.cfg.onStep != nil {

@@ -141,6 +141,9 @@ func (r *scriptReader) setRate(self, busy int) {
 // noPark keeps the loop of an idle pool ticking.
 func noPark(c *config) error { c.noPark = true; return nil }
 
+// withSeed seeds the control's jitter.
+func withSeed(seed uint64) Option { return func(c *config) error { c.seed = seed; return nil } }
+
 // withHost sets the host's CPUs, instead of reading them.
 func withHost(n int) Option { return func(c *config) error { c.host = n; return nil } }
 
@@ -239,7 +242,7 @@ func runLoopScript(t *testing.T, file string) {
 			host = 4
 		}
 		r.host = host
-		p, err := NewPool(append(opts, withHost(host), WithReader(r), WithTick(10*time.Millisecond), noPark,
+		p, err := NewPool(append(opts, withHost(host), withSeed(1), WithReader(r), WithTick(10*time.Millisecond), noPark,
 			WithObserver(func(s StepInfo) { got = append(got, s.Active) }))...)
 		if err != nil {
 			t.Fatal(err)
