@@ -45,7 +45,9 @@ func (h *simHost) advance(threads []int, hog int) []Sample {
 	return out
 }
 
-func ticksOf(x float64) time.Duration { return time.Duration(math.Floor(x+1e-9)) * 10 * time.Millisecond }
+func ticksOf(x float64) time.Duration {
+	return time.Duration(math.Floor(x+1e-9)) * 10 * time.Millisecond
+}
 
 // TestControlGenerated runs K pools that always have work beside hog
 // threads (plain CPU hogs, or pools that ignore their budget: threads

@@ -17,7 +17,7 @@ type config struct {
 	grow       float64
 	host       int    // the host's CPUs; 0: read them (tests set it)
 	seed       uint64 // the control's jitter; 0: from the clock (tests set it)
-	fixed      int // > 0: a static pool of this many workers, no loop
+	fixed      int    // > 0: a static pool of this many workers, no loop
 	reader     Reader
 	tick       time.Duration // 0: one clock tick
 	window     int
