@@ -241,16 +241,20 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 	}
 	for ci, c := range o.Cases {
 		rate := c.rate(o.Load, budget.CPUs, item)
+		prs := map[string]perRound{}
 		for ki, ctl := range o.Controllers {
 			k := key{ci, ki}
 			if err := failed[k]; err != nil {
 				res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Error: err.Error()})
 				continue
 			}
-			row := merge(c, ctl, rate, o.Rounds, acc[k])
+			row, pr := mergeRounds(c, ctl, rate, o.Rounds, acc[k])
 			row.Background = mean(backs[k])
 			res.Rows = append(res.Rows, row)
+			pr.back = backs[k]
+			prs[ctl.Name] = pr
 		}
+		roundParams(res.Params, c, o.Controllers, prs)
 	}
 	if o.Progress != nil {
 		o.Progress(total, total, "done")
@@ -431,22 +435,36 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 // work can fall on one round, and the median keeps it from deciding the
 // row. The throughput is the rounds' mean.
 func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult) bench.Row {
+	row, _ := mergeRounds(c, ctl, rate, rounds, rs)
+	return row
+}
+
+// perRound is a pair's figures in each round.
+type perRound struct {
+	p99, tput, back []float64
+}
+
+// mergeRounds is merge, and the per-round figures.
+func mergeRounds(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult) (bench.Row, perRound) {
 	row := bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Offered: rate * float64(c.K)}
+	var pr perRound
 	var p99, mx, q99, active []float64
 	for len(rs) > 0 {
 		n := min(c.K, len(rs))
 		round := rs[:n]
 		rs = rs[n:]
 		var work, queue []int32
-		a := 0.0
+		a, tput := 0.0, 0.0
 		for _, r := range round {
 			work = append(work, r.Work...)
 			queue = append(queue, r.Queue...)
 			if r.Measured > 0 {
-				row.Throughput += float64(r.Completed) / r.Measured
+				tput += float64(r.Completed) / r.Measured
 			}
 			a += r.ActiveMean
 		}
+		row.Throughput += tput
+		pr.tput = append(pr.tput, tput)
 		p99 = append(p99, quantile(work, 0.99))
 		mx = append(mx, quantile(work, 1))
 		q99 = append(q99, quantile(queue, 0.99))
@@ -455,7 +473,53 @@ func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult)
 	row.Throughput /= float64(max(rounds, 1))
 	row.P99Ms, row.MaxMs, row.QueueP99Ms = median(p99), median(mx), median(q99)
 	row.ActiveMean = mean(active)
-	return row
+	pr.p99 = p99
+	return row, pr
+}
+
+// spread formats per-round values: each round's, then their median and
+// min–max.
+func spread(xs []float64, unit string) string {
+	if len(xs) == 0 {
+		return "–"
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'g', 3, 64)
+	}
+	return fmt.Sprintf("%s%s (median %.3g, %.3g–%.3g)", strings.Join(parts, ", "), unit, median(xs), slices.Min(xs), slices.Max(xs))
+}
+
+// ratios returns a[i]/b[i] for the rounds both have.
+func ratios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	return out
+}
+
+// roundParams records, for each case, every controller's p99 and
+// throughput round by round, and a friendly controller's ratios to
+// optimal's and ignorant's of the same round, so that the spread between
+// rounds is in the results beside the medians.
+func roundParams(params map[string]string, c Case, ctls []Controller, prs map[string]perRound) {
+	for _, ctl := range ctls {
+		pr, ok := prs[ctl.Name]
+		if !ok {
+			continue
+		}
+		v := "p99 " + spread(pr.p99, " ms") + "; throughput " + spread(pr.tput, "/s") + "; background " + spread(pr.back, " CPUs")
+		if opt, ok := prs["optimal"]; ok && ctl.Pool == "friendly" {
+			v += "; p99 / optimal's " + spread(ratios(pr.p99, opt.p99), "")
+		}
+		if ign, ok := prs["ignorant"]; ok && ctl.Name != "ignorant" {
+			v += "; p99 / ignorant's " + spread(ratios(pr.p99, ign.p99), "") + "; throughput / ignorant's " + spread(ratios(pr.tput, ign.tput), "")
+		}
+		params[fmt.Sprintf("rounds %s %s", c.Name, ctl.Name)] = v
+	}
 }
 
 // median returns the median of xs (the mean of the middle two when even).

@@ -223,3 +223,26 @@ func TestExecuteBadOptions(t *testing.T) {
 		t.Errorf("Execute with a missing program = %v, %+v", err, res)
 	}
 }
+
+// TestRoundParams: each round's figures and the friendly pool's ratios
+// to the static pools of the same round, with their median and min–max.
+func TestRoundParams(t *testing.T) {
+	params := map[string]string{}
+	prs := map[string]perRound{
+		"ignorant":    {p99: []float64{20, 30}, tput: []float64{400, 400}, back: []float64{0.1, 0.2}},
+		"optimal":     {p99: []float64{10, 10}, tput: []float64{420, 440}, back: []float64{0.1, 0.1}},
+		"friendly-o1": {p99: []float64{11, 14}, tput: []float64{400, 380}, back: []float64{0, 0}},
+	}
+	ctls, _ := SelectControllers("ignorant,optimal,friendly-o1")
+	roundParams(params, Case{Name: "k2", K: 2}, ctls, prs)
+	got := params["rounds k2 friendly-o1"]
+	for _, want := range []string{"p99 11, 14 ms (median 12.5, 11–14)", "p99 / optimal's 1.1, 1.4 (median 1.25, 1.1–1.4)",
+		"p99 / ignorant's 0.55, 0.467", "throughput / ignorant's 1, 0.95 (median 0.975, 0.95–1)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("params lack %q: %q", want, got)
+		}
+	}
+	if strings.Contains(params["rounds k2 optimal"], "optimal's") || len(params) != 3 {
+		t.Errorf("params %v", params)
+	}
+}
