@@ -31,6 +31,10 @@ type control struct {
 	rng       *rand.Rand
 }
 
+// short is the span of the recent ticks the count also shrinks on: a
+// third of the window, at least 2 ticks.
+func (c *control) short() int { return max(c.window/3, 2) }
+
 // maxBackoff bounds the wait after failed probes, in windows.
 const maxBackoff = 32
 
@@ -59,6 +63,12 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 	info.OK, info.Share, info.Running = true, e.share, e.running
 	info.Free, info.Others = e.free(c.cpus, c.host)
 	next := Next(c.n, c.o*info.Free, c.grow, c.limit)
+	// A neighbour that comes back shows in the last ticks long before it
+	// does over the window: shrink on them too.
+	if r, ok := win.recent(c.short()); ok {
+		free, _ := r.free(c.cpus, c.host)
+		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
+	}
 	switch {
 	case next < c.n:
 		if c.sinceGrow >= 0 {

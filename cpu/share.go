@@ -137,15 +137,36 @@ func (w *window) push(s Sample, running int) (e estimate, ok bool) {
 	if !ok {
 		return estimate{}, false
 	}
-	dSelf, dBusy, dTotal := s.Self-oldest.s.Self, s.Busy-oldest.s.Busy, s.Total-oldest.s.Total
-	e = estimate{share: shareOf(dSelf, dBusy), self: math.NaN(), others: math.NaN(), busy: math.NaN(),
-		running: (cur.running - oldest.running) / span}
+	return measure(oldest, cur, span), true
+}
+
+// recent returns what the last k ticks of the window measured (fewer if
+// it holds fewer), and whether it holds two samples.
+func (w *window) recent(k int) (estimate, bool) {
+	held := w.next
+	if w.full {
+		held = len(w.ring)
+	}
+	k = min(k, held-1)
+	if k < 1 {
+		return estimate{}, false
+	}
+	at := func(back int) point { return w.ring[((w.next-1-back)%len(w.ring)+len(w.ring))%len(w.ring)] }
+	cur, old := at(0), at(k)
+	return measure(old, cur, float64(k)), true
+}
+
+// measure is what was measured between two points span ticks apart.
+func measure(old, cur point, span float64) estimate {
+	dSelf, dBusy, dTotal := cur.s.Self-old.s.Self, cur.s.Busy-old.s.Busy, cur.s.Total-old.s.Total
+	e := estimate{share: shareOf(dSelf, dBusy), self: math.NaN(), others: math.NaN(), busy: math.NaN(),
+		running: (cur.running - old.running) / span}
 	if dTotal > 0 {
 		e.self = min(max(float64(dSelf)/float64(dTotal), 0), 1)
 		e.busy = min(max(float64(dBusy)/float64(dTotal), 0), 1)
 		e.others = max(e.busy-e.self, 0)
 	}
-	return e, true
+	return e
 }
 
 // saturated is the busy fraction of the host above which its CPUs are

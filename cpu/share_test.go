@@ -83,6 +83,25 @@ func TestWindow(t *testing.T) {
 	}
 }
 
+func TestWindowRecent(t *testing.T) {
+	w := newWindow(4)
+	if _, ok := w.recent(2); ok {
+		t.Error("an empty window measured the recent ticks")
+	}
+	for i, s := range []Sample{{Total: 0}, {Self: 10, Busy: 20, Total: 40}, {Self: 20, Busy: 60, Total: 80}, {Self: 30, Busy: 100, Total: 120}} {
+		w.push(s, i)
+	}
+	// The last two ticks: self 20 of 80, busy 80 of 80, running 2 then 3.
+	e, ok := w.recent(2)
+	if !ok || e.self != 0.25 || e.others != 0.75 || e.running != 2.5 {
+		t.Errorf("recent(2) = %+v, %v", e, ok)
+	}
+	// More than the window holds: all of it.
+	if e, ok := w.recent(10); !ok || e.self != 0.25 || e.running != 2 {
+		t.Errorf("recent(10) = %+v, %v", e, ok)
+	}
+}
+
 // scriptReader is a Reader whose counters a test moves: each Read adds
 // the next scripted step to the cumulative sample.
 type scriptReader struct {
