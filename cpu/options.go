@@ -46,8 +46,9 @@ func WithBudget(cpus float64) Option {
 }
 
 // WithOvercommit sets the overcommit factor O (default 1): the pool runs
-// ⌈O · share · CPUs⌉ workers. Above 1 it claims more than its measured
-// share, trading latency for throughput; it must be in (0, 16].
+// as many workers as O times the CPUs its neighbours leave it. Above 1
+// it claims more than that, trading latency for throughput (work that
+// waits on I/O inside a worker); it must be in (0, 16].
 func WithOvercommit(o float64) Option {
 	return func(c *config) error {
 		if !(o > 0) || o > 16 {
@@ -112,9 +113,9 @@ func WithTick(d time.Duration) Option {
 	}
 }
 
-// WithWindow sets over how many ticks the share is measured (default 10:
+// WithWindow sets over how many ticks the loop measures (default 10:
 // 100 ms at the usual 100 Hz). The counters advance by whole clock ticks,
-// so a share over one tick is mostly rounding; see the package doc.
+// so what one tick measures is mostly rounding; see the package doc.
 func WithWindow(ticks int) Option {
 	return func(c *config) error {
 		if ticks < 1 || ticks > 10000 {

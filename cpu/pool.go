@@ -64,7 +64,8 @@ type Pool struct {
 // cannot be read.
 //
 // The active count starts at the pool's limit, ⌈O · CPUs⌉, and follows
-// the measured share from the end of the first window on.
+// the CPUs its neighbours leave it from the first tick on (see the package
+// doc).
 func NewPool(opts ...Option) (*Pool, error) {
 	cfg := defaults()
 	for _, o := range opts {
