@@ -181,9 +181,14 @@ func poolFollows(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	cpus := 2 + rng.IntN(6)
 	var hog atomic.Int64
-	var pool *Pool
-	r := &simReader{host: &simHost{cpus: cpus, self: make([]float64, 1)},
-		pool: func() int { return int(pool.Queue().Running()) }, hog: func() int { return int(hog.Load()) }}
+	var pool atomic.Pointer[Pool]
+	running := func() int {
+		if p := pool.Load(); p != nil {
+			return int(p.Queue().Running())
+		}
+		return 0
+	}
+	r := &simReader{host: &simHost{cpus: cpus, self: make([]float64, 1)}, pool: running, hog: func() int { return int(hog.Load()) }}
 	var actives []int
 	var mu sync.Mutex
 	p, err := NewPool(WithBudget(float64(cpus)), withHost(cpus), withSeed(seed), WithReader(r), WithTick(tick), noPark,
@@ -191,7 +196,7 @@ func poolFollows(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool = p
+	pool.Store(p)
 	// Work that never runs out: items of 3 ms, 4·CPUs always queued.
 	ctx, stop := context.WithCancel(context.Background())
 	var feeders sync.WaitGroup
