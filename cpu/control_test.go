@@ -237,3 +237,52 @@ func poolFollows(t *testing.T, seed uint64) {
 	feeders.Wait()
 	p.Close()
 }
+
+// TestNeighbourPause is the two pools of the cpu suite's k2 case on two
+// CPUs, both with work that never runs out, where one pauses for 50 ms.
+// Under the friendlypool share rule (⌈share · CPUs⌉, share = Δself /
+// Δbusy over the window) the other's share reaches 1 during the pause,
+// it takes both CPUs, and when its neighbour comes back it holds them: at
+// two workers beside one its share is 2/3 and ⌈2/3 · 2⌉ = 2, so three
+// threads share two CPUs for good. The control loop gives the CPU back
+// within a few ticks of the neighbour's return and both settle at one.
+func TestNeighbourPause(t *testing.T) {
+	const w, cpus = 10, 2
+	run := func(rule func(i int, s Sample, running int) int) (final []int) {
+		host := &simHost{cpus: cpus, self: make([]float64, 2)}
+		n := []int{cpus, cpus}
+		threads := make([]int, 2)
+		for tick := range 600 {
+			copy(threads, n)
+			if tick >= 200 && tick < 205 {
+				threads[1] = 0 // the pause
+			}
+			samples := host.advance(threads, 0)
+			for i := range 2 {
+				n[i] = rule(i, samples[i], threads[i])
+			}
+		}
+		return n
+	}
+	// The share rule, over the same window.
+	wins := []*window{newWindow(w), newWindow(w)}
+	shareRule := func(i int, s Sample, running int) int {
+		e, ok := wins[i].push(s, running)
+		if !ok {
+			return cpus
+		}
+		return Active(1, e.share, cpus, cpus)
+	}
+	if got := run(shareRule); got[0]+got[1] != 3 {
+		t.Errorf("share rule: %v, want the 2 + 1 it is known to settle at", got)
+	}
+	ctl := []*control{newControl(cpus, cpus, 1, DefaultGrow, cpus, w, 1), newControl(cpus, cpus, 1, DefaultGrow, cpus, w, 2)}
+	cwins := []*window{newWindow(w), newWindow(w)}
+	loop := func(i int, s Sample, running int) int {
+		ctl[i].step(cwins[i], s, running)
+		return ctl[i].n
+	}
+	if got := run(loop); got[0] != 1 || got[1] != 1 {
+		t.Errorf("control loop: %v, want 1 + 1", got)
+	}
+}
