@@ -144,14 +144,8 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	defer pool.Close()
 
 	start := time.Unix(0, c.StartAt)
-	if d := time.Until(start); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
+	if err := waitUntil(ctx, start); err != nil {
+		return nil, err
 	}
 	cpu0 := processCPUTime()
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(c.Duration))
@@ -250,14 +244,8 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 // a neighbour that is no pool at all.
 func hog(ctx context.Context, c WorkerConfig, budget float64) (*WorkerResult, error) {
 	start := time.Unix(0, c.StartAt)
-	if d := time.Until(start); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
+	if err := waitUntil(ctx, start); err != nil {
+		return nil, err
 	}
 	cpu0 := processCPUTime()
 	end := start.Add(c.Duration)
@@ -269,6 +257,22 @@ func hog(ctx context.Context, c WorkerConfig, budget float64) (*WorkerResult, er
 	}
 	return &WorkerResult{Index: c.Index, Budget: budget, ActiveMean: 1, Limit: 1,
 		Measured: (c.Duration - c.Warmup).Seconds(), CPUTime: processCPUTime() - cpu0}, nil
+}
+
+// waitUntil waits for t, or for ctx to be done.
+func waitUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func us(d time.Duration) int32 {
