@@ -32,9 +32,24 @@
 //   - optimal: a static pool of budget / K workers (at least 1): what an
 //     oracle that knows the neighbours would run;
 //   - friendly-oO: the neighbour-aware pool of package cpu with
-//     overcommit factor O;
-//   - friendly-o1-t0.5: the same with O = 1 and a tolerance of 0.5
-//     (cpu.WithTolerance).
+//     overcommit factor O (1 and 2).
+//
+// # Neighbours that are not pools
+//
+// Case hog runs one measured process beside a plain CPU hog (a process
+// spinning one thread for the whole run), case rogue beside a process
+// that runs the same work through a pool of as many workers as the host
+// has CPUs, whatever the controller. Neither neighbour is measured;
+// optimal is then the CPUs the hog leaves, split among the processes
+// that run work.
+//
+// # Rounds and the trace
+//
+// The results' params hold every pair's p99, throughput and background
+// round by round, and a friendly pool's ratios to the static pools of the
+// same round, with their median and min–max. With the environment
+// variable MOIRAI_CPU_TRACE naming a directory, every friendly process
+// writes its loop's ticks there ([TraceEnv]).
 package cpusuite
 
 import (

@@ -18,7 +18,7 @@ import (
 // WorkerConfig is what one process of a run is told to do. The parent
 // passes it as JSON to the child's command line.
 type WorkerConfig struct {
-	// Pool is "ignorant", "optimal" or "friendly"; Overcommit is O for
+	// Pool is "ignorant", "optimal", "friendly" or "hog"; Overcommit is O for
 	// friendly; K the number of processes of the run.
 	Pool       string  `json:"pool"`
 	Overcommit float64 `json:"overcommit,omitempty"`
