@@ -40,10 +40,11 @@ func BenchmarkStep(b *testing.B) {
 		}
 		defer p.Close()
 		win := newWindow(p.cfg.window)
+		c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, 1)
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {
-			p.step(win)
+			p.step(win, c)
 		}
 		report(b, start)
 	})

@@ -36,25 +36,44 @@
 // in [Budget].Steps with its value and the reason it was used or not.
 // ReadBudget never fails: at worst the budget is runtime.NumCPU.
 //
-// # The neighbour share
+// # The neighbours
 //
-// At each clock tick the pool's loop reads two cumulative counters (a
+// At each clock tick the pool's loop reads three cumulative counters (a
 // [Sample]): its own CPU time (/proc/self/stat, parsed from the last ')'
 // so that a command name with spaces and parentheses cannot shift the
-// fields) and the host's busy time (the first line of /proc/stat). Its
-// share is Δself / Δbusy, and the active count is
+// fields), the host's busy time and the host's total time (the first
+// line of /proc/stat), and notes how much work it runs. Over a sliding
+// window of the last ticks it measures what the rest of the host used,
+// others = host · (Δbusy − Δself) / Δtotal, and from that the CPUs of
+// the budget left to it, free = min(CPUs, host − others). Reading the
+// host, not a protocol: a neighbour can be another pool, a pool that
+// ignores its budget or a plain CPU hog.
 //
-//	active = ⌈O · share · CPUs⌉, at least 1, at most ⌈O · CPUs⌉
+// Use is not demand. On a saturated host (busy above 90 % of the window)
+// the scheduler shares the CPUs out among the runnable threads, and what
+// a neighbour uses understates what it wants by as much as the pool's own
+// use understates its running work: the loop scales the neighbours' use
+// by running / self. Without it a pool that runs a worker too many sees
+// its neighbours squeezed, and so room for itself, and keeps the worker.
 //
-// ([Active]), where CPUs is the budget and O the overcommit factor
-// ([WithOvercommit]). A process alone on the host has a share of 1 and
-// runs its whole budget; K equally busy processes have 1/K each and run
-// CPUs/K. Because a process's share grows only by using more CPU, ⌈⌉
-// rounds up: the pool always claims one worker more than it uses until
-// the CPU is full, and shrinks once neighbours hold the rest. On a small
-// host that extra worker is a large overcommit and a stable one (two
-// pools on 2 CPUs settle at 2 + 1 workers); [WithTolerance] subtracts a
-// tolerance before rounding up to remove it.
+// The active count follows free (times the overcommit factor O, see
+// [WithOvercommit]) through overlapping bands ([Next]): n holds while
+// O·free is in [n − 0.75, n + 0.5), rises when it is above, falls when
+// below; the bands of n and n + 1 overlap by a quarter of a worker, so
+// the estimate's noise moves the count once, not back and forth. A fall
+// happens at once, and is also taken from the last third of the window,
+// where a returning neighbour shows first. A rise is a probe of CPU that
+// looked free: after it the count waits a window before rising again,
+// and a rise undone within two windows (another pool took the same CPU)
+// doubles, with jitter, the wait before the next, so that pools that rose
+// together do not rise together again ([WithTolerance] sets the grow
+// margin, 0.5 by default).
+//
+// [Active] is the friendlypool paper's one-shot rule, ⌈O · share ·
+// CPUs⌉ with share = Δself / Δbusy; `moirai cpus` prints it. The loop
+// does not use it: a share grows only by using more CPU, so ⌈⌉ claims a
+// worker more than the process uses, and on a small host two pools
+// settle at two workers and one on two CPUs.
 //
 // The clock tick is sysconf(_SC_CLK_TCK). Go has no sysconf without cgo
 // and golang.org/x/sys/unix does not expose it, but C libraries answer it
@@ -64,11 +83,11 @@
 // CONFIG_HZ is). No value is assumed: if it cannot be read, [NewPool]
 // fails unless [WithTick] sets the period.
 //
-// Both counters advance in whole clock ticks, so over one 10 ms tick the
-// process's time moves by 0, 1 or 2 ticks and a share of one tick is
+// The counters advance in whole clock ticks, so over one 10 ms tick the
+// process's time moves by 0, 1 or 2 ticks and what one tick measures is
 // mostly rounding. The loop therefore re-evaluates at every tick but
-// measures the share over a sliding window of the last ticks (10 by
-// default, [WithWindow]). After a window without work the loop stops
+// measures over a sliding window of the last ticks (10 by default,
+// [WithWindow]). After a window without work the loop stops
 // ticking, and new work wakes it: an idle pool costs nothing.
 //
 // # The pool
@@ -108,4 +127,6 @@
 //	})
 //
 // `moirai cpus` prints the budget, its derivation and the current share.
+// [StepInfo] (through [WithObserver]) and [Stats] give what the loop
+// measured and chose at each tick.
 package cpu

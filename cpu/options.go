@@ -14,8 +14,10 @@ type Option func(*config) error
 type config struct {
 	budget     float64 // CPUs; 0: ReadBudget of the real file system
 	overcommit float64
-	tolerance  float64
-	fixed      int // > 0: a static pool of this many workers, no loop
+	grow       float64
+	host       int    // the host's CPUs; 0: read them (tests set it)
+	seed       uint64 // the control's jitter; 0: from the clock (tests set it)
+	fixed      int    // > 0: a static pool of this many workers, no loop
 	reader     Reader
 	tick       time.Duration // 0: one clock tick
 	window     int
@@ -28,7 +30,7 @@ type config struct {
 }
 
 func defaults() config {
-	return config{overcommit: 1, window: 10, setProcs: runtime.GOMAXPROCS}
+	return config{overcommit: 1, grow: DefaultGrow, window: 10, setProcs: runtime.GOMAXPROCS}
 }
 
 // WithBudget sets the pool's CPU budget, instead of the one [ReadBudget]
@@ -44,8 +46,9 @@ func WithBudget(cpus float64) Option {
 }
 
 // WithOvercommit sets the overcommit factor O (default 1): the pool runs
-// ⌈O · share · CPUs⌉ workers. Above 1 it claims more than its measured
-// share, trading latency for throughput; it must be in (0, 16].
+// as many workers as O times the CPUs its neighbours leave it. Above 1
+// it claims more than that, trading latency for throughput (work that
+// waits on I/O inside a worker); it must be in (0, 16].
 func WithOvercommit(o float64) Option {
 	return func(c *config) error {
 		if !(o > 0) || o > 16 {
@@ -56,22 +59,19 @@ func WithOvercommit(o float64) Option {
 	}
 }
 
-// WithTolerance makes the active count ⌈O · share · CPUs − tol⌉ instead
-// of ⌈O · share · CPUs⌉ (tol in [0, 1), default 0). The ceiling always
-// claims one worker more than the process uses until the CPUs are full,
-// and a pool that has it keeps it: at n workers on a full host of C CPUs
-// with N runnable workers in all, its share is n/N and ⌈n·C/N⌉ stays n
-// while N < n·C/(n−1). On 2 CPUs two pools settle at 2 + 1 workers, one
-// more than the CPUs, and the share's rounding noise at exactly 1 worker
-// (share 1/2) is enough to get there. A tolerance of 0.5 (rounding)
-// removes that fixed point: a pool grows only when the CPU left idle is
-// at least half a worker's.
+// WithTolerance sets the grow margin (tol in [0, 1), default 0.5): the
+// pool adds a worker to its n only when the CPUs its neighbours leave
+// free, times O, reach n + tol, and takes one away when they fall below
+// n − 1.25 + tol (see [Next]). A small margin claims idle CPU sooner and
+// risks running a worker more than the CPUs when a neighbour's use comes
+// back; a large one waits for more idle CPU. 0 grows as soon as a whole
+// worker's CPU is free.
 func WithTolerance(tol float64) Option {
 	return func(c *config) error {
 		if !(tol >= 0) || tol >= 1 {
 			return fmt.Errorf("cpu: tolerance %v is not in [0, 1)", tol)
 		}
-		c.tolerance = tol
+		c.grow = tol
 		return nil
 	}
 }
@@ -113,9 +113,9 @@ func WithTick(d time.Duration) Option {
 	}
 }
 
-// WithWindow sets over how many ticks the share is measured (default 10:
+// WithWindow sets over how many ticks the loop measures (default 10:
 // 100 ms at the usual 100 Hz). The counters advance by whole clock ticks,
-// so a share over one tick is mostly rounding; see the package doc.
+// so what one tick measures is mostly rounding; see the package doc.
 func WithWindow(ticks int) Option {
 	return func(c *config) error {
 		if ticks < 1 || ticks > 10000 {
@@ -170,9 +170,17 @@ func WithGOMAXPROCS() Option {
 // StepInfo is what one tick of the pool's loop read and decided.
 type StepInfo struct {
 	Sample Sample
-	// Share is the measured share; valid only if OK.
+	// Share is the measured share of the host's busy time; valid only
+	// if OK.
 	Share float64
-	OK    bool
+	// Others is the CPUs the rest of the host wanted over the window
+	// (what it used, corrected for the sharing of a saturated host), Free
+	// what that leaves of the budget: min(budget, host − Others), the
+	// estimate the active count follows. NaN unless OK and the reader
+	// gives the total time. Running is the work the pool ran, on average
+	// over the window.
+	Others, Free, Running float64
+	OK                    bool
 	// Active is the active count after the tick.
 	Active int
 	// Err is the read error, if the read failed.

@@ -30,10 +30,12 @@ type Pool struct {
 	cfg   config
 	q     *resource.Queue
 	cpus  float64
+	host  float64 // the host's CPUs, that Sample.Total covers
 	limit int
 
 	active  atomic.Int64
 	share   atomic.Uint64 // math.Float64bits of the last share; NaN before the first
+	free    atomic.Uint64 // math.Float64bits of the last free CPUs; NaN before the first
 	pending atomic.Int64  // submitted, not yet started or dropped
 
 	ticks, readErrors, changes, dropped atomic.Int64
@@ -62,7 +64,8 @@ type Pool struct {
 // cannot be read.
 //
 // The active count starts at the pool's limit, ⌈O · CPUs⌉, and follows
-// the measured share from the end of the first window on.
+// the CPUs its neighbours leave it from the first tick on (see the package
+// doc).
 func NewPool(opts ...Option) (*Pool, error) {
 	cfg := defaults()
 	for _, o := range opts {
@@ -72,9 +75,18 @@ func NewPool(opts ...Option) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, cpus: cfg.budget}
 	p.share.Store(math.Float64bits(math.NaN()))
-	if p.cpus == 0 {
-		p.cpus = ReadBudget(os.DirFS("/")).CPUs
+	p.free.Store(math.Float64bits(math.NaN()))
+	if p.cpus == 0 || cfg.host == 0 {
+		b := ReadBudget(os.DirFS("/"))
+		if p.cpus == 0 {
+			p.cpus = b.CPUs
+		}
+		p.host = float64(b.Host)
 	}
+	if cfg.host > 0 {
+		p.host = float64(cfg.host)
+	}
+	p.host = max(p.host, math.Ceil(p.cpus))
 	tick := cfg.tick
 	if cfg.fixed > 0 {
 		p.limit = cfg.fixed
@@ -133,6 +145,11 @@ func (p *Pool) closeReader() {
 func (p *Pool) loop(tick time.Duration) {
 	defer close(p.loopDone)
 	win := newWindow(p.cfg.window)
+	seed := p.cfg.seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<32
+	}
+	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, seed)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	idle := 0
@@ -143,7 +160,7 @@ func (p *Pool) loop(tick time.Duration) {
 		case <-t.C:
 		}
 		start := time.Now()
-		p.step(win)
+		p.step(win, c)
 		p.loopNanos.Add(int64(time.Since(start)))
 		if p.cfg.noPark || p.pending.Load() > 0 || p.q.Running() > 0 {
 			idle = 0
@@ -171,23 +188,22 @@ func (p *Pool) loop(tick time.Duration) {
 	}
 }
 
-// step reads the counters, measures the share over the window and sets
-// the active count. A failed read keeps the active count and restarts the
-// window.
-func (p *Pool) step(win *window) {
+// step reads the counters, measures the window and sets the active
+// count. A failed read keeps the active count and restarts the window.
+func (p *Pool) step(win *window, c *control) {
 	p.ticks.Add(1)
-	info := StepInfo{}
+	info := StepInfo{Others: math.NaN(), Free: math.NaN()}
 	s, err := p.cfg.reader.Read()
 	if err != nil {
 		p.readErrors.Add(1)
 		win.reset()
 		info.Err = err
 	} else {
-		info.Sample = s
-		info.Share, info.OK = win.push(s)
+		info = c.step(win, s, int(p.q.Running()))
 		if info.OK {
 			p.share.Store(math.Float64bits(info.Share))
-			p.setActive(activeTol(p.cfg.overcommit, info.Share, p.cpus, p.cfg.tolerance, p.limit))
+			p.free.Store(math.Float64bits(info.Free))
+			p.setActive(c.n)
 		}
 	}
 	if p.cfg.onStep != nil {
@@ -320,9 +336,12 @@ type Stats struct {
 	// the work waiting for a worker.
 	Active           int
 	Running, Waiting int64
-	// Share is the last measured share, NaN before the first (and for a
-	// fixed pool).
-	Share float64
+	// Share is the last measured share of the host's busy time, NaN
+	// before the first (and for a fixed pool). Free is the last measured
+	// CPUs of the budget the rest of the host left unused, the estimate
+	// the active count follows; NaN before the first, for a fixed pool,
+	// and for a reader that gives no total time.
+	Share, Free float64
 	// Ticks counts the loop's steps (none while it is parked, after a
 	// window without work), ReadErrors its failed reads, Changes
 	// the changes of the active count, Dropped the work whose context was
@@ -337,7 +356,7 @@ func (p *Pool) Stats() Stats {
 	return Stats{
 		CPUs: p.cpus, Overcommit: p.cfg.overcommit, Limit: p.limit,
 		Active: p.Active(), Running: p.q.Running(), Waiting: p.q.Waiting(),
-		Share: math.Float64frombits(p.share.Load()),
+		Share: math.Float64frombits(p.share.Load()), Free: math.Float64frombits(p.free.Load()),
 		Ticks: p.ticks.Load(), ReadErrors: p.readErrors.Load(), Changes: p.changes.Load(),
 		Dropped: p.dropped.Load(), LoopTime: time.Duration(p.loopNanos.Load()),
 	}

@@ -61,8 +61,8 @@ func settle(n int) {
 func TestPoolExactlyActive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &scriptReader{}
-		r.setRate(1, 2) // half the busy time: ⌈0.5 · 4⌉ = 2
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), noPark)
+		r.setRate(1, 3) // neighbours use 2 of 4 CPUs: 2 free
+		p, err := NewPool(WithBudget(4), withHost(4), WithReader(r), WithTick(tick), WithWindow(1), noPark)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,13 +91,12 @@ func TestPoolExactlyActive(t *testing.T) {
 			t.Fatalf("peak %d, want 2", b.g.peak.Load())
 		}
 
-		// The share rises: ⌈0.75 · 4⌉ = 3, and one more starts.
+		// The neighbours use 1: 3 free, and one more starts.
 		r.setRate(3, 4)
 		settle(2)
 		check(3, 7)
 
-		// It falls to a quarter: the three running finish, then only one
-		// runs.
+		// They use 3: the three running finish, then only one runs.
 		r.setRate(1, 4)
 		settle(2)
 		if p.Active() != 1 {
@@ -132,7 +131,7 @@ func TestPoolDrainsAtOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &scriptReader{}
 		r.setRate(4, 4)
-		p, err := NewPool(WithBudget(4), WithOvercommit(2), WithReader(r), WithTick(tick), WithWindow(1))
+		p, err := NewPool(WithBudget(4), withHost(4), WithOvercommit(2), WithReader(r), WithTick(tick), WithWindow(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +296,7 @@ func TestPoolBacklog(t *testing.T) {
 func TestPoolReadErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &scriptReader{steps: []scriptStep{{d: ticks(1, 4)}, {d: ticks(1, 4)}, {err: true}, {err: true}, {err: true}}}
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), noPark)
+		p, err := NewPool(WithBudget(4), withHost(4), WithReader(r), WithTick(tick), WithWindow(1), noPark)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +323,7 @@ func TestPoolGOMAXPROCS(t *testing.T) {
 		}
 		r := &scriptReader{}
 		r.setRate(1, 4)
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(1), WithGOMAXPROCS(), noPark,
+		p, err := NewPool(WithBudget(4), withHost(4), WithReader(r), WithTick(tick), WithWindow(1), WithGOMAXPROCS(), noPark,
 			func(c *config) error { c.setProcs = set; return nil })
 		if err != nil {
 			t.Fatal(err)
@@ -373,7 +372,7 @@ func TestPoolParksWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &scriptReader{}
 		r.setRate(1, 4)
-		p, err := NewPool(WithBudget(4), WithReader(r), WithTick(tick), WithWindow(3))
+		p, err := NewPool(WithBudget(4), withHost(4), WithReader(r), WithTick(tick), WithWindow(3))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,26 +5,22 @@ import (
 	"time"
 )
 
-// Active returns the number of workers a process should run: ⌈o · share
-// · cpus⌉, at least 1 and at most limit, where share is the process's
-// share of the busy CPU time, cpus its budget and o the overcommit
-// factor. A share outside [0, 1] is clamped. It is the pure policy the
-// pool's loop applies at each tick.
+// Active returns ⌈o · share · cpus⌉, at least 1 and at most limit, where
+// share is the process's share of the busy CPU time, cpus its budget and
+// o the overcommit factor; a share outside [0, 1] is clamped. It is the
+// friendlypool paper's one-shot sizing, which `moirai cpus` prints. The
+// pool's loop does not use it: a share only grows by using more CPU, so
+// ⌈⌉ must claim a worker more than the process uses to grow at all, and
+// on a small host that extra worker is an overcommit that lasts; the
+// loop follows the CPUs the neighbours leave free instead ([Next]).
 func Active(o, share, cpus float64, limit int) int {
-	return activeTol(o, share, cpus, 0, limit)
-}
-
-// activeTol is ⌈o · share · cpus − tol⌉, at least 1 and at most limit:
-// Active with a tolerance (see WithTolerance).
-func activeTol(o, share, cpus, tol float64, limit int) int {
 	share = min(max(share, 0), 1)
 	if math.IsNaN(share) {
 		share = 1
 	}
-	x := o*share*cpus - tol
 	// A product that is an integer but for rounding error (0.1·3·10) is
 	// that integer, not the next one.
-	n := int(math.Ceil(x - 1e-9))
+	n := int(math.Ceil(o*share*cpus - 1e-9))
 	return min(max(n, 1), max(limit, 1))
 }
 
@@ -34,48 +30,174 @@ func Limit(o, cpus float64) int {
 	return max(int(math.Ceil(o*cpus-1e-9)), 1)
 }
 
-// window holds the samples of the last ticks and measures the share over
-// them. Both counters advance in clock ticks: over a single 10 ms tick
-// the process's CPU time moves by 0, 1 or 2 ticks, so the share of one
-// tick is mostly rounding; over a window of n ticks it is the share of
-// the last n ticks' time, updated at every tick.
+// Defaults of the control loop's margins (see [Next]): the pool grows
+// by a worker when its neighbours leave it at least half a CPU beyond
+// its active count, and shrinks when they leave it a quarter of a CPU
+// less than its active count minus one.
+const (
+	DefaultGrow = 0.5
+	deadBand    = 0.25
+)
+
+// Next is the control loop's policy, pure: from the active count n and
+// the workers the neighbours leave room for, x = O · free (free: the
+// CPUs of the budget that the rest of the host left unused over the
+// window), it returns the next active count, in [1, limit]. grow is the
+// grow margin in [0, 1).
+//
+// Each count n holds over the band [n − shrink, n + grow), with shrink =
+// 1 − grow + 0.25: above it the count rises to ⌊x + 1 − grow⌋, below it
+// falls to ⌊x + shrink⌋, both the counts whose bands hold x. The bands
+// of n and n + 1 overlap by a quarter of a worker, so an estimate that
+// wanders within a quarter of a CPU around a boundary moves the count
+// once, not back and forth: the count follows the estimate within the
+// window and does not oscillate on its noise.
+func Next(n int, x, grow float64, limit int) int {
+	limit = max(limit, 1)
+	if math.IsNaN(x) {
+		return min(max(n, 1), limit)
+	}
+	shrink := 1 - grow + deadBand
+	switch {
+	case x >= float64(n)+grow-1e-9:
+		n = int(math.Floor(x + 1 - grow + 1e-9))
+	case x < float64(n)-shrink-1e-9:
+		n = int(math.Floor(x + shrink + 1e-9))
+	}
+	return min(max(n, 1), limit)
+}
+
+// window holds the samples of the last ticks and measures over them.
+// Both counters advance in clock ticks: over a single 10 ms tick the
+// process's CPU time moves by 0, 1 or 2 ticks, so what one tick measures
+// is mostly rounding; over a window of n ticks it is what the last n
+// ticks measured, updated at every tick.
 type window struct {
-	ring []Sample // the last n samples
-	next int      // where the next sample goes; the oldest when full
+	ring []point // the last n points
+	next int     // where the next point goes; the oldest when full
 	full bool
 }
 
-func newWindow(n int) *window { return &window{ring: make([]Sample, max(n, 1))} }
+// point is a sample and the running work summed over the ticks so far.
+type point struct {
+	s       Sample
+	running float64
+}
+
+func newWindow(n int) *window { return &window{ring: make([]point, max(n, 1))} }
 
 // reset forgets the samples (after a failed read: the next difference
 // would span an unknown time).
 func (w *window) reset() { w.next, w.full = 0, false }
 
-// push adds a sample and returns the share of the busy time that was the
-// process's since the oldest sample held, and whether there is one. When
-// no CPU was busy at all (an idle host), the share is 1: nobody else
-// wants the CPUs. A counter that went backwards resets the window.
-func (w *window) push(s Sample) (share float64, ok bool) {
-	var oldest Sample
+// estimate is what one window measured.
+type estimate struct {
+	// share is the process's share of the busy time (1 when nothing was
+	// busy). self, others and busy are the fractions of the host's CPU
+	// time that the process, the rest of the host and all of it kept
+	// busy, NaN when the reader gives no total time. running is the work
+	// the pool ran, on average over the window's ticks.
+	share, self, others, busy, running float64
+}
+
+// push adds a sample, with the work the pool runs now, and returns what
+// the window measured since the oldest sample held, and whether there is
+// one. A counter that went backwards resets the window.
+func (w *window) push(s Sample, running int) (e estimate, ok bool) {
+	var oldest point
 	switch {
 	case w.full:
 		oldest, ok = w.ring[w.next], true
 	case w.next > 0:
 		oldest, ok = w.ring[0], true
 	}
-	if ok && (s.Self < oldest.Self || s.Busy < oldest.Busy) {
+	if ok && (s.Self < oldest.s.Self || s.Busy < oldest.s.Busy || s.Total < oldest.s.Total) {
 		w.reset()
 		ok = false
 	}
-	w.ring[w.next] = s
+	last := oldest
+	if w.next > 0 {
+		last = w.ring[w.next-1]
+	} else if w.full {
+		last = w.ring[len(w.ring)-1]
+	}
+	if !ok {
+		last = point{}
+	}
+	cur := point{s: s, running: last.running + float64(running)}
+	span := float64(len(w.ring))
+	if !w.full {
+		span = float64(w.next)
+	}
+	w.ring[w.next] = cur
 	w.next++
 	if w.next == len(w.ring) {
 		w.next, w.full = 0, true
 	}
 	if !ok {
-		return 0, false
+		return estimate{}, false
 	}
-	return shareOf(s.Self-oldest.Self, s.Busy-oldest.Busy), true
+	return measure(oldest, cur, span), true
+}
+
+// recent returns what the last k ticks of the window measured (fewer if
+// it holds fewer), and whether it holds two samples.
+func (w *window) recent(k int) (estimate, bool) {
+	held := w.next
+	if w.full {
+		held = len(w.ring)
+	}
+	k = min(k, held-1)
+	if k < 1 {
+		return estimate{}, false
+	}
+	at := func(back int) point { return w.ring[((w.next-1-back)%len(w.ring)+len(w.ring))%len(w.ring)] }
+	cur, old := at(0), at(k)
+	return measure(old, cur, float64(k)), true
+}
+
+// measure is what was measured between two points span ticks apart.
+func measure(old, cur point, span float64) estimate {
+	dSelf, dBusy, dTotal := cur.s.Self-old.s.Self, cur.s.Busy-old.s.Busy, cur.s.Total-old.s.Total
+	e := estimate{share: shareOf(dSelf, dBusy), self: math.NaN(), others: math.NaN(), busy: math.NaN(),
+		running: (cur.running - old.running) / span}
+	if dTotal > 0 {
+		e.self = min(max(float64(dSelf)/float64(dTotal), 0), 1)
+		e.busy = min(max(float64(dBusy)/float64(dTotal), 0), 1)
+		e.others = max(e.busy-e.self, 0)
+	}
+	return e
+}
+
+// saturated is the busy fraction of the host above which its CPUs are
+// taken to be shared out among more runnable threads than CPUs.
+const saturated = 0.9
+
+// free returns the CPUs of a budget of cpus that the rest of a host of
+// host CPUs leaves the process, from a window's estimate, and the CPUs
+// the rest of the host wants (its demand), NaN if the estimate has no
+// total time.
+//
+// Where the host has idle CPU, nobody waits for one, and the rest of the
+// host wants what it uses. Where it is saturated, the scheduler shares
+// the CPUs out among the runnable threads, and what the neighbours use
+// understates what they want by as much as the process's own use
+// understates its running work: with n workers running beside m runnable
+// threads on C < n + m CPUs, the process uses n·C/(n+m) and the rest
+// m·C/(n+m), whose ratio is n/m. Their demand is then their use times
+// running / self use. Without that correction a pool that runs one
+// worker too many on a full host sees its neighbours squeezed, and so
+// room for itself, and keeps it: two pools on two CPUs would settle at
+// two workers and one.
+func (e estimate) free(cpus, host float64) (free, others float64) {
+	if math.IsNaN(e.others) {
+		return math.NaN(), math.NaN()
+	}
+	self, others := e.self*host, e.others*host
+	if e.busy >= saturated && self > 0 && e.running > self {
+		others *= e.running / self
+	}
+	return min(cpus, max(host-others, 0)), others
 }
 
 // shareOf is dSelf / dBusy, clamped to [0, 1]; 1 when nothing was busy.

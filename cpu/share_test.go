@@ -54,36 +54,60 @@ func TestLimit(t *testing.T) {
 
 func TestWindow(t *testing.T) {
 	w := newWindow(3)
-	ms := func(self, busy int) Sample {
-		return Sample{Self: time.Duration(self) * time.Millisecond, Busy: time.Duration(busy) * time.Millisecond}
+	ms := func(self, busy, total int) Sample {
+		return Sample{Self: time.Duration(self) * time.Millisecond, Busy: time.Duration(busy) * time.Millisecond,
+			Total: time.Duration(total) * time.Millisecond}
 	}
 	type push struct {
-		s      Sample
-		want   float64
-		wantOK bool
+		s                   Sample
+		running             int
+		share, others, mean float64
+		wantOK              bool
 	}
 	for i, p := range []push{
-		{ms(0, 0), 0, false},
-		{ms(10, 40), 0.25, true},       // over 1 tick
-		{ms(20, 60), 20.0 / 60, true},  // over 2
-		{ms(30, 80), 30.0 / 80, true},  // over 3
-		{ms(70, 120), 60.0 / 80, true}, // over the last 3: (70−10)/(120−40)
-		{ms(70, 120), 50.0 / 60, true},
-		{ms(70, 120), 40.0 / 40, true},
-		{ms(70, 120), 1, true}, // nothing busy: 1
-		{ms(0, 0), 0, false},   // backwards: restart
-		{ms(5, 10), 0.5, true},
+		{ms(0, 0, 0), 1, 0, 0, 0, false},
+		{ms(10, 40, 80), 2, 0.25, 30.0 / 80, 2, true},               // over 1 tick
+		{ms(20, 60, 160), 4, 20.0 / 60, 40.0 / 160, 3, true},        // over 2
+		{ms(30, 80, 240), 0, 30.0 / 80, 50.0 / 240, 2, true},        // over 3
+		{ms(70, 120, 320), 0, 60.0 / 80, 20.0 / 240, 4.0 / 3, true}, // over the last 3: (70−10)/(120−40)
+		{ms(70, 120, 400), 0, 50.0 / 60, 10.0 / 240, 0, true},
+		{ms(70, 120, 480), 0, 40.0 / 40, 0, 0, true},
+		{ms(70, 120, 560), 0, 1, 0, 0, true}, // nothing busy: share 1
+		{ms(0, 0, 0), 0, 0, 0, 0, false},     // backwards: restart
+		{ms(5, 10, 20), 3, 0.5, 0.25, 3, true},
 	} {
-		got, ok := w.push(p.s)
-		if ok != p.wantOK || (ok && math.Abs(got-p.want) > 1e-12) {
-			t.Errorf("push %d (%v) = %v, %v; want %v, %v", i, p.s, got, ok, p.want, p.wantOK)
+		got, ok := w.push(p.s, p.running)
+		if ok != p.wantOK || (ok && (math.Abs(got.share-p.share) > 1e-12 || math.Abs(got.others-p.others) > 1e-12 || math.Abs(got.running-p.mean) > 1e-12)) {
+			t.Errorf("push %d (%v, %d) = %+v, %v; want share %v, others %v, running %v, %v", i, p.s, p.running, got, ok, p.share, p.others, p.mean, p.wantOK)
 		}
+	}
+}
+
+func TestWindowRecent(t *testing.T) {
+	w := newWindow(4)
+	if _, ok := w.recent(2); ok {
+		t.Error("an empty window measured the recent ticks")
+	}
+	for i, s := range []Sample{{Total: 0}, {Self: 10, Busy: 20, Total: 40}, {Self: 20, Busy: 60, Total: 80}, {Self: 30, Busy: 100, Total: 120}} {
+		w.push(s, i)
+	}
+	// The last two ticks: self 20 of 80, busy 80 of 80, running 2 then 3.
+	e, ok := w.recent(2)
+	if !ok || e.self != 0.25 || e.others != 0.75 || e.running != 2.5 {
+		t.Errorf("recent(2) = %+v, %v", e, ok)
+	}
+	// More than the window holds: all of it.
+	if e, ok := w.recent(10); !ok || e.self != 0.25 || e.running != 2 {
+		t.Errorf("recent(10) = %+v, %v", e, ok)
 	}
 }
 
 // scriptReader is a Reader whose counters a test moves: each Read adds
 // the next scripted step to the cumulative sample.
 type scriptReader struct {
+	// host is the number of CPUs: each Read adds host clock ticks to the
+	// total time (4 if 0).
+	host  int
 	mu    sync.Mutex
 	steps []scriptStep
 	s     Sample
@@ -102,6 +126,11 @@ func (r *scriptReader) Read() (Sample, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads++
+	h := r.host
+	if h == 0 {
+		h = 4
+	}
+	r.s.Total += time.Duration(h) * 10 * time.Millisecond
 	if len(r.steps) == 0 {
 		r.s.Self += r.per.Self
 		r.s.Busy += r.per.Busy
@@ -131,6 +160,12 @@ func (r *scriptReader) setRate(self, busy int) {
 // noPark keeps the loop of an idle pool ticking.
 func noPark(c *config) error { c.noPark = true; return nil }
 
+// withSeed seeds the control's jitter.
+func withSeed(seed uint64) Option { return func(c *config) error { c.seed = seed; return nil } }
+
+// withHost sets the host's CPUs, instead of reading them.
+func withHost(n int) Option { return func(c *config) error { c.host = n; return nil } }
+
 func ticks(self, busy int) Sample {
 	return Sample{Self: time.Duration(self) * 10 * time.Millisecond, Busy: time.Duration(busy) * 10 * time.Millisecond}
 }
@@ -157,7 +192,7 @@ type scriptLine struct {
 	want int
 }
 
-func parseLoopScript(t *testing.T, file string) (opts []Option, lines []scriptLine) {
+func parseLoopScript(t *testing.T, file string) (opts []Option, host int, lines []scriptLine) {
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +207,7 @@ func parseLoopScript(t *testing.T, file string) (opts []Option, lines []scriptLi
 		bad := func(err error) { t.Fatalf("%s:%d: %q: %v", file, n, text, err) }
 		cmd, rest, _ := strings.Cut(text, " ")
 		switch cmd {
-		case "budget", "overcommit", "window", "tolerance":
+		case "budget", "overcommit", "window", "tolerance", "host":
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil {
 				bad(err)
@@ -182,6 +217,7 @@ func parseLoopScript(t *testing.T, file string) (opts []Option, lines []scriptLi
 				"overcommit": func() Option { return WithOvercommit(v) },
 				"window":     func() Option { return WithWindow(int(v)) },
 				"tolerance":  func() Option { return WithTolerance(v) },
+				"host":       func() Option { host = int(v); return withHost(int(v)) },
 			}[cmd]())
 		case "tick", "error", "back":
 			before, after, ok := strings.Cut(text, "->")
@@ -210,18 +246,22 @@ func parseLoopScript(t *testing.T, file string) (opts []Option, lines []scriptLi
 			bad(errors.New("unknown command"))
 		}
 	}
-	return opts, lines
+	return opts, host, lines
 }
 
 func runLoopScript(t *testing.T, file string) {
-	opts, lines := parseLoopScript(t, file)
+	opts, host, lines := parseLoopScript(t, file)
 	synctest.Test(t, func(t *testing.T) {
-		r := &scriptReader{}
+		r := &scriptReader{host: host}
 		for _, l := range lines {
 			r.steps = append(r.steps, l.step)
 		}
 		var got []int
-		p, err := NewPool(append(opts, WithReader(r), WithTick(10*time.Millisecond), noPark,
+		if host == 0 {
+			host = 4
+		}
+		r.host = host
+		p, err := NewPool(append(opts, withHost(host), withSeed(1), WithReader(r), WithTick(10*time.Millisecond), noPark,
 			WithObserver(func(s StepInfo) { got = append(got, s.Active) }))...)
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,16 @@ type Sample struct {
 	// Busy is the busy time of all the host's CPUs: every CPU's time
 	// minus its idle, I/O-wait and stolen time.
 	Busy time.Duration
+	// Total is the time of all the host's CPUs, busy or not (busy, idle,
+	// I/O wait and stolen): the host's CPUs times the time elapsed, in
+	// the unit and with the rounding of Busy, so that Busy/Total is the
+	// fraction of the host that was busy. 0 if the reader does not know
+	// it; the pool then cannot tell what the neighbours use and keeps
+	// its active count.
+	Total time.Duration
+	// Steal is the time the hypervisor ran other machines while the
+	// host's CPUs wanted to run (part of Total, not of Busy).
+	Steal time.Duration
 }
 
 // Reader reads the counters of a [Sample]. The pool's loop calls Read
@@ -79,11 +89,12 @@ func (r *ProcReader) Read() (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	busy, err := ParseStat(r.buf[:n])
+	t, err := ParseStatTimes(r.buf[:n])
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Self: time.Duration(self) * r.tick, Busy: time.Duration(busy) * r.tick}, nil
+	return Sample{Self: time.Duration(self) * r.tick, Busy: time.Duration(t.Busy) * r.tick,
+		Total: time.Duration(t.Total) * r.tick, Steal: time.Duration(t.Steal) * r.tick}, nil
 }
 
 // readAll reads f from its start into r.buf, growing it as needed, and
@@ -141,28 +152,50 @@ func ParseSelfStat(data []byte) (uint64, error) {
 // another machine, not to anyone here; guest time is already counted in
 // user.
 func ParseStat(data []byte) (uint64, error) {
+	t, err := ParseStatTimes(data)
+	return t.Busy, err
+}
+
+// StatTimes are the host's CPU times of the first line of /proc/stat, in
+// clock ticks.
+type StatTimes struct {
+	// Busy is user + nice + system + irq + softirq (as [ParseStat]);
+	// Total adds idle, I/O wait and steal; Steal is the steal field
+	// alone (0 on kernels too old to have it).
+	Busy, Total, Steal uint64
+}
+
+// ParseStatTimes parses the first line of /proc/stat like [ParseStat]
+// and returns the busy, total and stolen times of all CPUs.
+func ParseStatTimes(data []byte) (StatTimes, error) {
 	line, _, _ := bytes.Cut(data, []byte("\n"))
 	name, rest := nextField(line)
 	if string(name) != "cpu" {
-		return 0, errors.New(`cpu: /proc/stat: the first line is not "cpu user nice system idle ..."`)
+		return StatTimes{}, errors.New(`cpu: /proc/stat: the first line is not "cpu user nice system idle ..."`)
 	}
-	var busy uint64
+	var t StatTimes
 	n := 0
 	for f, rest := nextField(rest); f != nil; f, rest = nextField(rest) {
 		v, ok := parseCounter(f)
 		if !ok {
-			return 0, fmt.Errorf("cpu: /proc/stat: field %d %q is not a counter", n+1, f)
+			return StatTimes{}, fmt.Errorf("cpu: /proc/stat: field %d %q is not a counter", n+1, f)
 		}
 		switch n {
 		case 0, 1, 2, 5, 6: // user, nice, system, irq, softirq
-			busy += v
+			t.Busy += v
+			t.Total += v
+		case 3, 4: // idle, iowait
+			t.Total += v
+		case 7: // steal
+			t.Steal = v
+			t.Total += v
 		}
 		n++
 	}
 	if n < 4 {
-		return 0, errors.New(`cpu: /proc/stat: the first line is not "cpu user nice system idle ..."`)
+		return StatTimes{}, errors.New(`cpu: /proc/stat: the first line is not "cpu user nice system idle ..."`)
 	}
-	return busy, nil
+	return t, nil
 }
 
 // nextField returns the first space-separated field of b and what follows

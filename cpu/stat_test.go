@@ -69,6 +69,24 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+func TestParseStatTimes(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want StatTimes
+	}{
+		{"cpu  5166 1 4248 33539 465 7 222 9 100 100\n", StatTimes{Busy: 5166 + 1 + 4248 + 7 + 222, Total: 5166 + 1 + 4248 + 33539 + 465 + 7 + 222 + 9, Steal: 9}},
+		{"cpu  10 0 10 100\n", StatTimes{Busy: 20, Total: 120}},
+	} {
+		got, err := ParseStatTimes([]byte(tt.in))
+		if err != nil || got != tt.want {
+			t.Errorf("ParseStatTimes(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := ParseStatTimes([]byte("cpu 1 x 3 4\n")); err == nil {
+		t.Error("ParseStatTimes accepted a field that is not a counter")
+	}
+}
+
 // auxv encodes an auxiliary vector of (type, value) pairs.
 func auxv(word int, bo binary.AppendByteOrder, pairs ...uint64) []byte {
 	var b []byte
@@ -149,7 +167,7 @@ func fakeProc(t *testing.T, self, stat string, hz uint64) string {
 }
 
 func TestProcReader(t *testing.T) {
-	root := fakeProc(t, statLine("srv (2)", 30, 20), "cpu  100 0 50 1000 0 0 0 0 0 0\n", 250)
+	root := fakeProc(t, statLine("srv (2)", 30, 20), "cpu  100 0 50 1000 0 0 0 7 0 0\n", 250)
 	r, err := NewProcReader(root)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +178,8 @@ func TestProcReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 250 Hz: a tick is 4 ms.
-	if want := (Sample{Self: 50 * 4 * time.Millisecond, Busy: 150 * 4 * time.Millisecond}); s != want {
+	// Total: user, nice, system, idle, iowait, irq, softirq and steal.
+	if want := (Sample{Self: 50 * 4 * time.Millisecond, Busy: 150 * 4 * time.Millisecond, Total: 1157 * 4 * time.Millisecond, Steal: 7 * 4 * time.Millisecond}); s != want {
 		t.Errorf("Read = %+v, want %+v", s, want)
 	}
 	// The files are re-read from the start at each Read.

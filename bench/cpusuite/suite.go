@@ -32,9 +32,24 @@
 //   - optimal: a static pool of budget / K workers (at least 1): what an
 //     oracle that knows the neighbours would run;
 //   - friendly-oO: the neighbour-aware pool of package cpu with
-//     overcommit factor O;
-//   - friendly-o1-t0.5: the same with O = 1 and a tolerance of 0.5
-//     (cpu.WithTolerance).
+//     overcommit factor O (1 and 2).
+//
+// # Neighbours that are not pools
+//
+// Case hog runs one measured process beside a plain CPU hog (a process
+// spinning one thread for the whole run), case rogue beside a process
+// that runs the same work through a pool of as many workers as the host
+// has CPUs, whatever the controller. Neither neighbour is measured;
+// optimal is then the CPUs the hog leaves, split among the processes
+// that run work.
+//
+// # Rounds and the trace
+//
+// The results' params hold every pair's p99, throughput and background
+// round by round, and a friendly pool's ratios to the static pools of the
+// same round, with their median and min–max. With the environment
+// variable MOIRAI_CPU_TRACE naming a directory, every friendly process
+// writes its loop's ticks there ([TraceEnv]).
 package cpusuite
 
 import (
@@ -59,15 +74,41 @@ import (
 // Suite is the suite's name.
 const Suite = "cpu"
 
-// Case is a number of processes.
+// Case is a number of processes under the controller and the neighbours
+// beside them that are not moirai pools.
 type Case struct {
 	Name string
-	K    int
+	// K is the number of processes run under the controller, measured.
+	K int
+	// Hogs is the number of neighbour processes that each spin one
+	// thread for the whole run: a plain CPU hog, no pool at all.
+	Hogs int
+	// Rogues is the number of neighbour processes that run the same
+	// work as the measured ones through a pool of as many workers as
+	// the host has CPUs, whatever the controller: a pool that ignores
+	// its budget. Neither kind of neighbour is measured.
+	Rogues int
 }
 
-// Cases returns k1 to k4.
+// Cases returns k1 to k4 (K processes under the controller, nothing
+// else), hog (one process beside a plain CPU hog) and rogue (one beside
+// a pool that ignores its budget).
 func Cases() []Case {
-	return []Case{{"k1", 1}, {"k2", 2}, {"k3", 3}, {"k4", 4}}
+	return []Case{{Name: "k1", K: 1}, {Name: "k2", K: 2}, {Name: "k3", K: 3}, {Name: "k4", K: 4},
+		{Name: "hog", K: 1, Hogs: 1}, {Name: "rogue", K: 1, Rogues: 1}}
+}
+
+// rate is the arrival rate of each process of case c that runs work: the
+// load offered to the CPUs the hogs leave, shared equally among them.
+func (c Case) rate(load, cpus float64, item time.Duration) float64 {
+	return load * max(cpus-float64(c.Hogs), 1) / float64(c.K+c.Rogues) / item.Seconds()
+}
+
+// optimal is the size of the static pool of an oracle that knows its
+// neighbours: the CPUs the hogs leave, split equally among the processes
+// that run work, at least 1.
+func (c Case) optimal(cpus float64) int {
+	return max(1, int(math.Round((cpus-float64(c.Hogs))/float64(c.K+c.Rogues))))
 }
 
 // Controller is a pool configuration every process of a run uses.
@@ -79,20 +120,18 @@ type Controller struct {
 	Tolerance  float64
 }
 
-// Controllers returns ignorant, optimal, friendly with O of 1, 1.5 and 2,
-// and friendly with O of 1 and a tolerance of 0.5.
+// Controllers returns ignorant, optimal, and friendly with O of 1
+// and 2.
 func Controllers() []Controller {
 	out := []Controller{
 		{Name: "ignorant", Pool: "ignorant", Describe: "static pool of as many workers as the CPU budget"},
-		{Name: "optimal", Pool: "optimal", Describe: "static pool of budget / K workers: knows its neighbours"},
+		{Name: "optimal", Pool: "optimal", Describe: "static pool of an oracle's size: the CPUs the hogs leave, split among the processes that run work"},
 	}
-	for _, o := range []float64{1, 1.5, 2} {
+	for _, o := range []float64{1, 2} {
 		s := strconv.FormatFloat(o, 'f', -1, 64)
 		out = append(out, Controller{Name: "friendly-o" + s, Pool: "friendly", Overcommit: o,
 			Describe: "neighbour-aware pool (package cpu), overcommit factor " + s})
 	}
-	out = append(out, Controller{Name: "friendly-o1-t0.5", Pool: "friendly", Overcommit: 1, Tolerance: 0.5,
-		Describe: "neighbour-aware pool, overcommit factor 1, tolerance 0.5 (cpu.WithTolerance)"})
 	return out
 }
 
@@ -187,7 +226,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 	total, done := o.Rounds*len(o.Cases)*len(o.Controllers), 0
 	for round := range o.Rounds {
 		for ci, c := range o.Cases {
-			rate := o.Load * budget.CPUs / float64(c.K) / item.Seconds()
+			rate := c.rate(o.Load, budget.CPUs, item)
 			// Each round starts the controllers one further along, so
 			// that no controller always runs first (right after a case's
 			// processes change) or last.
@@ -205,7 +244,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 				if failed[k] != nil {
 					continue
 				}
-				rs, back, err := runOne(ctx, o, c, ctl, rate)
+				rs, back, err := runOne(ctx, o, c, ctl, rate, c.optimal(budget.CPUs))
 				if err != nil {
 					failed[k] = err
 					continue
@@ -216,17 +255,21 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 		}
 	}
 	for ci, c := range o.Cases {
-		rate := o.Load * budget.CPUs / float64(c.K) / item.Seconds()
+		rate := c.rate(o.Load, budget.CPUs, item)
+		prs := map[string]perRound{}
 		for ki, ctl := range o.Controllers {
 			k := key{ci, ki}
 			if err := failed[k]; err != nil {
 				res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Error: err.Error()})
 				continue
 			}
-			row := merge(c, ctl, rate, o.Rounds, acc[k])
+			row, pr := mergeRounds(c, ctl, rate, o.Rounds, acc[k])
 			row.Background = mean(backs[k])
 			res.Rows = append(res.Rows, row)
+			pr.back = backs[k]
+			prs[ctl.Name] = pr
 		}
+		roundParams(res.Params, c, o.Controllers, prs)
 	}
 	if o.Progress != nil {
 		o.Progress(total, total, "done")
@@ -323,7 +366,7 @@ var tickHz = sync.OnceValue(func() int {
 
 // runOne runs K processes under one controller and returns their results
 // and the CPUs the rest of the host kept busy meanwhile.
-func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64) ([]*WorkerResult, float64, error) {
+func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64, optimal int) ([]*WorkerResult, float64, error) {
 	// Every process starts its arrivals at the same instant, leaving them
 	// time to start.
 	lead := o.startLead
@@ -333,15 +376,23 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	startAt := time.Now().Add(lead)
 	rctx, cancel := context.WithTimeout(ctx, o.Duration+20*time.Second)
 	defer cancel()
-	results := make([]*WorkerResult, c.K)
-	errs := make([]error, c.K)
+	n := c.K + c.Hogs + c.Rogues
+	results := make([]*WorkerResult, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	var busy0 time.Duration
 	var t0 time.Time
-	for i := range c.K {
+	for i := range n {
 		cfg := WorkerConfig{
 			Pool: ctl.Pool, Overcommit: ctl.Overcommit, Tolerance: ctl.Tolerance, K: c.K, Index: i, Seed: o.Seed,
 			Rate: rate, Fib: o.Fib, StartAt: startAt.UnixNano(), Duration: o.Duration, Warmup: o.Warmup,
+			Optimal: optimal, Case: c.Name, Controller: ctl.Name,
+		}
+		switch {
+		case i >= c.K+c.Rogues:
+			cfg.Pool = "hog"
+		case i >= c.K:
+			cfg.Pool = "ignorant"
 		}
 		cmd := o.Command(rctx, cfg)
 		var stdout, stderr bytes.Buffer
@@ -388,7 +439,8 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	if busy0 > 0 && busy1 > busy0 {
 		back = max(float64(busy1-busy0-own)/float64(el), 0)
 	}
-	return results, back, nil
+	// The neighbours are part of the case, not measured.
+	return results[:c.K], back, nil
 }
 
 // merge computes a row from the processes' results of every round
@@ -398,22 +450,36 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 // work can fall on one round, and the median keeps it from deciding the
 // row. The throughput is the rounds' mean.
 func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult) bench.Row {
+	row, _ := mergeRounds(c, ctl, rate, rounds, rs)
+	return row
+}
+
+// perRound is a pair's figures in each round.
+type perRound struct {
+	p99, tput, back []float64
+}
+
+// mergeRounds is merge, and the per-round figures.
+func mergeRounds(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult) (bench.Row, perRound) {
 	row := bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, Offered: rate * float64(c.K)}
+	var pr perRound
 	var p99, mx, q99, active []float64
 	for len(rs) > 0 {
 		n := min(c.K, len(rs))
 		round := rs[:n]
 		rs = rs[n:]
 		var work, queue []int32
-		a := 0.0
+		a, tput := 0.0, 0.0
 		for _, r := range round {
 			work = append(work, r.Work...)
 			queue = append(queue, r.Queue...)
 			if r.Measured > 0 {
-				row.Throughput += float64(r.Completed) / r.Measured
+				tput += float64(r.Completed) / r.Measured
 			}
 			a += r.ActiveMean
 		}
+		row.Throughput += tput
+		pr.tput = append(pr.tput, tput)
 		p99 = append(p99, quantile(work, 0.99))
 		mx = append(mx, quantile(work, 1))
 		q99 = append(q99, quantile(queue, 0.99))
@@ -422,7 +488,53 @@ func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult)
 	row.Throughput /= float64(max(rounds, 1))
 	row.P99Ms, row.MaxMs, row.QueueP99Ms = median(p99), median(mx), median(q99)
 	row.ActiveMean = mean(active)
-	return row
+	pr.p99 = p99
+	return row, pr
+}
+
+// spread formats per-round values: each round's, then their median and
+// min–max.
+func spread(xs []float64, unit string) string {
+	if len(xs) == 0 {
+		return "–"
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'g', 3, 64)
+	}
+	return fmt.Sprintf("%s%s (median %.3g, %.3g–%.3g)", strings.Join(parts, ", "), unit, median(xs), slices.Min(xs), slices.Max(xs))
+}
+
+// ratios returns a[i]/b[i] for the rounds both have.
+func ratios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	return out
+}
+
+// roundParams records, for each case, every controller's p99 and
+// throughput round by round, and a friendly controller's ratios to
+// optimal's and ignorant's of the same round, so that the spread between
+// rounds is in the results beside the medians.
+func roundParams(params map[string]string, c Case, ctls []Controller, prs map[string]perRound) {
+	for _, ctl := range ctls {
+		pr, ok := prs[ctl.Name]
+		if !ok {
+			continue
+		}
+		v := "p99 " + spread(pr.p99, " ms") + "; throughput " + spread(pr.tput, "/s") + "; background " + spread(pr.back, " CPUs")
+		if opt, ok := prs["optimal"]; ok && ctl.Pool == "friendly" {
+			v += "; p99 / optimal's " + spread(ratios(pr.p99, opt.p99), "")
+		}
+		if ign, ok := prs["ignorant"]; ok && ctl.Name != "ignorant" {
+			v += "; p99 / ignorant's " + spread(ratios(pr.p99, ign.p99), "") + "; throughput / ignorant's " + spread(ratios(pr.tput, ign.tput), "")
+		}
+		params[fmt.Sprintf("rounds %s %s", c.Name, ctl.Name)] = v
+	}
 }
 
 // median returns the median of xs (the mean of the middle two when even).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,7 +66,7 @@ func TestMerge(t *testing.T) {
 		{Work: []int32{4000}, Queue: []int32{0}, Completed: 30, Measured: 2, ActiveMean: 1},
 		{Work: []int32{}, Queue: []int32{0}, Completed: 10, Measured: 2, ActiveMean: 0.5},
 	}
-	row := merge(Case{"k2", 2}, Controller{Name: "friendly-o1"}, 50, 2, rs)
+	row := merge(Case{Name: "k2", K: 2}, Controller{Name: "friendly-o1"}, 50, 2, rs)
 	got := [...]float64{row.P99Ms, row.MaxMs, row.QueueP99Ms, row.Throughput, row.Offered, row.ActiveMean}
 	// Round 1: p99 3, max 3, queue p99 10; round 2: 4, 4, 0. Medians of
 	// two: their means.
@@ -86,20 +87,45 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+// TestCaseSizes: the optimal pool and the rate of each case.
+func TestCaseSizes(t *testing.T) {
+	for _, tt := range []struct {
+		c       Case
+		cpus    float64
+		optimal int
+		rate    float64 // at a load of 0.9 and items of 10 ms
+	}{
+		{Case{K: 1}, 2, 2, 180},
+		{Case{K: 2}, 2, 1, 90},
+		{Case{K: 3}, 2, 1, 60},
+		{Case{K: 4}, 2, 1, 45},
+		{Case{K: 1, Hogs: 1}, 2, 1, 90},
+		{Case{K: 1, Rogues: 1}, 2, 1, 90},
+		{Case{K: 1, Hogs: 1}, 8, 7, 630},
+	} {
+		if got := tt.c.optimal(tt.cpus); got != tt.optimal {
+			t.Errorf("%+v on %v CPUs: optimal %d, want %d", tt.c, tt.cpus, got, tt.optimal)
+		}
+		if got := tt.c.rate(0.9, tt.cpus, 10*time.Millisecond); math.Abs(got-tt.rate) > 1e-9 {
+			t.Errorf("%+v on %v CPUs: rate %v, want %v", tt.c, tt.cpus, got, tt.rate)
+		}
+	}
+}
+
 func TestSelect(t *testing.T) {
 	cs, err := SelectCases("k1,k4")
 	if err != nil || len(cs) != 2 || cs[1].K != 4 {
 		t.Errorf("SelectCases = %v, %v", cs, err)
 	}
-	if _, err := SelectCases("k9"); err == nil || !strings.Contains(err.Error(), "valid: k1, k2, k3, k4") {
+	if _, err := SelectCases("k9"); err == nil || !strings.Contains(err.Error(), "valid: k1, k2, k3, k4, hog, rogue") {
 		t.Errorf("SelectCases(k9) = %v", err)
 	}
-	ks, err := SelectControllers("friendly-o1.5")
-	if err != nil || len(ks) != 1 || ks[0].Overcommit != 1.5 {
+	ks, err := SelectControllers("friendly-o2")
+	if err != nil || len(ks) != 1 || ks[0].Overcommit != 2 {
 		t.Errorf("SelectControllers = %v, %v", ks, err)
 	}
-	if all, _ := SelectControllers("all"); len(all) != 6 {
-		t.Errorf("%d controllers, want 6", len(all))
+	if all, _ := SelectControllers("all"); len(all) != 4 {
+		t.Errorf("%d controllers, want 4", len(all))
 	}
 }
 
@@ -144,8 +170,8 @@ func TestExecuteSmoke(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	cases, _ := SelectCases("k2")
-	ctls, _ := SelectControllers("ignorant,friendly-o1")
+	cases, _ := SelectCases("k2,hog,rogue")
+	ctls, _ := SelectControllers("optimal,friendly-o1")
 	res, err := Execute(context.Background(), Options{
 		Cases: cases, Controllers: ctls, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond, Rounds: 1,
 		Seed: 1, Fib: 16, Load: 0.3, startLead: 100 * time.Millisecond,
@@ -161,11 +187,11 @@ func TestExecuteSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 2 {
-		t.Fatalf("%d rows, want 2", len(res.Rows))
+	if len(res.Rows) != 6 {
+		t.Fatalf("%d rows, want 6", len(res.Rows))
 	}
 	for _, r := range res.Rows {
-		if r.Error != "" || r.Throughput <= 0 || r.P99Ms <= 0 || r.Suite != "cpu" || r.Case != "k2" {
+		if r.Error != "" || r.Throughput <= 0 || r.P99Ms <= 0 || r.Suite != "cpu" {
 			t.Errorf("row %+v", r)
 		}
 	}
@@ -195,5 +221,28 @@ func TestExecuteBadOptions(t *testing.T) {
 	})
 	if err != nil || len(res.Rows) != 1 || res.Rows[0].Error == "" {
 		t.Errorf("Execute with a missing program = %v, %+v", err, res)
+	}
+}
+
+// TestRoundParams: each round's figures and the friendly pool's ratios
+// to the static pools of the same round, with their median and min–max.
+func TestRoundParams(t *testing.T) {
+	params := map[string]string{}
+	prs := map[string]perRound{
+		"ignorant":    {p99: []float64{20, 30}, tput: []float64{400, 400}, back: []float64{0.1, 0.2}},
+		"optimal":     {p99: []float64{10, 10}, tput: []float64{420, 440}, back: []float64{0.1, 0.1}},
+		"friendly-o1": {p99: []float64{11, 14}, tput: []float64{400, 380}, back: []float64{0, 0}},
+	}
+	ctls, _ := SelectControllers("ignorant,optimal,friendly-o1")
+	roundParams(params, Case{Name: "k2", K: 2}, ctls, prs)
+	got := params["rounds k2 friendly-o1"]
+	for _, want := range []string{"p99 11, 14 ms (median 12.5, 11–14)", "p99 / optimal's 1.1, 1.4 (median 1.25, 1.1–1.4)",
+		"p99 / ignorant's 0.55, 0.467", "throughput / ignorant's 1, 0.95 (median 0.975, 0.95–1)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("params lack %q: %q", want, got)
+		}
+	}
+	if strings.Contains(params["rounds k2 optimal"], "optimal's") || len(params) != 3 {
+		t.Errorf("params %v", params)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // WorkerConfig is what one process of a run is told to do. The parent
 // passes it as JSON to the child's command line.
 type WorkerConfig struct {
-	// Pool is "ignorant", "optimal" or "friendly"; Overcommit is O for
+	// Pool is "ignorant", "optimal", "friendly" or "hog"; Overcommit is O for
 	// friendly; K the number of processes of the run.
 	Pool       string  `json:"pool"`
 	Overcommit float64 `json:"overcommit,omitempty"`
@@ -39,6 +39,11 @@ type WorkerConfig struct {
 	StartAt  int64         `json:"start_at"`
 	Duration time.Duration `json:"duration_ns"`
 	Warmup   time.Duration `json:"warmup_ns"`
+	// Optimal is the size of the optimal pool (0: budget / K); Case and
+	// Controller name the run, for the trace's file names.
+	Optimal    int    `json:"optimal,omitempty"`
+	Case       string `json:"case,omitempty"`
+	Controller string `json:"controller,omitempty"`
 }
 
 // WorkerResult is what one process measured: the latencies of every
@@ -98,38 +103,49 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 		mu        sync.Mutex
 		activeSum float64
 		activeN   int
+		tr        *tracer
+		pool      *cpu.Pool
 	)
+	traceDir := os.Getenv(TraceEnv)
 	switch c.Pool {
 	case "ignorant":
 		opts = append(opts, cpu.WithFixed(int(math.Ceil(budget))))
 	case "optimal":
-		opts = append(opts, cpu.WithFixed(max(1, int(math.Round(budget/float64(c.K))))))
+		n := c.Optimal
+		if n == 0 {
+			n = max(1, int(math.Round(budget/float64(c.K))))
+		}
+		opts = append(opts, cpu.WithFixed(n))
+	case "hog":
+		return hog(ctx, c, budget)
 	case "friendly":
 		opts = append(opts, cpu.WithBudget(budget), cpu.WithOvercommit(c.Overcommit), cpu.WithTolerance(c.Tolerance),
 			cpu.WithObserver(func(s cpu.StepInfo) {
 				mu.Lock()
 				activeSum += float64(s.Active)
 				activeN++
+				if tr != nil {
+					tr.observe(s)
+				}
 				mu.Unlock()
 			}))
+		if traceDir != "" {
+			tr = &tracer{start: time.Unix(0, c.StartAt), pool: func() cpu.Stats { return pool.Stats() }}
+		}
 	default:
 		return nil, fmt.Errorf("cpusuite: unknown pool %q", c.Pool)
 	}
+	mu.Lock()
 	pool, err := cpu.NewPool(opts...)
+	mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	defer pool.Close()
 
 	start := time.Unix(0, c.StartAt)
-	if d := time.Until(start); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
+	if err := waitUntil(ctx, start); err != nil {
+		return nil, err
 	}
 	cpu0 := processCPUTime()
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(c.Duration))
@@ -185,6 +201,12 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 		Measured: (c.Duration - c.Warmup).Seconds(),
 		CPUTime:  cpu1 - cpu0}
 	mu.Lock()
+	if tr != nil {
+		if err := tr.write(traceDir, fmt.Sprintf("trace-%s-%s-%d-%d.tsv", c.Case, c.Controller, c.Index, c.StartAt)); err != nil {
+			mu.Unlock()
+			return nil, err
+		}
+	}
 	res.ActiveMean = float64(st.Limit)
 	if activeN > 0 {
 		res.ActiveMean = activeSum / float64(activeN)
@@ -216,6 +238,41 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// hog spins one thread from the start of arrivals to the end of the run:
+// a neighbour that is no pool at all.
+func hog(ctx context.Context, c WorkerConfig, budget float64) (*WorkerResult, error) {
+	start := time.Unix(0, c.StartAt)
+	if err := waitUntil(ctx, start); err != nil {
+		return nil, err
+	}
+	cpu0 := processCPUTime()
+	end := start.Add(c.Duration)
+	for time.Now().Before(end) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sink.Add(int64(Fib(20)))
+	}
+	return &WorkerResult{Index: c.Index, Budget: budget, ActiveMean: 1, Limit: 1,
+		Measured: (c.Duration - c.Warmup).Seconds(), CPUTime: processCPUTime() - cpu0}, nil
+}
+
+// waitUntil waits for t, or for ctx to be done.
+func waitUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func us(d time.Duration) int32 {

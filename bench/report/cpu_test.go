@@ -46,18 +46,22 @@ func TestCPUTable(t *testing.T) {
 
 func TestTargets(t *testing.T) {
 	for _, tt := range []struct {
+		c    string
 		r    cpuRatios
 		want string
 	}{
-		{cpuRatios{3, 1.5, 1 / 1.4, true, true}, "targets met"},
-		{cpuRatios{2.9, 1, 1, true, true}, "missed: p99 not 3× below ignorant"},
-		{cpuRatios{3, 1.6, 0.7, true, true}, "missed: p99 over 1.5× optimal, throughput under 1/1.4 of ignorant"},
+		{"k2", cpuRatios{3, 1.3, 1 / 1.1, true, true}, "targets met"},
+		{"k3", cpuRatios{1.1, 1.31, 1, true, true}, "missed: p99 over 1.3× optimal"},
+		{"k4", cpuRatios{3, 1.6, 0.9, true, true}, "missed: p99 over 1.3× optimal, throughput under 1/1.1 of ignorant"},
+		{"hog", cpuRatios{1, 1.2, 0.5, true, true}, "targets met"},
+		{"k1", cpuRatios{1 / 1.05, 0, 0.95, true, false}, "targets met"},
+		{"k1", cpuRatios{1 / 1.06, 0, 0.94, true, false}, "missed: p99 over 1.05× ignorant, throughput under 0.95 of ignorant"},
 	} {
-		if got, ok := targetsMet(tt.r); !ok || got != tt.want {
-			t.Errorf("targetsMet(%+v) = %q, want %q", tt.r, got, tt.want)
+		if got, ok := targetsMet(tt.c, tt.r); !ok || got != tt.want {
+			t.Errorf("targetsMet(%s, %+v) = %q, want %q", tt.c, tt.r, got, tt.want)
 		}
 	}
-	if _, ok := targetsMet(cpuRatios{}); ok {
+	if _, ok := targetsMet("k2", cpuRatios{}); ok {
 		t.Error("targets judged without ignorant and optimal rows")
 	}
 }

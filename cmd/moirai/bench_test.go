@@ -110,7 +110,7 @@ func TestBenchListCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cpu ", "k4", "friendly-o1.5", "ignorant"} {
+	for _, want := range []string{"cpu ", "k4", "friendly-o2", "rogue", "ignorant"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench list lacks %q:\n%s", want, out)
 		}

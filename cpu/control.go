@@ -1,0 +1,87 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// control is the pool's control loop, apart from the pool's goroutine
+// and queue: it turns each tick's sample into the active count. It is
+// used by one goroutine.
+//
+// Each tick it measures, over the window, the CPUs the rest of the host
+// wants (estimate.free) and applies [Next] to the active count. A shrink
+// is applied at once. A grow is a probe: the pool claims CPU that looked
+// free, and only the next window tells whether it was (another pool may
+// have claimed it in the same tick). So after a grow the count does not
+// grow again before a whole window has measured it; and a grow followed
+// within two windows by a shrink (the probe failed) doubles the time the
+// pool waits before its next grow (up to maxBackoff windows), drawn at
+// random between one and two times that long, so that pools that grew
+// together and shrank together do not grow together again. A grow that
+// holds for two windows halves the wait.
+type control struct {
+	cpus, host, o, grow float64
+	limit, window       int
+
+	n         int // the active count
+	hold      int // ticks before the next grow is allowed
+	backoff   int // the wait after a failed probe, in windows
+	sinceGrow int // ticks since the last grow; -1: none pending
+	rng       *rand.Rand
+}
+
+// short is the span of the recent ticks the count also shrinks on: a
+// third of the window, at least 2 ticks.
+func (c *control) short() int { return max(c.window/3, 2) }
+
+// maxBackoff bounds the wait after failed probes, in windows.
+const maxBackoff = 32
+
+func newControl(cpus, host, o, grow float64, limit, window int, seed uint64) *control {
+	return &control{cpus: cpus, host: host, o: o, grow: grow, limit: limit, window: max(window, 1),
+		n: limit, backoff: 1, sinceGrow: -1, rng: rand.New(rand.NewPCG(seed, 0x6d6f69726169))}
+}
+
+// step pushes a sample and the work running now into the window and moves
+// the active count; it returns what the window measured.
+func (c *control) step(win *window, s Sample, running int) StepInfo {
+	info := StepInfo{Sample: s, Others: math.NaN(), Free: math.NaN()}
+	c.hold = max(c.hold-1, 0)
+	if c.sinceGrow >= 0 {
+		c.sinceGrow++
+		if c.sinceGrow > 2*c.window {
+			// The probe held.
+			c.sinceGrow = -1
+			c.backoff = max(c.backoff/2, 1)
+		}
+	}
+	e, ok := win.push(s, running)
+	if !ok {
+		return info
+	}
+	info.OK, info.Share, info.Running = true, e.share, e.running
+	info.Free, info.Others = e.free(c.cpus, c.host)
+	next := Next(c.n, c.o*info.Free, c.grow, c.limit)
+	// A neighbour that comes back shows in the last ticks long before it
+	// does over the window: shrink on them too.
+	if r, ok := win.recent(c.short()); ok {
+		free, _ := r.free(c.cpus, c.host)
+		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
+	}
+	switch {
+	case next < c.n:
+		if c.sinceGrow >= 0 {
+			// The probe failed.
+			c.sinceGrow = -1
+			c.backoff = min(c.backoff*2, maxBackoff)
+			c.hold = c.window*c.backoff + c.rng.IntN(c.window*c.backoff+1)
+		}
+		c.n = next
+	case next > c.n && c.hold == 0:
+		c.n = next
+		c.hold = c.window
+		c.sinceGrow = 0
+	}
+	return info
+}
