@@ -212,7 +212,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(sw, r.WithContext(ctx))
 	err = outcome(ctx, sw.status)
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
-		rejectCancelled(w, h.ctl, h.cfg.class(r))
+		rejectCancelled(w, h.ctl, class)
 	}
 }
 
@@ -298,7 +298,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 	case final != nil:
 		final.commit(w)
 	case errors.Is(err, moirai.ErrCancelled):
-		rejectCancelled(w, h.ctl, h.cfg.class(r)) // dropped: no window to run it again
+		rejectCancelled(w, h.ctl, class) // dropped: no window to run it again
 	case r.Context().Err() != nil:
 		// The client went away while the request waited: nobody to answer.
 	default:
