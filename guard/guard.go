@@ -44,7 +44,8 @@ type Options struct {
 	// that crosses into another (it reports the chain instead). Empty: the
 	// database the source connected to (the DSN's), when the source names
 	// one (see [Scoped]); a source that names none (an empty database in
-	// a MariaDB DSN) makes New fail unless AllDatabases is set.
+	// a MariaDB DSN), or does not implement Scoped (a wrapping source),
+	// makes New fail unless AllDatabases is set.
 	Database string
 	// AllDatabases lets the guard act in every database of the server.
 	AllDatabases bool
@@ -189,7 +190,13 @@ func New(src Source, opt Options) (*Guard, error) {
 	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(), reported: map[string]bool{}}
 	if !opt.AllDatabases {
 		g.scope = opt.Database
-		if sc, ok := src.(Scoped); ok && g.scope == "" {
+		if g.scope == "" {
+			sc, ok := src.(Scoped)
+			if !ok {
+				// Fail closed: a source that does not say where it
+				// connected (a wrapper) would otherwise act everywhere.
+				return nil, fmt.Errorf("guard: source %s does not say which database it guards (guard.Scoped): set Options.Database, or Options.AllDatabases to act in every database", src.Name())
+			}
 			if g.scope = sc.Database(); g.scope == "" {
 				return nil, errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
 			}
