@@ -105,9 +105,9 @@ func must[T any](v T, err error) T {
 func ExampleExplanation() {
 	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	g, _ := guard.New(src, guard.Options{AllDatabases: true, DryRun: true, Logger: quiet})
-	for range 3 {
-		must(g.Step(context.Background()))
-	}
+	// One poll: the guard confirms its choice on the next (and would not
+	// offer again a session it chose).
+	must(g.Step(context.Background()))
 	x := g.Explain()
 	for _, e := range x.Edges {
 		fmt.Println(e.Waiter, "waits for", e.Holder, "on", e.Resource)

@@ -181,6 +181,10 @@ type Guard struct {
 	crossPoll uint64
 }
 
+// minContention is the policy's contention threshold in the guard: one
+// waiter among up to a hundred running sessions.
+const minContention = 0.01
+
 // New returns a guard of src. It does not poll until Run or Step.
 func New(src Source, opt Options) (*Guard, error) {
 	if src == nil {
@@ -208,6 +212,13 @@ func New(src Source, opt Options) (*Guard, error) {
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
 		cancel.WithDurations(g.durations),
 		cancel.WithContentionWindow(2*opt.Interval),
+		// The guard's trigger is the objective (looking): a session that
+		// waited it, or will. The policy's level D_r/T_exec divides one
+		// waiter's wait by every session's execution, so on a busy server
+		// (or with hot rows, each row's queue split between its
+		// transaction and tuple locks) no lock would reach the library's
+		// default tenth and a root would never be chosen: a hundredth.
+		cancel.WithMinContention(minContention),
 		// The same choice on two consecutive polls: a culprit is chosen
 		// while something waits, when the guard polls at AlertInterval
 		// (polls drift by a few milliseconds: a whole interval would often
