@@ -143,3 +143,49 @@ func TestHotRowsActiveRootsBesideUnactionable(t *testing.T) {
 		})
 	}
 }
+
+// A queue draining: the protected holder of a hot row let go, and the
+// first waiter, whose transaction began 5 s ago, took the row, the others
+// now waiting for it. Its hold began when it took the row (after the
+// poll that saw it waiting), not with its transaction: its short
+// statement, about to finish, is no culprit.
+func TestQueueDrainingNewHolderNotBlamed(t *testing.T) {
+	began := epoch.Add(-5 * time.Second)
+	f := &fake{obs: func(n int, at time.Time) *Observation {
+		obs := &Observation{At: at}
+		holder, res := int64(10), "transactionid:10"
+		switch {
+		case n >= 4:
+			return obs // the queue drained
+		case n >= 2:
+			holder, res = 20, "transactionid:20"
+		}
+		obs.Resources = []Resource{{Name: res, Kind: resource.KindLock}}
+		for id := int64(10); id < 28; id++ {
+			if id < holder {
+				continue // gone
+			}
+			s := Session{ID: id, User: "app", Kind: "client", State: "active", Active: true,
+				Query: "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 7", XactStart: began, QueryStart: began}
+			if id == 10 {
+				s.User = "prot"
+			}
+			obs.Sessions = append(obs.Sessions, s)
+			if id == holder {
+				obs.Uses = append(obs.Uses, Use{Session: id, Resource: res, Mode: "ExclusiveLock", Held: true})
+				continue
+			}
+			obs.Uses = append(obs.Uses, Use{Session: id, Resource: res, Mode: "ShareLock", Waiting: true, BlockedBy: []int64{holder}, Since: began})
+		}
+		return obs
+	}}
+	g, err := New(f, Options{AllDatabases: true, Logger: quiet, Protect: Protection{Users: []string{"prot"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range steps(t, g, 6) {
+		if d.Action == "cancel" {
+			t.Errorf("%s %s session %d: %s", d.Action, d.Outcome, d.Target.Session, d.Reason)
+		}
+	}
+}
