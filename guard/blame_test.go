@@ -45,7 +45,7 @@ func rowQueue(n int, at time.Time) *Observation {
 // tuple lock; the guard must cancel the transaction it waits for.
 func TestRowQueueBlamesTheHolderNotTheFirstWaiter(t *testing.T) {
 	f := &fake{obs: rowQueue}
-	g, err := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, err := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestShortStatementIsNoServerCulprit(t *testing.T) {
 			QueryStart: at.Add(-time.Millisecond), Age: time.Millisecond})
 		return obs
 	}}
-	g, err := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, err := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestExplainEscapesAndAuditHoldsFingerprints(t *testing.T) {
 		return obs
 	}}
 	var audit bytes.Buffer
-	g, _ := New(f, Options{DryRun: true, Logger: quiet, Audit: &audit})
+	g, _ := New(f, Options{AllDatabases: true, DryRun: true, Logger: quiet, Audit: &audit})
 	steps(t, g, 6)
 	x := g.Explain()
 	var b bytes.Buffer
@@ -278,7 +278,7 @@ func TestRandomTopologiesBlameOnlyRoots(t *testing.T) {
 		// actionable roots, at least one when a root is actionable, and
 		// every chain of an unactionable root reported, never acted on.
 		f := &fake{obs: func(_ int, at time.Time) *Observation { return tp.obs(at) }}
-		g, err := New(f, Options{SLO: 300 * time.Millisecond, Logger: quiet, Protect: prot, MinInterval: time.Nanosecond, MaxPerMinute: 100})
+		g, err := New(f, Options{AllDatabases: true, SLO: 300 * time.Millisecond, Logger: quiet, Protect: prot, MinInterval: time.Nanosecond, MaxPerMinute: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,9 +325,9 @@ func TestUnactionableRootLeavesTheChainAlone(t *testing.T) {
 		opt     Options
 		blocked string
 	}{
-		{"idle in transaction", func(s *Session) { s.Active, s.IdleInTransaction, s.State = false, true, "idle in transaction" }, Options{}, BlockedIdle},
-		{"protected user", func(s *Session) { s.User = "batch" }, Options{Protect: Protection{Users: []string{"batch"}}}, BlockedProtected},
-		{"superuser", func(s *Session) { s.Superuser = true }, Options{}, BlockedSuperuser},
+		{"idle in transaction", func(s *Session) { s.Active, s.IdleInTransaction, s.State = false, true, "idle in transaction" }, Options{AllDatabases: true}, BlockedIdle},
+		{"protected user", func(s *Session) { s.User = "batch" }, Options{AllDatabases: true, Protect: Protection{Users: []string{"batch"}}}, BlockedProtected},
+		{"superuser", func(s *Session) { s.Superuser = true }, Options{AllDatabases: true}, BlockedSuperuser},
 		{"another database", func(s *Session) { s.Database = "other" }, Options{Database: "db"}, BlockedScope},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -467,5 +467,22 @@ func TestScopeDefaultsToTheSourceDatabase(t *testing.T) {
 	}
 	if _, err := scope(&scopedFake{}, Options{}); err == nil || !strings.Contains(err.Error(), "all-databases") {
 		t.Fatalf("New with no database: err %v, want one naming --all-databases", err)
+	}
+}
+
+// A source that does not say which database it guards (a wrapper that
+// does not implement Scoped) is refused unless the scope is named or
+// every database allowed: it never silently acts everywhere.
+func TestUnscopedSourceFailsClosed(t *testing.T) {
+	f := &fake{obs: func(int, time.Time) *Observation { return &Observation{} }}
+	if _, err := New(f, Options{Logger: quiet}); err == nil || !strings.Contains(err.Error(), "AllDatabases") {
+		t.Fatalf("New with an unscoped source: err %v, want one naming AllDatabases", err)
+	}
+	for _, opt := range []Options{{Database: "app"}, {AllDatabases: true}} {
+		opt.Logger = quiet
+		g, err := New(f, opt)
+		if err != nil || g.Scope() != opt.Database {
+			t.Errorf("New with %+v: scope %q, err %v; want %q", opt, g.Scope(), err, opt.Database)
+		}
 	}
 }

@@ -308,6 +308,18 @@ func (b *Builder) serverUses(sessions map[int64]*Session, order []int64, taskOf 
 // integrate adds the poll's uses to the tasks' and resources' holds and
 // waits; it returns the uses it ignored.
 func (b *Builder) integrate(uses []Use, sessions map[int64]*Session, taskOf map[int64]*tracked, at time.Time, dt time.Duration) (ignored int) {
+	// The tasks seen waiting in the poll before: a lock they hold now and
+	// did not then, they took since (a queue draining: each waiter in turn
+	// takes the row), not at their transaction's start.
+	waited := map[*tracked]bool{}
+	for _, t := range taskOf {
+		for _, ua := range t.uses {
+			if ua.waitAt > 0 && ua.waitAt == b.poll-1 {
+				waited[t] = true
+				break
+			}
+		}
+	}
 	for _, u := range uses {
 		t, ra := taskOf[u.Session], b.res[u.Resource]
 		if t == nil || ra == nil || (!u.Held && !u.Waiting) {
@@ -333,6 +345,8 @@ func (b *Builder) integrate(uses []Use, sessions map[int64]*Session, taskOf map[
 				h := clampSince(at, startOf(s), maxFirst)
 				if u.Resource == ServerResource {
 					h = min(clampSince(at, s.QueryStart, maxFirst), dt)
+				} else if waited[t] {
+					h = min(h, dt)
 				}
 				ua.hold += h
 				ra.hold += h

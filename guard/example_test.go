@@ -75,7 +75,7 @@ func (s *server) Poll(context.Context) (*guard.Observation, error) {
 // (postgres://, mysql://).
 func ExampleGuard() {
 	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	g, err := guard.New(src, guard.Options{DryRun: true, SLO: time.Second})
+	g, err := guard.New(src, guard.Options{AllDatabases: true, DryRun: true, SLO: time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -104,10 +104,10 @@ func must[T any](v T, err error) T {
 // would do now: `moirai guard explain` prints it.
 func ExampleExplanation() {
 	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	g, _ := guard.New(src, guard.Options{DryRun: true, Logger: quiet})
-	for range 3 {
-		must(g.Step(context.Background()))
-	}
+	g, _ := guard.New(src, guard.Options{AllDatabases: true, DryRun: true, Logger: quiet})
+	// One poll: the guard confirms its choice on the next (and would not
+	// offer again a session it chose).
+	must(g.Step(context.Background()))
 	x := g.Explain()
 	for _, e := range x.Edges {
 		fmt.Println(e.Waiter, "waits for", e.Holder, "on", e.Resource)
@@ -123,6 +123,7 @@ func ExampleExplanation() {
 func ExampleOptions() {
 	src := &server{start: time.Now()}
 	g, err := guard.New(src, guard.Options{
+		AllDatabases: true, // the example's source names no database (see Scoped)
 		Interval:     500 * time.Millisecond,
 		SLO:          2 * time.Second,
 		DryRun:       true,
@@ -221,7 +222,7 @@ func ExampleTarget() {
 // JSON lines with Options.Audit).
 func ExampleDecision() {
 	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	g, _ := guard.New(src, guard.Options{DryRun: true, Logger: quiet})
+	g, _ := guard.New(src, guard.Options{AllDatabases: true, DryRun: true, Logger: quiet})
 	for range 8 {
 		must(g.Step(context.Background()))
 	}
@@ -234,7 +235,7 @@ func ExampleDecision() {
 // SessionInfo is a session as an explanation shows it.
 func ExampleSessionInfo() {
 	src := &server{start: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	g, _ := guard.New(src, guard.Options{DryRun: true, Logger: quiet})
+	g, _ := guard.New(src, guard.Options{AllDatabases: true, DryRun: true, Logger: quiet})
 	must(g.Step(context.Background()))
 	si := g.Explain().Sessions[10]
 	fmt.Println(si.User, si.State, si.Query)

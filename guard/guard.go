@@ -44,7 +44,8 @@ type Options struct {
 	// that crosses into another (it reports the chain instead). Empty: the
 	// database the source connected to (the DSN's), when the source names
 	// one (see [Scoped]); a source that names none (an empty database in
-	// a MariaDB DSN) makes New fail unless AllDatabases is set.
+	// a MariaDB DSN), or does not implement Scoped (a wrapping source),
+	// makes New fail unless AllDatabases is set.
 	Database string
 	// AllDatabases lets the guard act in every database of the server.
 	AllDatabases bool
@@ -180,6 +181,10 @@ type Guard struct {
 	crossPoll uint64
 }
 
+// minContention is the policy's contention threshold in the guard: one
+// waiter among up to a hundred running sessions.
+const minContention = 0.01
+
 // New returns a guard of src. It does not poll until Run or Step.
 func New(src Source, opt Options) (*Guard, error) {
 	if src == nil {
@@ -189,7 +194,13 @@ func New(src Source, opt Options) (*Guard, error) {
 	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(), reported: map[string]bool{}}
 	if !opt.AllDatabases {
 		g.scope = opt.Database
-		if sc, ok := src.(Scoped); ok && g.scope == "" {
+		if g.scope == "" {
+			sc, ok := src.(Scoped)
+			if !ok {
+				// Fail closed: a source that does not say where it
+				// connected (a wrapper) would otherwise act everywhere.
+				return nil, fmt.Errorf("guard: source %s does not say which database it guards (guard.Scoped): set Options.Database, or Options.AllDatabases to act in every database", src.Name())
+			}
 			if g.scope = sc.Database(); g.scope == "" {
 				return nil, errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
 			}
@@ -201,6 +212,13 @@ func New(src Source, opt Options) (*Guard, error) {
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
 		cancel.WithDurations(g.durations),
 		cancel.WithContentionWindow(2*opt.Interval),
+		// The guard's trigger is the objective (looking): a session that
+		// waited it, or will. The policy's level D_r/T_exec divides one
+		// waiter's wait by every session's execution, so on a busy server
+		// (or with hot rows, each row's queue split between its
+		// transaction and tuple locks) no lock would reach the library's
+		// default tenth and a root would never be chosen: a hundredth.
+		cancel.WithMinContention(minContention),
 		// The same choice on two consecutive polls: a culprit is chosen
 		// while something waits, when the guard polls at AlertInterval
 		// (polls drift by a few milliseconds: a whole interval would often

@@ -156,7 +156,7 @@ func TestCancelsTheRootHolder(t *testing.T) {
 	f := &fake{obs: lockTable(nil)}
 	var audit bytes.Buffer
 	reg := prometheus.NewRegistry()
-	g, err := New(f, Options{Audit: &audit, Registerer: reg, Logger: quiet})
+	g, err := New(f, Options{AllDatabases: true, Audit: &audit, Registerer: reg, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestNamedStatementWithJitteringStart(t *testing.T) {
 		o.Sessions[0].QueryStart = o.Sessions[0].QueryStart.Add(time.Duration(n%3) * 300 * time.Microsecond)
 		return o
 	}}
-	g, err := New(f, Options{Logger: quiet})
+	g, err := New(f, Options{AllDatabases: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestNamedStatementWithJitteringStart(t *testing.T) {
 
 func TestDryRunNeverActs(t *testing.T) {
 	f := &fake{obs: lockTable(nil)}
-	g, _ := New(f, Options{DryRun: true, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, DryRun: true, Logger: quiet})
 	ds := steps(t, g, 10)
 	if len(f.cancels)+len(f.terminates) != 0 {
 		t.Fatalf("a dry run acted: %+v", f.cancels)
@@ -229,7 +229,7 @@ func TestProtectedNeverActedOn(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fake{obs: lockTable(nil)}
-			g, _ := New(f, Options{Protect: p, Logger: quiet})
+			g, _ := New(f, Options{AllDatabases: true, Protect: p, Logger: quiet})
 			steps(t, g, 10)
 			for _, c := range f.cancels {
 				if c.Session == 10 {
@@ -239,7 +239,7 @@ func TestProtectedNeverActedOn(t *testing.T) {
 		})
 	}
 	f := &fake{obs: lockTable(func(s *Session) { s.Superuser = true })}
-	g, _ := New(f, Options{Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, Logger: quiet})
 	steps(t, g, 10)
 	if len(f.cancels) != 0 {
 		t.Fatalf("cancelled %+v with a superuser culprit", f.cancels)
@@ -251,13 +251,13 @@ func TestIdleInTransaction(t *testing.T) {
 		s.Active, s.IdleInTransaction, s.State = false, true, "idle in transaction"
 	}
 	f := &fake{obs: lockTable(idle)}
-	g, _ := New(f, Options{Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, Logger: quiet})
 	steps(t, g, 10)
 	if len(f.cancels)+len(f.terminates) != 0 {
 		t.Fatalf("acted on an idle-in-transaction culprit without --terminate-idle: %+v %+v", f.cancels, f.terminates)
 	}
 	f = &fake{obs: lockTable(idle)}
-	g, _ = New(f, Options{TerminateIdle: true, Logger: quiet})
+	g, _ = New(f, Options{AllDatabases: true, TerminateIdle: true, Logger: quiet})
 	steps(t, g, 10)
 	if len(f.terminates) != 1 || f.terminates[0].Session != 10 || len(f.cancels) != 0 {
 		t.Fatalf("terminates %+v cancels %+v, want one terminate of 10", f.terminates, f.cancels)
@@ -266,7 +266,7 @@ func TestIdleInTransaction(t *testing.T) {
 
 func TestVanishedIsNotRetriedElsewhere(t *testing.T) {
 	f := &fake{obs: lockTable(nil), cancelErr: ErrVanished}
-	g, _ := New(f, Options{MinInterval: time.Hour, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, MinInterval: time.Hour, Logger: quiet})
 	ds := steps(t, g, 12)
 	if len(f.cancels) != 1 || f.cancels[0].Session != 10 {
 		t.Fatalf("cancels %+v: want one attempt on the culprit only", f.cancels)
@@ -301,7 +301,7 @@ func TestRateLimits(t *testing.T) {
 		f.obs = func(n int, at time.Time) *Observation {
 			return lockTable(func(s *Session) { s.XactStart = s.XactStart.Add(time.Duration(n/8) * time.Millisecond) })(n, at)
 		}
-		g, _ := New(f, Options{MinInterval: time.Second, MaxPerMinute: 3, Logger: quiet})
+		g, _ := New(f, Options{AllDatabases: true, MinInterval: time.Second, MaxPerMinute: 3, Logger: quiet})
 		stepsEvery(t, g, 4*60, 250*time.Millisecond) // one minute of polls
 		if len(f.cancels) != 3 {
 			t.Fatalf("%d cancels in a minute, want 3 (the maximum)", len(f.cancels))
@@ -333,7 +333,7 @@ func TestRateLimitsIgnoreServerClockSteps(t *testing.T) {
 				}
 				return o
 			}
-			g, _ := New(f, Options{MinInterval: 5 * time.Second, MaxPerMinute: 3, Logger: quiet})
+			g, _ := New(f, Options{AllDatabases: true, MinInterval: 5 * time.Second, MaxPerMinute: 3, Logger: quiet})
 			stepsEvery(t, g, 4*60, 250*time.Millisecond)
 			if len(f.cancels) != 3 {
 				t.Fatalf("server clock stepping %v: %d cancels in a minute, want 3", step, len(f.cancels))
@@ -344,7 +344,7 @@ func TestRateLimitsIgnoreServerClockSteps(t *testing.T) {
 
 func TestPanickingSource(t *testing.T) {
 	f := &fake{obs: lockTable(nil), panics: true}
-	g, _ := New(f, Options{Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, Logger: quiet})
 	if _, err := g.Step(t.Context()); err == nil || !strings.Contains(err.Error(), "panicked") {
 		t.Fatalf("Step with a panicking source: %v", err)
 	}
@@ -376,7 +376,7 @@ func TestRunStopsWithContext(t *testing.T) {
 					o.Refresh = tc.refresh
 					return o
 				}}
-				g, _ := New(f, Options{Interval: 250 * time.Millisecond, Logger: quiet})
+				g, _ := New(f, Options{AllDatabases: true, Interval: 250 * time.Millisecond, Logger: quiet})
 				ctx, cancel := context.WithCancelCause(t.Context())
 				done := make(chan error)
 				go func() { done <- g.Run(ctx) }()
@@ -400,7 +400,7 @@ func TestRunStopsWithContext(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	f := &fake{obs: lockTable(func(s *Session) { s.Query = "UPDATE t SET v = v + 1 \x1b[2J" })}
-	g, _ := New(f, Options{DryRun: true, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, DryRun: true, Logger: quiet})
 	steps(t, g, 2)
 	x := g.Explain()
 	if len(x.Roots) != 1 || x.Roots[0] != 10 || x.Would != 10 {
@@ -474,7 +474,7 @@ func TestServerRestart(t *testing.T) {
 			return o
 		}
 		var logged lockedBuffer
-		g, _ := New(f, Options{Interval: 250 * time.Millisecond, SLO: time.Second, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		g, _ := New(f, Options{AllDatabases: true, Interval: 250 * time.Millisecond, SLO: time.Second, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 		ctx, stop := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- g.Run(ctx) }()
@@ -502,7 +502,7 @@ func TestServerRestart(t *testing.T) {
 func TestKilledMidAction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fake{obs: lockTable(nil), block: true}
-		g1, _ := New(f, Options{Interval: 250 * time.Millisecond, Logger: quiet})
+		g1, _ := New(f, Options{AllDatabases: true, Interval: 250 * time.Millisecond, Logger: quiet})
 		ctx, kill := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- g1.Run(ctx) }()
@@ -517,7 +517,7 @@ func TestKilledMidAction(t *testing.T) {
 		f.mu.Lock()
 		f.block = false
 		f.mu.Unlock()
-		g2, _ := New(f, Options{Interval: 250 * time.Millisecond, MinInterval: time.Hour, Logger: quiet})
+		g2, _ := New(f, Options{AllDatabases: true, Interval: 250 * time.Millisecond, MinInterval: time.Hour, Logger: quiet})
 		stepsEvery(t, g2, 12, 250*time.Millisecond)
 		if c := f.cancelled(); len(c) != 1 || c[0] != ds[0].Target {
 			t.Fatalf("restarted guard's cancels %+v, want the killed guard's target %+v once", c, ds[0].Target)

@@ -46,7 +46,7 @@ func (h hogScript) obs(n int, at time.Time) *Observation {
 func TestCancelsTheServerHog(t *testing.T) {
 	h := hogScript{rate: 2000, slowed: 1100, start: 24, hogRunning: true}
 	f := &fake{obs: h.obs}
-	g, err := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, err := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestCancelsTheServerHog(t *testing.T) {
 // holds is no one's culprit.
 func TestLongStatementWithoutLossIsLeftAlone(t *testing.T) {
 	f := &fake{obs: hogScript{rate: 2000, slowed: 1950, start: 24, hogRunning: true}.obs}
-	g, _ := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	if ds := steps(t, g, 60); len(f.cancels) != 0 {
 		t.Fatalf("cancels %+v, decisions %+v; want none", f.cancels, ds)
 	}
@@ -105,7 +105,7 @@ func TestLossWithoutHogIsLeftAlone(t *testing.T) {
 		}
 		return o
 	}}
-	g, _ := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	if ds := steps(t, g, 60); len(f.cancels) != 0 {
 		t.Fatalf("cancels %+v, decisions %+v; want none", f.cancels, ds)
 	}
@@ -119,7 +119,7 @@ func TestLossWithoutHogIsLeftAlone(t *testing.T) {
 // of the server; it is not blamed for the loss.
 func TestSleepingStatementHoldsNoServer(t *testing.T) {
 	f := &fake{obs: hogScript{rate: 2000, slowed: 1100, start: 24, hogRunning: false}.obs}
-	g, _ := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	if ds := steps(t, g, 60); len(f.cancels) != 0 {
 		t.Fatalf("cancels %+v, decisions %+v; want none", f.cancels, ds)
 	}
@@ -147,7 +147,7 @@ func TestPredictedWaitLooksEarly(t *testing.T) {
 		}
 		return obs
 	}}
-	g, _ := New(f, Options{SLO: time.Second, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, SLO: time.Second, Logger: quiet})
 	var at int
 	for n := 1; n <= 10 && len(f.cancels) == 0; n++ {
 		if _, err := g.Step(t.Context()); err != nil {
@@ -175,7 +175,7 @@ func TestBurstyCountersAreNoLoss(t *testing.T) {
 		return o
 	}
 	f := &fake{obs: bursty}
-	g, _ := New(f, Options{SLO: 500 * time.Millisecond, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, SLO: 500 * time.Millisecond, Logger: quiet})
 	for n := 1; n <= 60; n++ {
 		if _, err := g.Step(t.Context()); err != nil {
 			t.Fatal(err)
@@ -234,7 +234,7 @@ func TestVictimsLetThroughAreNotHogs(t *testing.T) {
 	}}
 	// No minimum interval between actions: the rate limit is not what
 	// should spare the victims.
-	g, _ := New(f, Options{SLO: 200 * time.Millisecond, MinInterval: time.Millisecond, Logger: quiet})
+	g, _ := New(f, Options{AllDatabases: true, SLO: 200 * time.Millisecond, MinInterval: time.Millisecond, Logger: quiet})
 	ds := steps(t, g, 48)
 	if len(f.cancels) != 1 || f.cancels[0].Session != 10 {
 		t.Fatalf("cancels %+v, decisions %+v; want the lock holder's only", f.cancels, ds)
@@ -282,7 +282,7 @@ func TestStalledStatementIsNoHog(t *testing.T) {
 		return o
 	}
 	f := &fake{obs: stalled}
-	stepThroughLoss(t, f, Options{Interval: 100 * time.Millisecond, SLO: 200 * time.Millisecond, Logger: quiet})
+	stepThroughLoss(t, f, Options{AllDatabases: true, Interval: 100 * time.Millisecond, SLO: 200 * time.Millisecond, Logger: quiet})
 	if len(f.cancels) != 0 {
 		t.Fatalf("cancels %+v; want none: the stalled UPDATE ran for less than a span of the loss", f.cancels)
 	}
@@ -310,7 +310,7 @@ func TestStallOfEveryClientIsNoHog(t *testing.T) {
 		return o
 	}
 	f := &fake{obs: stuck}
-	stepThroughLoss(t, f, Options{SLO: 200 * time.Millisecond, Logger: quiet})
+	stepThroughLoss(t, f, Options{AllDatabases: true, SLO: 200 * time.Millisecond, Logger: quiet})
 	if len(f.cancels) != 0 {
 		t.Fatalf("cancels %+v; want none: eight equal stuck statements hold the server alike", f.cancels)
 	}

@@ -22,7 +22,8 @@ type lockSource struct {
 	cancels []guard.Target
 }
 
-func (*lockSource) Name() string { return "fake" }
+func (*lockSource) Name() string     { return "fake" }
+func (*lockSource) Database() string { return "app" } // the guard's scope (guard.Scoped)
 func (*lockSource) Check(context.Context) (guard.ServerInfo, error) {
 	return guard.ServerInfo{Version: "fake 1"}, nil
 }
@@ -31,8 +32,8 @@ func (s *lockSource) Poll(context.Context) (*guard.Observation, error) {
 	held, waits := s.start.Add(-10*time.Second), s.start.Add(-2*time.Second)
 	return &guard.Observation{At: now,
 		Sessions: []guard.Session{
-			{ID: 10, User: "app", Kind: "client", State: "active", Active: true, Query: "UPDATE t SET v = v", XactStart: held, QueryStart: held},
-			{ID: 20, User: "app", Kind: "client", State: "active", Active: true, Query: "UPDATE t SET v = 1 WHERE id = 1", XactStart: waits, QueryStart: waits},
+			{ID: 10, User: "app", Database: "app", Kind: "client", State: "active", Active: true, Query: "UPDATE t SET v = v", XactStart: held, QueryStart: held},
+			{ID: 20, User: "app", Database: "app", Kind: "client", State: "active", Active: true, Query: "UPDATE t SET v = 1 WHERE id = 1", XactStart: waits, QueryStart: waits},
 		},
 		Resources: []guard.Resource{{Name: "relation:t", Kind: resource.KindLock}},
 		Uses: []guard.Use{

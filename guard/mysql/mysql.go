@@ -20,6 +20,7 @@ type Source struct {
 	user     string
 	database string // the DSN's: the guard's scope by default
 	mdl      string // "metadata_lock_info", "performance_schema" or ""
+	noMDL    bool   // WithoutMDLView: behave as on a server without a view
 	selfSup  bool   // the guard's own account is a superuser (Check)
 	privs    privileges
 }
@@ -49,8 +50,19 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
+// Option configures a Source.
+type Option func(*Source)
+
+// WithoutMDLView makes the source ignore the server's metadata lock views
+// (the METADATA_LOCK_INFO plugin, Performance Schema) and behave as on a
+// server without them: waits for metadata locks are seen from PROCESSLIST
+// states and a table's holder is inferred when only one session can hold
+// it. The plugin is server-wide; this shows what the guard does where it
+// is not installed.
+func WithoutMDLView() Option { return func(s *Source) { s.noMDL = true } }
+
 // Open opens a small dedicated pool to the server of dsn.
-func Open(ctx context.Context, dsn string) (*Source, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -66,7 +78,11 @@ func Open(ctx context.Context, dsn string) (*Source, error) {
 		db.Close()
 		return nil, fmt.Errorf("guard/mysql: connect: %w", err)
 	}
-	return &Source{db: db, user: cfg.User, database: cfg.DBName}, nil
+	s := &Source{db: db, user: cfg.User, database: cfg.DBName}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Name reports "mysql".
@@ -123,15 +139,19 @@ func (s *Source) Check(ctx context.Context) (guard.ServerInfo, error) {
 
 	s.mdl = ""
 	var n int
-	if s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME='METADATA_LOCK_INFO' AND PLUGIN_STATUS='ACTIVE'").Scan(&n) == nil && n > 0 {
+	switch {
+	case s.noMDL:
+	case s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME='METADATA_LOCK_INFO' AND PLUGIN_STATUS='ACTIVE'").Scan(&n) == nil && n > 0:
 		s.mdl = "metadata_lock_info"
-	} else {
+	default:
 		var on int
 		if s.db.QueryRowContext(ctx, "SELECT @@performance_schema").Scan(&on) == nil && on == 1 {
 			s.mdl = "performance_schema"
 		}
 	}
-	if s.mdl == "" {
+	if s.mdl == "" && s.noMDL {
+		info.Features = append(info.Features, "metadata_locks: views ignored (WithoutMDLView; waits seen from PROCESSLIST states; a table's holder inferred when only one session can hold it)")
+	} else if s.mdl == "" {
 		info.Features = append(info.Features, "metadata_locks: unavailable (waits seen from PROCESSLIST states; a table's holder inferred when only one session can hold it)")
 	} else {
 		info.Features = append(info.Features, "metadata_locks: "+s.mdl)

@@ -20,8 +20,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // database dropped after the test.
 func database(t *testing.T, name string) (*Source, *sql.DB, context.Context) {
 	t.Helper()
+	return databaseNamed(t, "moirai_guard_"+name)
+}
+
+// databaseNamed is database with the database's whole name, and the
+// source opened with opts.
+func databaseNamed(t *testing.T, db string, opts ...Option) (*Source, *sql.DB, context.Context) {
+	t.Helper()
 	_, admin, ctx := server(t)
-	db := "moirai_guard_" + name
 	for _, q := range []string{"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db} {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -35,7 +41,7 @@ func database(t *testing.T, name string) (*Source, *sql.DB, context.Context) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	src, err := Open(ctx, "mysql://"+cfg.FormatDSN())
+	src, err := Open(ctx, "mysql://"+cfg.FormatDSN(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +213,17 @@ func TestScopeIsTheDSNDatabase(t *testing.T) {
 // Observation 6: without a metadata lock view, a long read holding the
 // table's metadata lock, an ALTER queued behind it and reads queued behind
 // the ALTER: the guard infers the reader, the only candidate, and marks
-// the decision inferred.
+// the decision inferred. The server's views are ignored with
+// WithoutMDLView, as on a server without the plugin.
 func TestMetadataLockHolderInferred(t *testing.T) {
-	src, db, ctx := database(t, "mdl")
+	src, db, ctx := databaseNamed(t, "moirai_guard2_mdl", WithoutMDLView())
+	if src.mdl != "" {
+		t.Fatalf("WithoutMDLView: the source reads the view %q", src.mdl)
+	}
+	if info, err := src.Check(ctx); err != nil || !strings.Contains(strings.Join(info.Features, "; "), "metadata_locks: views ignored") {
+		t.Fatalf("Check: features %v, err %v; want the metadata lock views said ignored", info.Features, err)
+	}
 	table(t, ctx, db, "t")
-	src.mdl = "" // no plugin, no performance_schema
 	r, a, q := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
 	r.background(ctx, "SELECT SLEEP(15) FROM t LIMIT 1")
 	time.Sleep(200 * time.Millisecond)
