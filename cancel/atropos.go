@@ -518,6 +518,14 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 		}
 	}
 	a.pending = 0
+	// What the task used until now is not what a task of its class uses:
+	// the learners must not take its end, when it comes, for a completed
+	// task's (a source that sees the cancel only once the task is gone,
+	// as a database's statement, never shows it cancelled).
+	a.uses.Skip(c.Task)
+	if a.cfg.durations != nil {
+		a.cfg.durations.Skip(c.Task)
+	}
 	return []policy.Decision{{
 		Policy:  a.Name(),
 		Action:  policy.Cancel,

@@ -183,3 +183,13 @@ func (d *Durations) expected(class string, age time.Duration) (time.Duration, bo
 func (d *Durations) Mean(class string) (time.Duration, bool) {
 	return d.expected(class, 0)
 }
+
+// Skip leaves task id out of the durations learned when it ends: a task
+// chosen for cancellation did not run its class's whole course, whether or
+// not a later snapshot shows it cancelled. A task not seen yet is ignored.
+func (d *Durations) Skip(id uint64) {
+	if st, ok := d.seen[id]; ok {
+		st.skip = true
+		d.seen[id] = st
+	}
+}

@@ -255,3 +255,36 @@ func TestDurationsClassesBounded(t *testing.T) {
 		t.Errorf("%d classes kept, %d dropped; want 10 and 15", len(d.classes), d.Dropped())
 	}
 }
+
+// TestSkippedTaskNotLearned: a task chosen for cancellation is not learned
+// when it ends, even when no snapshot showed it cancelled (a database
+// statement cancelled between two polls is simply gone from the next).
+func TestSkippedTaskNotLearned(t *testing.T) {
+	w := 10 * ms
+	res := []snapshot.Resource{{Name: "row", Kind: resource.KindLock, Capacity: 1}}
+	held := func(at time.Duration, tasks ...snapshot.Task) *snapshot.Snapshot {
+		s := snap(at, w, tasks...)
+		s.Resources = res
+		for i := range s.Tasks {
+			s.Tasks[i].First, s.Tasks[i].N = int32(len(s.Usage)), 1
+			s.Usage = append(s.Usage, snapshot.Usage{Task: int32(i), Res: 0, Usage: task.Usage{Held: 1, Hold: s.Tasks[i].Age}})
+		}
+		return s
+	}
+	for _, skip := range []bool{false, true} {
+		d, u := NewDurations(0), NewUses(0)
+		s1 := held(0, snapshot.Task{ID: 7, Class: "sleep", Age: 500 * ms})
+		d.Observe(s1)
+		u.Observe(s1)
+		if skip {
+			d.Skip(7)
+			u.Skip(7)
+		}
+		d.Observe(snap(w, w))
+		u.Observe(snap(w, w))
+		_, learned := u.Total("sleep", "row")
+		if n := d.Samples("sleep"); (n > 0) == skip || learned == skip {
+			t.Errorf("skip=%v: durations learned %v samples, uses learned %v", skip, n, learned)
+		}
+	}
+}

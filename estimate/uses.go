@@ -153,3 +153,13 @@ func (u *Uses) Ended(class string) float64 {
 	}
 	return 0
 }
+
+// Skip leaves task id out of what is learned when it ends: a task chosen
+// for cancellation did not do its class's whole work, whether or not a
+// later snapshot shows it cancelled. A task not seen yet is ignored.
+func (u *Uses) Skip(id uint64) {
+	if st, ok := u.seen[id]; ok {
+		st.skip = true
+		u.seen[id] = st
+	}
+}
