@@ -6,7 +6,7 @@ import (
 )
 
 // A wait is charged to the root of its chain (DESIGN.md, rule 1 of blame).
-// A task waiting for a lock or queue another task holds is blocked: what
+// A task waiting for a lock or queue that one other task holds is blocked: what
 // it holds, it holds on behalf of the task it waits for, so it is never a
 // candidate, and its holds are added to the usage of the root of its chain
 // (the first task up the chain that does not wait), so that the root's
@@ -21,12 +21,17 @@ const maxChain = 32
 // chainScratch is the storage the pass reuses from one snapshot to the
 // next.
 type chainScratch struct {
-	holder []int32 // per resource: a task holding it, or -1
+	holder []int32 // per resource: the one task holding it, -1 none, or shared
 	waits  []int32 // per task: the resource it waits for behind another task, or -1
 	root   []int32 // per task: the root of its chain; -1 none, -2 not yet known
 	extra  []snapshot.Usage
 	buf    []snapshot.Usage
 }
+
+// shared marks a resource held by more than one task: a wait for it is
+// behind no one task in particular (a pool full of light requests is not
+// the root of a scan that waits for a slot), so it blocks no one.
+const shared = -3
 
 // blocking reports whether waiting for a resource of kind k is waiting
 // behind another task.
@@ -46,8 +51,12 @@ func chargeChains(s *snapshot.Snapshot, cs *chainScratch) {
 		if u.Res < 0 || int(u.Res) >= nr || u.Task < 0 || int(u.Task) >= nt || !blocking(s.Resources[u.Res].Kind) {
 			continue
 		}
-		if u.Held > 0 && cs.holder[u.Res] < 0 {
+		switch h := cs.holder[u.Res]; {
+		case u.Held <= 0 || h == u.Task || h == shared:
+		case h < 0:
 			cs.holder[u.Res] = u.Task
+		default:
+			cs.holder[u.Res] = shared
 		}
 		any = any || u.Waiting > 0
 	}

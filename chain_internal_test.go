@@ -25,7 +25,8 @@ type chainWorld struct {
 // genChains builds a random forest: a few roots each hold a lock; each
 // further task waits for a lock a holder holds and takes a lock of its own
 // first (while locks remain); light requests wait holding nothing; now and
-// then two tasks deadlock on each other's locks.
+// then two tasks deadlock on each other's locks, or two hold one lock
+// that a third waits for.
 func genChains(rng *rand.Rand) *chainWorld {
 	w := &chainWorld{}
 	s := &w.s
@@ -103,6 +104,19 @@ func genChains(rng *rand.Rand) *chainWorld {
 		wait(x, w.holds[y][0])
 		wait(y, w.holds[x][0])
 		w.root[x], w.root[y] = -1, -1
+	}
+	if rng.IntN(4) == 0 && next+2 <= nres {
+		// A lock two tasks hold (readers, or a semaphore's units): its
+		// waiter waits behind no one task and stays its own root.
+		p, q := add(-1, true), add(-1, true)
+		hold(p)
+		r := w.holds[p][0]
+		w.holds[q] = append(w.holds[q], r)
+		uses[q] = append(uses[q], snapshot.Usage{Res: r})
+		uses[q][0].Held, uses[q][0].Hold = 1, time.Duration(50+rng.IntN(3000))*time.Millisecond
+		z := add(-1, true)
+		hold(z)
+		wait(z, r)
 	}
 	// Shuffle the tasks so that chains are met in any order.
 	perm := rng.Perm(len(s.Tasks))
