@@ -113,6 +113,9 @@ type Controller struct {
 	scratchLive []*task.Task
 	parts       []partial  // per-worker sums of a snapshot build
 	liveTab     []liveHold // per resource: the hold in progress its primitive reports
+
+	// chain is a snapshot build's charging of chains to their roots.
+	chain chainScratch
 }
 
 // New returns a running controller.

@@ -105,6 +105,7 @@ func (c *Controller) buildTasks(dst *snapshot.Snapshot, ts []*task.Task, now int
 	if dropped {
 		compact(dst)
 	}
+	chargeChains(dst, &c.chain)
 }
 
 // fillTasks fills the entries of ts[lo:hi]. A task that ended while being

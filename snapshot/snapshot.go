@@ -58,7 +58,10 @@ type Task struct {
 	// another task holds, or in a queue behind another waiter): what it
 	// holds is held on behalf of the task it waits for, so cancelling it
 	// frees nothing that task would not keep. A blocked task is never a
-	// candidate of a cancellation policy.
+	// candidate of a cancellation policy. The controller's own snapshots
+	// also add what a blocked task holds to the entries of the root of its
+	// chain (the first task up the chain that does not wait), so that the
+	// root's gain includes freeing it.
 	Blocked     bool
 	Active      bool          // in an activity (not frozen)
 	Activities  int64         // activities begun
