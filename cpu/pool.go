@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -147,7 +148,7 @@ func (p *Pool) loop(tick time.Duration) {
 	win := newWindow(p.cfg.window)
 	seed := p.cfg.seed
 	if seed == 0 {
-		seed = uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<32
+		seed = rand.Uint64() // a different seed in every process
 	}
 	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, seed)
 	t := time.NewTicker(tick)

@@ -18,7 +18,10 @@ func TestMinIntervalSeparatesActions(t *testing.T) {
 			return lockTable(func(s *Session) { s.XactStart = s.XactStart.Add(time.Duration(n/4) * time.Millisecond) })(n, at)
 		}
 		const interval = 5 * time.Second
-		g, _ := New(f, Options{MinInterval: interval, MaxPerMinute: 1000, Logger: quiet})
+		g, err := New(f, Options{MinInterval: interval, MaxPerMinute: 1000, Logger: quiet, AllDatabases: true})
+		if err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
 		var at []time.Duration // when each cancel happened
 		for range 4 * 60 {
