@@ -843,11 +843,12 @@ func (a *Atropos) shares(ev *Evaluation, mr *snapshot.Resource, totals []float64
 	}
 }
 
-// choose ranks the candidates (the non-dominated set first, except for
-// Greedy), sets ev.Skyline and ev.Total, and returns the first limit
-// candidates in report order, the chosen first, with the least-loss choice
-// among those that free enough of the main resource (MultiObjective; -1
-// when none does: the best score is chosen).
+// choose ranks the candidates best first, marking the dominated ones
+// (except for Greedy), sets ev.Skyline and ev.Total, and returns the
+// candidates in report order (at least the first limit of them), the
+// chosen first, with the least-loss choice among those that free enough of
+// the main resource (MultiObjective; -1 when none does: the best score,
+// first in order, is chosen).
 func (a *Atropos) choose(s *snapshot.Snapshot, ev *Evaluation, limit int) (order []int32, best int32) {
 	cands, vals := a.work, a.vals
 	dims := len(ev.Contended)
