@@ -576,7 +576,35 @@ func (f FutureSource) String() string {
 	return "unknown"
 }
 
+// evaluate fills ev with the policy's reasoning on s: the contention
+// levels, the candidates (the first limit of them, best first) and the
+// choice. Each step is a method of its own, below.
 func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
+	main := a.contended(s, ev)
+	if main < 0 {
+		return
+	}
+	a.dimensions(s, ev, main)
+	dims := len(ev.Contended)
+	totals := make([]float64, dims)
+	maxLoss := a.candidates(s, ev, main, totals)
+	if len(a.work) == 0 {
+		ev.Reason = "no cancellable task would free a contended resource"
+		return
+	}
+	a.shares(ev, &s.Resources[main], totals, maxLoss)
+	order, best := a.choose(s, ev, limit)
+	a.report(s, ev, &s.Resources[main], order, best, totals, limit)
+	ev.Chosen = 0
+	ev.Reason = a.reason(ev, best >= 0)
+}
+
+// contended computes each resource's contention level into ev.Levels, the
+// resources the decision weighs into ev.Contended (Greedy: the most
+// contended one only) and ev.Main, and returns the index in s.Resources of
+// the most contended resource, or -1 (ev.Reason set) when none is
+// contended outside an episode.
+func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 	a.contention(s)
 	main := -1
 	for i := range s.Resources {
@@ -600,14 +628,20 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		if slices.ContainsFunc(ev.Levels, func(l Level) bool { return l.Episode }) {
 			ev.Reason = "no contended resource outside an episode: a cancelled task's use has not been seen to come back"
 		}
-		return
+		return main
 	}
 	if a.variant == Greedy {
 		// Only the most contended resource counts.
 		ev.Contended = append(ev.Contended[:0], main)
 	}
 	ev.Main = slices.Index(ev.Contended, main)
-	dims := len(ev.Contended)
+	return main
+}
+
+// dimensions maps each resource of s to its dimension among ev.Contended,
+// or -1 (a.dimOf), and sets each dimension's minimum gain (a.floor): a
+// share of the capacity for memory, the minimum gain in seconds otherwise.
+func (a *Atropos) dimensions(s *snapshot.Snapshot, ev *Evaluation, main int) {
 	// dimOf maps a resource index to its dimension, or -1.
 	a.dimOf = a.dimOf[:0]
 	for range s.Resources {
@@ -624,13 +658,16 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		}
 	}
 	a.floor = floor
-	mr := &s.Resources[main]
+}
 
-	// Candidates, their future usage of each contended resource, and the
-	// work each would lose.
+// candidates computes the candidates (a.work) and their future use of each
+// contended resource (a.vals, dims values then a free one for the keep
+// dimension per candidate), counts in ev the tasks left out and why, adds
+// each dimension's future use into totals and returns the largest loss.
+// main is the most contended resource's index in s.Resources.
+func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, totals []float64) (maxLoss float64) {
+	dims := len(ev.Contended)
 	cands, vals := a.work[:0], a.vals[:0]
-	totals := make([]float64, dims)
-	maxLoss := 0.0
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		switch {
@@ -654,68 +691,8 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		vals = slices.Grow(vals, dims+1)[:off+dims+1]
 		usage := vals[off : off+dims]
 		clear(vals[off:])
-		any, holds := false, false
-		var held int64
-		p, src, factor := -1.0, estimate.Source(0), 1.0
-		fsrc := FutureSource(0)
-		for ui := first; ui < first+n; ui++ {
-			u := &s.Usage[ui]
-			if u.Res < 0 || int(u.Res) >= len(s.Resources) {
-				continue
-			}
-			d := a.dimOf[u.Res]
-			if d < 0 {
-				continue
-			}
-			r := &s.Resources[u.Res]
-			if int(u.Res) == main && u.Held > 0 {
-				// Its demand on the main resource: what it holds and what
-				// its waits in progress want (a unit each at least).
-				held += u.Held + int64(max(u.Waiting, 0))
-			}
-			v := estimate.Current(u, r) // finite, ≥ 0
-			if !(v > 0) {
-				continue
-			}
-			holds = true
-			if p < 0 {
-				p, src = estimate.Progress(t, a.cfg.durations)
-				if a.variant != CurrentUsage {
-					factor = estimate.Future(1, p) // (1−p)/p, p already clamped
-				}
-			}
-			fut, fs := v*factor, FromProgress
-			if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
-				if total, ok := a.uses.Total(t.Class, r.Name); ok {
-					// A class seen to end: what is left of its use, when it
-					// promises more than the progress does. A task that has
-					// outlived its class's typical use is not about to end:
-					// its progress (conditioned on its age) decides then —
-					// unless the progress is the half-done guess and the
-					// class's tasks end having used less than the minimum
-					// gain: a request of a class that holds for a
-					// millisecond, stalled by the scheduler while it holds,
-					// is not a culprit.
-					left := total - estimate.Spent(&u.Usage, r.Capacity)
-					switch {
-					case src == estimate.Lindy && total < floor[d]:
-						fut, fs = max(left, 0), FromClassUse
-					case left > fut:
-						fut, fs = left, FromClassUse
-					}
-				} else if oversubscribes(u, r) && fut < floor[d] {
-					// No history: the resource's current demand decides.
-					fut, fs = floor[d], FromDemand
-				}
-			}
-			if fut >= floor[d] && fut > 0 {
-				usage[d] += fut
-				any = true
-				if fs > fsrc {
-					fsrc = fs
-				}
-			}
-		}
+		c := cand{task: int32(ti), off: int32(off)}
+		any, holds := a.future(s, t, main, usage, &c)
 		if !any {
 			vals = vals[:off]
 			ev.NoGain++
@@ -727,17 +704,95 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		for d, v := range usage {
 			totals[d] += v
 		}
-		loss, _ := estimate.Loss(s, ti)
-		maxLoss = max(maxLoss, loss)
-		cands = append(cands, cand{task: int32(ti), off: int32(off), progress: p, source: src,
-			loss: loss, held: held, future: fsrc})
+		c.loss, _ = estimate.Loss(s, ti)
+		maxLoss = max(maxLoss, c.loss)
+		cands = append(cands, c)
 	}
 	a.work, a.vals = cands, vals
-	if len(cands) == 0 {
-		ev.Reason = "no cancellable task would free a contended resource"
-		return
-	}
+	return maxLoss
+}
 
+// future adds task t's expected future use of each contended resource
+// into usage (by dimension; a use below the dimension's minimum gain
+// counts for nothing) and sets c's progress, its source, its demand on the
+// main resource (held) and where its future use came from. It reports
+// whether t would free any contended resource, and whether it uses one
+// at all.
+func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage []float64, c *cand) (any, holds bool) {
+	floor := a.floor
+	var held int64
+	p, src, factor := -1.0, estimate.Source(0), 1.0
+	fsrc := FutureSource(0)
+	first, n := int(t.First), int(t.N)
+	for ui := first; ui < first+n; ui++ {
+		u := &s.Usage[ui]
+		if u.Res < 0 || int(u.Res) >= len(s.Resources) {
+			continue
+		}
+		d := a.dimOf[u.Res]
+		if d < 0 {
+			continue
+		}
+		r := &s.Resources[u.Res]
+		if int(u.Res) == main && u.Held > 0 {
+			// Its demand on the main resource: what it holds and what
+			// its waits in progress want (a unit each at least).
+			held += u.Held + int64(max(u.Waiting, 0))
+		}
+		v := estimate.Current(u, r) // finite, ≥ 0
+		if !(v > 0) {
+			continue
+		}
+		holds = true
+		if p < 0 {
+			p, src = estimate.Progress(t, a.cfg.durations)
+			if a.variant != CurrentUsage {
+				factor = estimate.Future(1, p) // (1−p)/p, p already clamped
+			}
+		}
+		fut, fs := v*factor, FromProgress
+		if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
+			if total, ok := a.uses.Total(t.Class, r.Name); ok {
+				// A class seen to end: what is left of its use, when it
+				// promises more than the progress does. A task that has
+				// outlived its class's typical use is not about to end:
+				// its progress (conditioned on its age) decides then —
+				// unless the progress is the half-done guess and the
+				// class's tasks end having used less than the minimum
+				// gain: a request of a class that holds for a
+				// millisecond, stalled by the scheduler while it holds,
+				// is not a culprit.
+				left := total - estimate.Spent(&u.Usage, r.Capacity)
+				switch {
+				case src == estimate.Lindy && total < floor[d]:
+					fut, fs = max(left, 0), FromClassUse
+				case left > fut:
+					fut, fs = left, FromClassUse
+				}
+			} else if oversubscribes(u, r) && fut < floor[d] {
+				// No history: the resource's current demand decides.
+				fut, fs = floor[d], FromDemand
+			}
+		}
+		if fut >= floor[d] && fut > 0 {
+			usage[d] += fut
+			any = true
+			if fs > fsrc {
+				fsrc = fs
+			}
+		}
+	}
+	c.progress, c.source, c.held, c.future = p, src, held, fsrc
+	return any, holds
+}
+
+// shares turns each candidate's future use into shares of the dimension's
+// total (in place in a.vals), sets its keep value (MultiObjective), its
+// score (Σ level·share), its total, its support and whether it frees
+// enough of the main resource mr alone.
+func (a *Atropos) shares(ev *Evaluation, mr *snapshot.Resource, totals []float64, maxLoss float64) {
+	cands, vals := a.work, a.vals
+	dims := len(ev.Contended)
 	// Usage becomes shares in place (dominance is the same on both: each
 	// dimension is scaled by a positive constant), then scores. The last
 	// dimension is what a cancellation keeps: 1 − loss/maxLoss, so that
@@ -786,9 +841,20 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		c.total, c.score, c.support = total, score, support
 		c.sufficient = sufficient(mr, c.held, heavy, sh[ev.Main])
 	}
+}
+
+// choose ranks the candidates best first, marking the dominated ones
+// (except for Greedy), sets ev.Skyline and ev.Total, and returns the
+// candidates in report order (at least the first limit of them), the
+// chosen first, with the least-loss choice among those that free enough of
+// the main resource (MultiObjective; -1 when none does: the best score,
+// first in order, is chosen).
+func (a *Atropos) choose(s *snapshot.Snapshot, ev *Evaluation, limit int) (order []int32, best int32) {
+	cands, vals := a.work, a.vals
+	dims := len(ev.Contended)
 	ids := func(i int32) uint64 { return s.Tasks[cands[i].task].ID }
 	rd := dims
-	if lossDim {
+	if a.variant == MultiObjective {
 		rd++
 	}
 	order, sky := a.rank(cands, vals, rd, limit, a.variant != Greedy, ids)
@@ -799,7 +865,7 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 	// resource, the one losing least (a candidate dominated by one that
 	// does not free enough may be it); when none does alone, the best
 	// score, which is never dominated.
-	best := int32(-1)
+	best = -1
 	if a.variant == MultiObjective {
 		for i := range cands {
 			c := &cands[i]
@@ -823,6 +889,16 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		order[0] = best
 		a.order = order
 	}
+	return order, best
+}
+
+// report appends to ev.Candidates the first limit candidates of order,
+// each with its future use, its shares and why it was not chosen (the
+// first is the chosen; best is the least-loss choice or -1, mr the main
+// resource).
+func (a *Atropos) report(s *snapshot.Snapshot, ev *Evaluation, mr *snapshot.Resource, order []int32, best int32, totals []float64, limit int) {
+	cands, vals := a.work, a.vals
+	dims := len(ev.Contended)
 	for k, i := range order[:min(limit, len(order))] {
 		c := &cands[i]
 		t := &s.Tasks[c.task]
@@ -847,8 +923,6 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 			Loss: c.loss, Elapsed: t.Age, Sufficient: c.sufficient, Future: c.future, Why: why,
 		})
 	}
-	ev.Chosen = 0
-	ev.Reason = a.reason(ev, best >= 0)
 }
 
 // maxListed bounds the tasks an explanation lists as excluded.
