@@ -22,8 +22,7 @@ import (
 //
 // Rates are counted over a span (default 30 ms) rather than one window, so
 // that a loop's fine tick, whose windows hold a handful of events, still
-// gives a rate a policy can hold to a least count. Growth is smoothed over
-// the same span.
+// gives a rate a policy can hold to a least count.
 
 // Share is one task's part of one capacity-bounded resource.
 type Share struct {
@@ -31,10 +30,14 @@ type Share struct {
 	Res   int     // index into Snapshot.Resources
 	Held  int64   // units held (a Memory: resident units charged to the task)
 	Share float64 // Held / Capacity
-	// Growth is how fast Share grows, in capacity per second, smoothed;
-	// 0 for a task first seen in this snapshot with nothing before.
+	// Growth is how fast Share grows, in capacity per second, smoothed
+	// over 50 ms (a share taken in one step shows for a while); 0 for a
+	// task first seen in this snapshot with nothing before.
 	Growth float64
 }
+
+// growthSpan is the span growth is smoothed over.
+const growthSpan = 50 * time.Millisecond
 
 // ResourceSignals is what the trajectory shows of one resource.
 type ResourceSignals struct {
@@ -51,6 +54,7 @@ type ResourceSignals struct {
 	WaitRate       float64
 	OthersWaitRate float64
 	OthersWaits    int64
+	Span           time.Duration // the span the rates are counted over
 
 	steps []waitStep // the windows of the span, oldest first
 }
@@ -110,9 +114,9 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 		dt = 0
 	}
 	// Weight of this window in the smoothed rates.
-	alpha := 1.0
+	galpha := 1.0
 	if dt > 0 {
-		alpha = 1 - math.Exp(-float64(dt)/float64(tr.span))
+		galpha = 1 - math.Exp(-float64(dt)/float64(growthSpan))
 	}
 	n := len(s.Resources)
 	for len(tr.res) < n {
@@ -151,11 +155,11 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 				sh := Share{Task: ti, Res: ri, Held: u.Held, Share: float64(u.Held) / c}
 				if dt > 0 {
 					inst := float64(u.Held-p.held) / c / dt.Seconds()
-					e.growth = p.growth + alpha*(inst-p.growth)
+					e.growth = p.growth + galpha*(inst-p.growth)
 				}
 				sh.Growth = e.growth
 				tr.shares = append(tr.shares, sh)
-				if sh.Held > r.Top.Held {
+				if sh.Held > r.Top.Held || (sh.Held == r.Top.Held && sh.Growth > r.Top.Growth) {
 					r.Top = sh
 					ownWaits[ri] = w
 				}
@@ -170,7 +174,7 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 		r := &tr.res[i]
 		if dt == 0 {
 			r.steps = r.steps[:0]
-			r.WaitRate, r.OthersWaitRate, r.OthersWaits = 0, 0, 0
+			r.WaitRate, r.OthersWaitRate, r.OthersWaits, r.Span = 0, 0, 0, 0
 			continue
 		}
 		all := s.Resources[i].WindowWaits
@@ -193,6 +197,7 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 		r.WaitRate = float64(a) / span.Seconds()
 		r.OthersWaitRate = float64(o) / span.Seconds()
 		r.OthersWaits = o
+		r.Span = span
 	}
 	tr.at, tr.seen = s.At, true
 }

@@ -12,8 +12,10 @@
 //
 // # The rule
 //
-// For each bounded resource, the task holding the largest share is a
-// suspect when its share is at least [WithShare] (default 0.25) of the
+// For each bounded resource, the task whose share grows fastest (at least
+// 20 % of the capacity per second, smoothed over 50 ms) is a
+// suspect when it holds at least two units and its share is at least
+// [WithShare] (default 0.1) of the
 // capacity. The others suffer when their wait rate (a Memory's misses, a
 // pool's waits, per second, counted over 30 ms) is at least [WithRise]
 // (default 4) times its calm baseline and at least [WithMinRate] (default
@@ -39,6 +41,7 @@ package trend
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/moirai-go/moirai/policy"
@@ -72,11 +75,14 @@ const episodeRetry = 100 * time.Millisecond
 
 type resState struct {
 	base     float64       // calm baseline of the others' wait rate
-	based    bool          // base learned from at least one calm window
+	calm     time.Duration // calm time the baseline was learned over
 	quietAt  time.Duration // when the episode may end, or a skipped cancellation be retried
 	episode  bool          // acted on, its others still suffering
 	culprit  uint64        // the task the episode's cancellation was for
 	suspect  int           // task index of the suspect of the last Observe, −1
+	growth   float64       // the suspect's share, its growth and units held
+	shareOf  float64
+	held     int64
 	suffered bool          // the others suffer (last Observe)
 }
 
@@ -84,7 +90,7 @@ type resState struct {
 type Option func(*Policy)
 
 // WithShare sets the share of capacity, in (0, 1], from which the task
-// holding the most is a suspect (default 0.25).
+// growing fastest is a suspect (default 0.1).
 func WithShare(f float64) Option {
 	return func(p *Policy) {
 		if f > 0 && f <= 1 {
@@ -121,7 +127,7 @@ func WithPenalty(d time.Duration) Option {
 
 // New returns the policy.
 func New(opts ...Option) *Policy {
-	p := &Policy{share: 0.25, rise: 4, minRate: 25, penalty: 20 * time.Millisecond,
+	p := &Policy{share: 0.1, rise: 4, minRate: 25, penalty: 20 * time.Millisecond,
 		baseSpan: 2 * time.Second, tr: snapshot.NewTrajectory(spanOf),
 		acted: make(map[uint64]stage), live: make(map[uint64]struct{})}
 	for _, o := range opts {
@@ -160,29 +166,27 @@ func (p *Policy) Observe(s *snapshot.Snapshot) {
 		p.res = append(p.res, resState{})
 	}
 	p.res = p.res[:len(s.Resources)]
-	alpha := 0.0
-	if s.Window > 0 {
-		alpha = min(1, float64(s.Window)/float64(p.baseSpan))
-	}
 	for i := range p.res {
 		st, sig := &p.res[i], p.tr.Resource(i)
 		st.suspect, st.suffered = -1, false
 		if !sig.Bounded {
 			continue
 		}
-		if sig.Top.Task >= 0 && sig.Top.Share >= p.share {
-			st.suspect = sig.Top.Task
+		best := -1.0
+		for _, sh := range p.tr.Shares() {
+			if sh.Res == i && sh.Held >= 2 && sh.Share >= p.share && sh.Growth >= minGrowth && sh.Growth > best {
+				st.suspect, best, st.growth, st.shareOf, st.held = sh.Task, sh.Growth, sh.Growth, sh.Share, sh.Held
+			}
 		}
 		st.suffered = p.suffers(st, sig)
 		if st.episode && !st.suffered && s.At >= st.quietAt {
 			st.episode = false
 		}
-		if st.suspect < 0 && !st.episode && alpha > 0 {
-			if !st.based {
-				st.base, st.based = sig.OthersWaitRate, true
-			} else {
-				st.base += alpha * (sig.OthersWaitRate - st.base)
-			}
+		if !st.suffered && !st.episode && s.Window > 0 && sig.Span > 0 {
+			// The first second's average, then a moving one.
+			st.calm += s.Window
+			alpha := float64(s.Window) / float64(min(p.baseSpan, st.calm))
+			st.base += alpha * (sig.OthersWaitRate - st.base)
 		}
 	}
 	// Forget the tasks that are gone.
@@ -201,7 +205,32 @@ func (p *Policy) Observe(s *snapshot.Snapshot) {
 // state st: at least minWaits of them over the trajectory's span, at a
 // rate of at least minRate and rise times the calm baseline.
 func (p *Policy) suffers(st *resState, sig *snapshot.ResourceSignals) bool {
-	return sig.OthersWaits >= minWaits && sig.OthersWaitRate >= p.minRate && sig.OthersWaitRate >= p.rise*st.base
+	if sig.OthersWaits < minWaits || sig.OthersWaitRate < p.minRate || sig.OthersWaitRate < p.rise*st.base {
+		return false
+	}
+	// Not chance: that many waits are unlikely at the calm rate (taken
+	// as at least 1/s, a baseline of zero being a short sample).
+	return poissonTail(sig.OthersWaits, max(st.base, 1)*sig.Span.Seconds()) < chance
+}
+
+// chance is how unlikely, at the calm rate, the others' waits of a span
+// must be to count as risen.
+const chance = 1e-4
+
+// minGrowth is the least growth, in capacity per second, of a suspect's
+// share: a task whose share stands still did not make the others' waits
+// rise (it was there before them), and one that takes 5 s or more to fill
+// the capacity leaves time to the detectors of objectives.
+const minGrowth = 0.2
+
+// poissonTail returns P(X ≥ k) for X of Poisson law of mean m.
+func poissonTail(k int64, m float64) float64 {
+	term, cdf := math.Exp(-m), 0.0
+	for i := int64(0); i < k; i++ {
+		cdf += term
+		term *= m / float64(i+1)
+	}
+	return max(0, 1-cdf)
 }
 
 // minWaits is the least count of the others' waits over the trajectory's
@@ -230,22 +259,19 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 		}
 		r, sig := &s.Resources[i], p.tr.Resource(i)
 		act := policy.Cancel
-		if p.penalty > 0 && r.Kind == resource.KindMemory && sig.Top.Growth > 0 && p.acted[t.ID] == 0 {
+		if p.penalty > 0 && r.Kind == resource.KindMemory && p.acted[t.ID] == 0 {
 			act = policy.Penalize
-		} else if p.acted[t.ID] == penalized && sig.Top.Growth <= 0 && r.Kind == resource.KindMemory {
-			// Penalized and no longer growing: the penalty holds it.
-			continue
 		}
 		d := policy.Decision{Action: act, Task: t.ID, Class: t.Class,
 			Reason: fmt.Sprintf("%s on %s: share %.0f%% of capacity %d growing %+.0f%%/s while the others' waits run at %.0f/s (%d in %v; calm baseline %.1f/s)",
-				verb(act), r.Name, 100*sig.Top.Share, r.Capacity, 100*sig.Top.Growth, sig.OthersWaitRate, sig.OthersWaits, spanOf, st.base),
+				verb(act), r.Name, 100*st.shareOf, r.Capacity, 100*st.growth, sig.OthersWaitRate, sig.OthersWaits, sig.Span, st.base),
 			Details: []slog.Attr{
 				slog.String("signal", "share-and-others-waits"),
 				slog.String("resource", r.Name),
-				slog.Int64("held", sig.Top.Held),
+				slog.Int64("held", st.held),
 				slog.Int64("capacity", r.Capacity),
-				slog.Float64("share", sig.Top.Share),
-				slog.Float64("growth_per_s", sig.Top.Growth),
+				slog.Float64("share", st.shareOf),
+				slog.Float64("growth_per_s", st.growth),
 				slog.Float64("others_wait_rate", sig.OthersWaitRate),
 				slog.Int64("others_waits", sig.OthersWaits),
 				slog.Float64("baseline_wait_rate", st.base),
