@@ -83,7 +83,7 @@ type resState struct {
 	growth   float64       // the suspect's share, its growth and units held
 	shareOf  float64
 	held     int64
-	suffered bool          // the others suffer (last Observe)
+	suffered bool // the others suffer (last Observe)
 }
 
 // Option configures [New].
