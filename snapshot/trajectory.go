@@ -77,6 +77,14 @@ type Trajectory struct {
 	next   map[entryKey]entryPrev
 	res    []ResourceSignals
 	shares []Share
+	own    []int64
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 type entryKey struct {
@@ -128,7 +136,9 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 		tr.res[i].Top = Share{Task: -1, Res: i}
 	}
 	tr.shares = tr.shares[:0]
-	ownWaits := make([]int64, n) // Top's waits in the window, per resource
+	tr.own = grow(tr.own, n) // Top's waits in the window, per resource
+	ownWaits := tr.own
+	clear(ownWaits)
 	clear(tr.next)
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
@@ -141,6 +151,10 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 			if ri < 0 || ri >= n {
 				continue
 			}
+			r := &tr.res[ri]
+			if !r.Bounded || u.Held <= 0 {
+				continue
+			}
 			k := entryKey{t.ID, u.Res}
 			p, had := tr.prev[k]
 			e := entryPrev{held: u.Held, waits: u.Waits}
@@ -149,24 +163,19 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 				w = 0 // first snapshot: cumulative, in no window
 			}
 			w = max(w, 0)
-			r := &tr.res[ri]
-			if r.Bounded && u.Held > 0 {
-				c := float64(s.Resources[ri].Capacity)
-				sh := Share{Task: ti, Res: ri, Held: u.Held, Share: float64(u.Held) / c}
-				if dt > 0 {
-					inst := float64(u.Held-p.held) / c / dt.Seconds()
-					e.growth = p.growth + galpha*(inst-p.growth)
-				}
-				sh.Growth = e.growth
-				tr.shares = append(tr.shares, sh)
-				if sh.Held > r.Top.Held || (sh.Held == r.Top.Held && sh.Growth > r.Top.Growth) {
-					r.Top = sh
-					ownWaits[ri] = w
-				}
+			c := float64(s.Resources[ri].Capacity)
+			sh := Share{Task: ti, Res: ri, Held: u.Held, Share: float64(u.Held) / c}
+			if dt > 0 {
+				inst := float64(u.Held-p.held) / c / dt.Seconds()
+				e.growth = p.growth + galpha*(inst-p.growth)
 			}
-			if u.Held > 0 || u.Waits > 0 || u.Waiting > 0 {
-				tr.next[k] = e
+			sh.Growth = e.growth
+			tr.shares = append(tr.shares, sh)
+			if sh.Held > r.Top.Held || (sh.Held == r.Top.Held && sh.Growth > r.Top.Growth) {
+				r.Top = sh
+				ownWaits[ri] = w
 			}
+			tr.next[k] = e // only holders have a growth, or can be Top
 		}
 	}
 	tr.prev, tr.next = tr.next, tr.prev
