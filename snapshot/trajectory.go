@@ -14,8 +14,8 @@ import (
 // signals from the snapshots of a loop, for any policy that wants them:
 //
 //   - each task's share of a capacity-bounded resource (a Memory's residency
-//     charged to the task, the slots or units it holds) and how fast the
-//     share grows;
+//     charged to the task, the slots or units it holds), how fast the share
+//     grows, and how fast the task evicts what others used;
 //   - per resource, the waits begun per second (a Memory's misses, a pool's
 //     or a semaphore's waits) and the same rate without the task holding
 //     the largest share: what the others suffer.
@@ -34,6 +34,9 @@ type Share struct {
 	// over 50 ms (a share taken in one step shows for a while); 0 for a
 	// task first seen in this snapshot with nothing before.
 	Growth float64
+	// Evicting is how fast the task evicts units others used (a
+	// Memory), in capacity per second, smoothed as Growth.
+	Evicting float64
 }
 
 // growthSpan is the span growth is smoothed over.
@@ -93,9 +96,8 @@ type entryKey struct {
 }
 
 type entryPrev struct {
-	held   int64
-	waits  int64
-	growth float64
+	held, waits, evictions int64
+	growth, evicting       float64
 }
 
 // NewTrajectory returns a trajectory whose rates are smoothed over span
@@ -157,7 +159,7 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 			}
 			k := entryKey{t.ID, u.Res}
 			p, had := tr.prev[k]
-			e := entryPrev{held: u.Held, waits: u.Waits}
+			e := entryPrev{held: u.Held, waits: u.Waits, evictions: u.Evictions}
 			w := u.Waits - p.waits
 			if !had && dt == 0 {
 				w = 0 // first snapshot: cumulative, in no window
@@ -168,8 +170,13 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 			if dt > 0 {
 				inst := float64(u.Held-p.held) / c / dt.Seconds()
 				e.growth = p.growth + galpha*(inst-p.growth)
+				ev := 0.0
+				if had {
+					ev = float64(max(u.Evictions-p.evictions, 0)) / c / dt.Seconds()
+				}
+				e.evicting = p.evicting + galpha*(ev-p.evicting)
 			}
-			sh.Growth = e.growth
+			sh.Growth, sh.Evicting = e.growth, e.evicting
 			tr.shares = append(tr.shares, sh)
 			if sh.Held > r.Top.Held || (sh.Held == r.Top.Held && sh.Growth > r.Top.Growth) {
 				r.Top = sh

@@ -83,7 +83,8 @@ type resState struct {
 	growth   float64       // the suspect's share, its growth and units held
 	shareOf  float64
 	held     int64
-	suffered bool // the others suffer (last Observe)
+	evicting float64 // the suspect's evictions of others' units, capacity/s
+	suffered bool    // the others suffer (last Observe)
 }
 
 // Option configures [New].
@@ -168,14 +169,14 @@ func (p *Policy) Observe(s *snapshot.Snapshot) {
 	p.res = p.res[:len(s.Resources)]
 	for i := range p.res {
 		st, sig := &p.res[i], p.tr.Resource(i)
-		st.suspect, st.suffered = -1, false
+		st.suspect, st.suffered, st.evicting = -1, false, 0
 		if !sig.Bounded {
 			continue
 		}
 		best := -1.0
 		for _, sh := range p.tr.Shares() {
 			if sh.Res == i && sh.Held >= 2 && sh.Share >= p.share && sh.Growth >= minGrowth && sh.Growth > best {
-				st.suspect, best, st.growth, st.shareOf, st.held = sh.Task, sh.Growth, sh.Growth, sh.Share, sh.Held
+				st.suspect, best, st.growth, st.shareOf, st.held, st.evicting = sh.Task, sh.Growth, sh.Growth, sh.Share, sh.Held, sh.Evicting
 			}
 		}
 		st.suffered = p.suffers(st, sig)
@@ -205,13 +206,28 @@ func (p *Policy) Observe(s *snapshot.Snapshot) {
 // state st: at least minWaits of them over the trajectory's span, at a
 // rate of at least minRate and rise times the calm baseline.
 func (p *Policy) suffers(st *resState, sig *snapshot.ResourceSignals) bool {
-	if sig.OthersWaits < minWaits || sig.OthersWaitRate < p.minRate || sig.OthersWaitRate < p.rise*st.base {
+	least, odds := int64(minWaits), chance
+	if st.suspect >= 0 && st.evicting >= minEvicting {
+		// The suspect pushes out what the others use: their first
+		// misses are the start of a rise, not chance.
+		least, odds = minWaitsEvicting, chanceEvicting
+	}
+	if sig.OthersWaits < least || sig.OthersWaitRate < p.minRate || sig.OthersWaitRate < p.rise*st.base {
 		return false
 	}
 	// Not chance: that many waits are unlikely at the calm rate (taken
 	// as at least 1/s, a baseline of zero being a short sample).
-	return poissonTail(sig.OthersWaits, max(st.base, 1)*sig.Span.Seconds()) < chance
+	return poissonTail(sig.OthersWaits, max(st.base, 1)*sig.Span.Seconds()) < odds
 }
+
+// While the suspect evicts what the others used at minEvicting of the
+// capacity per second or more, minWaitsEvicting of the others' waits in
+// the span, at odds below chanceEvicting, are enough to show the rise.
+const (
+	minEvicting      = 0.5
+	minWaitsEvicting = 2
+	chanceEvicting   = 1e-3
+)
 
 // chance is how unlikely, at the calm rate, the others' waits of a span
 // must be to count as risen.
@@ -263,8 +279,8 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 			act = policy.Penalize
 		}
 		d := policy.Decision{Action: act, Task: t.ID, Class: t.Class,
-			Reason: fmt.Sprintf("%s on %s: share %.0f%% of capacity %d growing %+.0f%%/s while the others' waits run at %.0f/s (%d in %v; calm baseline %.1f/s)",
-				verb(act), r.Name, 100*st.shareOf, r.Capacity, 100*st.growth, sig.OthersWaitRate, sig.OthersWaits, sig.Span, st.base),
+			Reason: fmt.Sprintf("%s on %s: share %.0f%% of capacity %d growing %+.0f%%/s, evicting others' %.0f%%/s, while the others' waits run at %.0f/s (%d in %v; calm baseline %.1f/s)",
+				verb(act), r.Name, 100*st.shareOf, r.Capacity, 100*st.growth, 100*st.evicting, sig.OthersWaitRate, sig.OthersWaits, sig.Span, st.base),
 			Details: []slog.Attr{
 				slog.String("signal", "share-and-others-waits"),
 				slog.String("resource", r.Name),
@@ -272,6 +288,7 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 				slog.Int64("capacity", r.Capacity),
 				slog.Float64("share", st.shareOf),
 				slog.Float64("growth_per_s", st.growth),
+				slog.Float64("evicting_per_s", st.evicting),
 				slog.Float64("others_wait_rate", sig.OthersWaitRate),
 				slog.Int64("others_waits", sig.OthersWaits),
 				slog.Float64("baseline_wait_rate", st.base),

@@ -39,6 +39,7 @@ type world struct {
 
 	now      time.Duration
 	waits    int64 // cumulative victims' waits
+	evicted  int64 // cumulative victims' units the culprit evicted
 	acts     []policy.Decision
 	cancelAt time.Duration
 }
@@ -162,16 +163,26 @@ func (w *world) snap(prevWaits int64) *snapshot.Snapshot {
 	}
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
-		held := int64(1)
+		held, evicted := int64(1), int64(0)
 		switch t.ID {
 		case 1:
 			held = w.culprit.held
+			// What it takes beyond the spare part was the victims'
+			// (a Memory's evictions; slots are not evicted).
+			spare := w.free
+			if w.heavy != nil && !w.heavy.gone {
+				spare -= w.heavy.held
+			}
+			if w.kind == resource.KindMemory {
+				w.evicted = max(w.evicted, held-spare)
+				evicted = w.evicted
+			}
 		case 2:
 			held = w.heavy.held
 		}
 		t.First, t.N = int32(len(s.Usage)), 1
 		s.Usage = append(s.Usage, snapshot.Usage{Task: int32(i), Res: 0,
-			Usage: task.Usage{Resource: 1, Held: held}})
+			Usage: task.Usage{Resource: 1, Held: held, Evictions: evicted}})
 	}
 	return s
 }
