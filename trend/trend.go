@@ -19,7 +19,9 @@
 // capacity. The others suffer when their wait rate (a Memory's misses, a
 // pool's waits, per second, counted over 30 ms) is at least [WithRise]
 // (default 4) times its calm baseline and at least [WithMinRate] (default
-// 25/s), with at least 3 waits in the span. A suspect whose resource's others suffer is acted on:
+// 25/s), with at least 3 waits in the span, unlikely by chance at the
+// baseline (a Poisson tail below 10⁻⁴); while the suspect evicts what the
+// others used, 2 waits at odds below 10⁻³ are enough. A suspect whose resource's others suffer is acted on:
 //
 //   - penalized first where a penalty applies (a Memory whose share still
 //     grows: a scan can be slowed at its next page);
