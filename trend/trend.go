@@ -193,6 +193,9 @@ func (p *Policy) Observe(s *snapshot.Snapshot) {
 		}
 	}
 	// Forget the tasks that are gone.
+	if len(p.acted) == 0 {
+		return
+	}
 	clear(p.live)
 	for i := range s.Tasks {
 		p.live[s.Tasks[i].ID] = struct{}{}
