@@ -27,7 +27,8 @@ import (
 // a re-execution fits when nobody holds it or waits for it now and either
 // its expected hold is at most half the objective (the others then wait
 // less than their objective for it) or the lock has been unused for the
-// quiet time ([RetryQuiet]): the load has left a window. Memory, CPU and IO
+// quiet time ([RetryQuiet]) and at least a second: the load has stopped,
+// not paused. Memory, CPU and IO
 // resources fit when unused for the quiet time. No detector may fire.
 //
 // # The class cap
@@ -243,8 +244,11 @@ func (c *Controller) fitsLocked(used []usedRes, hold, quiet time.Duration) (bool
 			if r.Holders > 0 || c.reservedLocked(i) > 0 {
 				return false, r.Name + " is held"
 			}
-			if hold > c.cfg.sloTarget/2 && !idle {
-				return false, fmt.Sprintf("%s: a hold of about %v delays its other users past half the objective %v, and it was used within %v", r.Name, hold.Round(time.Millisecond), c.cfg.sloTarget, quiet)
+			// A long hold needs the load to have stopped, not paused: a
+			// second unused, at least.
+			long := max(quiet, time.Second)
+			if hold > c.cfg.sloTarget/2 && !(i < len(c.reexec.usedAt) && time.Duration(now-c.reexec.usedAt[i]) >= long) {
+				return false, fmt.Sprintf("%s: a hold of about %v delays its other users past half the objective %v, and it was used within %v", r.Name, hold.Round(time.Millisecond), c.cfg.sloTarget, long)
 			}
 		default:
 			if !idle {

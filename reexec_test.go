@@ -116,23 +116,7 @@ func TestReexecutionCannotCompleteUnderLoad(t *testing.T) {
 			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		defer ctl.Close()
 		m := ctl.RWMutex("map")
-		stop := make(chan struct{})
-		var readers sync.WaitGroup
-		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(3 * time.Millisecond):
-				}
-				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "read"})
-				if m.RLock(ctx) == nil {
-					time.Sleep(time.Millisecond)
-					m.RUnlock(ctx)
-				}
-				tk.End(nil)
-			}
-		})
+		stop, readers := readLoad(ctl, m, time.Millisecond)
 		runs := 0
 		compaction := func(ctx context.Context, run int) error {
 			runs = run
@@ -178,22 +162,7 @@ func TestReexecutionRunsWhenTheLoadLeavesAWindow(t *testing.T) {
 			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		defer ctl.Close()
 		m := ctl.RWMutex("map")
-		stop := make(chan struct{})
-		var readers sync.WaitGroup
-		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(3 * time.Millisecond):
-				}
-				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "read"})
-				if m.RLock(ctx) == nil {
-					m.RUnlock(ctx) // shorter than a clock tick
-				}
-				tk.End(nil)
-			}
-		})
+		stop, readers := readLoad(ctl, m, 0) // reads shorter than a clock tick
 		var started time.Time
 		compaction := func(ctx context.Context, run int) error {
 			if run == 2 {
@@ -271,4 +240,29 @@ func TestReexecutionsReserveCapacity(t *testing.T) {
 			t.Error("the two re-executions ran together: 4 + 4 + 1 units over 8")
 		}
 	})
+}
+
+// readLoad starts a reader of m every 3 ms, each a task holding the read
+// lock for hold, until stop is closed; wait for the returned group.
+func readLoad(ctl *moirai.Controller, m *moirai.RWMutex, hold time.Duration) (chan struct{}, *sync.WaitGroup) {
+	stop := make(chan struct{})
+	readers := new(sync.WaitGroup)
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "read"})
+			if m.RLock(ctx) == nil {
+				if hold > 0 {
+					time.Sleep(hold)
+				}
+				m.RUnlock(ctx)
+			}
+			tk.End(nil)
+		}
+	})
+	return stop, readers
 }

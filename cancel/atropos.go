@@ -678,8 +678,17 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 					// A class seen to end: what is left of its use, when it
 					// promises more than the progress does. A task that has
 					// outlived its class's typical use is not about to end:
-					// its progress (conditioned on its age) decides then.
-					if left := total - estimate.Spent(&u.Usage, r.Capacity); left > fut {
+					// its progress (conditioned on its age) decides then —
+					// unless the progress is the half-done guess and the
+					// class's tasks end having used less than the minimum
+					// gain: a request of a class that holds for a
+					// millisecond, stalled by the scheduler while it holds,
+					// is not a culprit.
+					left := total - estimate.Spent(&u.Usage, r.Capacity)
+					switch {
+					case src == estimate.Lindy && total < floor[d]:
+						fut, fs = max(left, 0), FromClassUse
+					case left > fut:
 						fut, fs = left, FromClassUse
 					}
 				} else if oversubscribes(u, r) && fut < floor[d] {

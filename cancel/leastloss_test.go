@@ -320,3 +320,20 @@ func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
 	}
 	return true, want != 0, ""
 }
+
+// A request of a class whose tasks hold a lock for milliseconds, stalled
+// by the scheduler while it holds it, is not a culprit: without progress
+// its class's use decides, not the half-done guess.
+func TestStalledLightHolderIsNoCulprit(t *testing.T) {
+	a := NewAtropos(MultiObjective, WithConfirmation(0), WithMinGain(25*ms))
+	var at time.Duration
+	for range 5 {
+		teach(a, &at, "light", "wal", 0, 1, 2*ms)
+	}
+	s := newBuilder(0).res("wal", resource.KindLock, 0, 0.8, 10).
+		task(1, "light", true, 0, 0, 70*ms, use{res: 0, held: 1, hold: 70 * ms}).
+		build()
+	if ev := a.Evaluate(s); ev.Chosen >= 0 {
+		t.Fatalf("chose %+v; a stalled light request is no culprit", ev.Candidates[ev.Chosen])
+	}
+}
