@@ -8,6 +8,7 @@ import (
 	"github.com/moirai-go/moirai/detect"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/penalty"
+	"github.com/moirai-go/moirai/trend"
 )
 
 // The pBox controllers: penalties alone, and the composed default of
@@ -23,7 +24,7 @@ func init() {
 	})
 	RegisterController(Controller{
 		Name:     "moirai",
-		Describe: "the composed default: penalties under the isolation goal, targeted cancellation on resource overload; re-execution; admission off",
+		Describe: "the composed default: early action on a culprit in the making (trend), penalties under the isolation goal, targeted cancellation on resource overload; re-execution; admission off",
 		Options: func(slo time.Duration) []moirai.Option {
 			d := estimate.NewDurations(0)
 			return append(harnessTicks(),
@@ -31,6 +32,7 @@ func init() {
 				moirai.WithDurations(d),
 				moirai.WithDetector(detect.NewSLO(0.99, slo, detect.WithPrediction(d)), detect.NewCollapse(0.5)),
 				moirai.WithPolicy(
+					trend.New(),
 					cancel.NewAtropos(cancel.MultiObjective, cancel.WithDurations(d), cancel.WithMinGain(slo/2)),
 					penalty.New()))
 		},

@@ -17,8 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // checks the service is complete: the measured runs are `moirai bench`'s.
 func TestCasesBuild(t *testing.T) {
 	cases := bench.Cases("inproc")
-	if len(cases) != 14 {
-		t.Errorf("%d inproc cases, want the 11 of CASES.md and the 3 of two heavy holders and a monolithic writer", len(cases))
+	if len(cases) != 15 {
+		t.Errorf("%d inproc cases, want the 11 of CASES.md, the 3 of two heavy holders and a monolithic writer, and harmless-heavy", len(cases))
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
