@@ -124,8 +124,15 @@
 //   - detect: when to look (the SLO and throughput-collapse detectors).
 //   - estimate: contention levels, gains and learned class durations,
 //     pure functions of snapshots.
-//   - cancel: Atropos, the cancellation policy, and its variants.
+//   - cancel: Atropos, the cancellation policy, and its variants; it
+//     chooses, among the tasks that free enough of the contended
+//     resources, the one whose cancellation loses least, and never a
+//     task that waits behind another (chain.go charges a chain's holds
+//     to its root).
 //   - penalty: pBox's penalties, a continuous policy.
+//   - trend (opt-in): early action on a task whose share of a
+//     capacity-bounded resource grows while the others' misses or waits
+//     rise, before any objective is missed.
 //   - admit: DAGOR's priority admission and its priorities on the wire.
 //   - fence: PathFence's per-path reservations of a worker pool, the
 //     classifier that learns a request's path, and the SCT tuner.
@@ -135,18 +142,29 @@
 // At the edges:
 //
 //   - httpmw, grpcmw: the net/http and gRPC middleware (server and
-//     client) that make requests tasks and wire admission and fences.
-//   - metrics, debugpage, flightrec: Prometheus collectors, the live
-//     page, and the execution-trace flight recorder.
+//     client) that make requests tasks and wire admission and fences;
+//     grpcmw is a module of its own (it requires grpc).
+//   - sqlmw, pgxpoolmw: a database/sql pool and a pgxpool pool as traced
+//     resources (pgxpoolmw is a module of its own: it requires pgx).
+//   - metrics, debugpage, flightrec: Prometheus collectors (metrics is a
+//     module of its own), the live page, and the execution-trace flight
+//     recorder.
 //   - guard, guard/postgres, guard/mysql: the same cancellation policy
-//     applied to a database server from outside, through its views.
+//     applied to a database server from outside, through its views (a
+//     module of its own, with the database drivers).
 //   - analysis/...: the analyzers of `moirai vet` (and of cmd/moirai-vet,
 //     for go vet -vettool), which find the resources worth instrumenting
 //     in a program.
-//   - cmd/moirai: the command (guard, vet, cpus, demo, bench); bench
-//     and its subpackages: the evaluation harness and its cases.
-//   - internal/clock: the coarse clock the hot path reads; internal/sleep,
-//     internal/demo, internal/grpcserve: helpers of the command.
+//   - cmd/moirai: the command (guard, vet, cpus, demo, bench), a module
+//     of its own; bench and its subpackages (a module of its own, the
+//     lab): the evaluation harness, its cases (bench/CASES.md), the
+//     baselines (bench/baseline), the suites and the demo's service.
+//   - internal/clock: the coarse clock the hot path reads; internal/taskrt
+//     and internal/taskx: the task's runtime plumbing, which the loop,
+//     the snapshot builder and the primitives call and applications do
+//     not see; internal/resrt: the primitives' constructors for the
+//     controller; internal/waitq: the intrusive wait queue of the
+//     primitives and the fence; internal/sleep: a context-aware sleep.
 //
 // # How a request flows
 //

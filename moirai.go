@@ -20,7 +20,6 @@ import (
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
-	"github.com/moirai-go/moirai/trend"
 )
 
 // ErrCancelled is the cause with which the controller cancels a task's
@@ -126,9 +125,7 @@ type Controller struct {
 // the [detect.SLO] detector on the objective of [WithSLO] and the
 // [detect.Collapse] detector (throughput below half the recent best), and
 // the multi-objective [cancel.Atropos] policy, which acts only on tasks
-// begun with Spec.Cancellable set, the early action of [trend.Policy] on a
-// task whose share of a capacity-bounded resource grows while the others'
-// misses or waits rise (before any objective is missed), and pBox's penalties
+// begun with Spec.Cancellable set, and pBox's penalties
 // ([penalty.Policy]), which delay the tasks that defer others beyond their
 // isolation goal ([WithPenalties](false) leaves them out).
 func New(opts ...Option) *Controller {
@@ -150,7 +147,7 @@ func New(opts ...Option) *Controller {
 			detect.NewSLO(cfg.sloQuantile, cfg.sloTarget, detect.WithPrediction(durations)),
 			detect.NewCollapse(0.5),
 		}
-		cfg.policies = []policy.Policy{trend.New(), cancel.NewAtropos(cancel.MultiObjective,
+		cfg.policies = []policy.Policy{cancel.NewAtropos(cancel.MultiObjective,
 			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2))}
 		if cfg.penalties {
 			cfg.policies = append(cfg.policies, penalty.New())

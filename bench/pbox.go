@@ -8,6 +8,7 @@ import (
 	"github.com/moirai-go/moirai/detect"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/penalty"
+	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/trend"
 )
 
@@ -22,20 +23,33 @@ func init() {
 			return append(harnessTicks(), moirai.WithSLO(0.99, slo), moirai.WithPolicy(penalty.New()))
 		},
 	})
-	RegisterController(Controller{
-		Name:     "moirai",
-		Describe: "the composed default: early action on a culprit in the making (trend), penalties under the isolation goal, targeted cancellation on resource overload; re-execution; admission off",
-		Options: func(slo time.Duration) []moirai.Option {
+	// composed is the library's default composition, with early action
+	// (package trend) in front of it or not.
+	composed := func(early bool) func(time.Duration) []moirai.Option {
+		return func(slo time.Duration) []moirai.Option {
 			d := estimate.NewDurations(0)
+			var ps []policy.Policy
+			if early {
+				ps = append(ps, trend.New())
+			}
+			ps = append(ps, cancel.NewAtropos(cancel.MultiObjective, cancel.WithDurations(d), cancel.WithMinGain(slo/2)), penalty.New())
 			return append(harnessTicks(),
 				moirai.WithSLO(0.99, slo),
 				moirai.WithDurations(d),
 				moirai.WithDetector(detect.NewSLO(0.99, slo, detect.WithPrediction(d)), detect.NewCollapse(0.5)),
-				moirai.WithPolicy(
-					trend.New(),
-					cancel.NewAtropos(cancel.MultiObjective, cancel.WithDurations(d), cancel.WithMinGain(slo/2)),
-					penalty.New()))
-		},
+				moirai.WithPolicy(ps...))
+		}
+	}
+	RegisterController(Controller{
+		Name:      "moirai",
+		Describe:  "the composed default: penalties under the isolation goal, targeted cancellation on resource overload; re-execution; admission off",
+		Options:   composed(false),
+		Reexecute: true,
+	})
+	RegisterController(Controller{
+		Name:      "moirai-trend",
+		Describe:  "the composed default with early action first (package trend, opt-in): a task whose share of a capacity-bounded resource grows while the others' misses or waits rise is penalized or cancelled before the objective is missed",
+		Options:   composed(true),
 		Reexecute: true,
 	})
 }
