@@ -91,10 +91,12 @@ func (p *proxy) up() {
 // the server answers again the same source polls and acts on a culprit
 // without being reopened.
 func TestServerOutage(t *testing.T) {
-	server(t) // skips without a server
-	u, err := url.Parse(dsn())
+	// A database of its own: the guard, scoped to it, sees and acts on
+	// this test's sessions only, whatever else runs on the server.
+	d := database(t, "outage") // skips without a server
+	u, err := url.Parse(d)
 	if err != nil || u.Host == "" {
-		t.Skipf("the outage test needs a host:port DSN, not %q", dsn())
+		t.Skipf("the outage test needs a host:port DSN, not %q", d)
 	}
 	p := newProxy(t, u.Host)
 	pu := *u
@@ -139,14 +141,14 @@ func TestServerOutage(t *testing.T) {
 	}
 
 	// And it still acts: a culprit holding a table its victims wait for.
-	table(t, "gp_outage")
-	culprit := client(t)
+	exec(t, clientOf(t, d), "CREATE TABLE gp_outage (id int PRIMARY KEY, v int); INSERT INTO gp_outage SELECT g, 0 FROM generate_series(1, 100) g")
+	culprit := clientOf(t, d)
 	cp := pid(t, culprit)
 	actx, acancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer acancel()
 	exec(t, culprit, "BEGIN; LOCK TABLE gp_outage IN EXCLUSIVE MODE")
 	c := background(actx, culprit, "SELECT pg_sleep(20)")
-	v := background(actx, client(t), "UPDATE gp_outage SET v = 1 WHERE id = 1")
+	v := background(actx, clientOf(t, d), "UPDATE gp_outage SET v = 1 WHERE id = 1")
 	var acted []guard.Decision
 	for start := time.Now(); len(acted) == 0 && time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
 		ds, err := g.Step(t.Context())
