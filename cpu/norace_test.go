@@ -1,5 +1,0 @@
-//go:build !race
-
-package cpu
-
-const raceEnabled = false
