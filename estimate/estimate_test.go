@@ -288,3 +288,31 @@ func TestSkippedTaskNotLearned(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalNeedsAUseOfTheResource: a class whose only ended task never
+// touched a resource has no estimate for it (the doc's promise), so a
+// task of that class holding the resource is judged by its own use, not
+// by a learned 0. A task that used it once and not the next time keeps a
+// decayed estimate.
+func TestTotalNeedsAUseOfTheResource(t *testing.T) {
+	w := 10 * ms
+	u := NewUses(0)
+	s := snap(0, w, snapshot.Task{ID: 1, Class: "sleep", Age: 5 * ms})
+	s.Resources = []snapshot.Resource{{Name: "server", Kind: resource.KindCPU}}
+	s.Tasks[0].First, s.Tasks[0].N = 0, 1
+	s.Usage = []snapshot.Usage{{Task: 0, Res: 0, Usage: task.Usage{Held: 1, Hold: 5 * ms}}}
+	u.Observe(s)
+	u.Observe(snap(w, w))
+	if got, ok := u.Total("sleep", "row"); ok {
+		t.Fatalf("Total(sleep, row) = %v, true after a task that never held row; want no estimate", got)
+	}
+	if got, ok := u.Total("sleep", "server"); !ok || got <= 0 {
+		t.Fatalf("Total(sleep, server) = %v, %v; want the task's use", got, ok)
+	}
+	s2 := snap(2*w, w, snapshot.Task{ID: 2, Class: "sleep", Age: 5 * ms})
+	u.Observe(s2)
+	u.Observe(snap(3*w, w))
+	if got, ok := u.Total("sleep", "server"); !ok || got <= 0 {
+		t.Fatalf("after a task without it: Total(sleep, server) = %v, %v; want a decayed estimate", got, ok)
+	}
+}

@@ -137,13 +137,17 @@ func hasRes(spent []resSpent, name string) bool {
 
 // Total returns the learned total use of resource res by a task of class,
 // in resource-seconds (see [Spent]), and false when no task of the class
-// has ended yet.
+// that ended used res: a class seen to end without touching a resource
+// says nothing of a task of it that holds one (a session's statement seen
+// for a poll as it was killed, say, is not the class's use of every
+// lock).
 func (u *Uses) Total(class, res string) (float64, bool) {
 	c := u.classes[class]
 	if c == nil || c.n == 0 {
 		return 0, false
 	}
-	return c.mean[res], true
+	m, ok := c.mean[res]
+	return m, ok
 }
 
 // Ended returns the number of tasks of class learned.

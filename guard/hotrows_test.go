@@ -18,7 +18,10 @@ import (
 // queue on each row at random moments in the first second, a later one
 // behind the earlier (a tuple lock, as PostgreSQL queues). It returns the
 // observation at the bubble's clock, the active roots and the moment the
-// first waiter of each queued.
+// first waiter of each queued. In half the scenes, 1–3 sessions running
+// the roots' statement are seen for the first 50–250 ms and then vanish
+// (sessions of an earlier run ending, as a killed one lingers a poll):
+// they hold nothing and change nothing of the blame.
 func hotRows(r *rand.Rand, t0 time.Time, others int) (obs func(int, time.Time) *Observation, active map[int64]time.Time) {
 	type row struct {
 		root    Session
@@ -44,6 +47,11 @@ func hotRows(r *rand.Rand, t0 time.Time, others int) (obs func(int, time.Time) *
 		if s.Application == "" && s.User == "app" {
 			active[s.ID] = first
 		}
+	}
+	var ghosts int
+	var ghostFor time.Duration
+	if r.IntN(2) == 0 {
+		ghosts, ghostFor = 1+r.IntN(3), time.Duration(50+r.IntN(200))*time.Millisecond
 	}
 	if len(active) == 0 {
 		// Every scene has an actionable root: the last row's.
@@ -77,6 +85,13 @@ func hotRows(r *rand.Rand, t0 time.Time, others int) (obs func(int, time.Time) *
 				}
 				obs.Uses = append(obs.Uses, Use{Session: id, Resource: tuple, Mode: "ExclusiveLock", Waiting: true, BlockedBy: []int64{ahead}, Soft: true, Since: start})
 			}
+		}
+		for i := range ghosts {
+			if at.Sub(t0) >= ghostFor {
+				break
+			}
+			obs.Sessions = append(obs.Sessions, Session{ID: int64(3000 + i), User: "app", Kind: "client", State: "active", Active: true, Database: "db",
+				Query: "SELECT pg_sleep(30)", XactStart: t0, QueryStart: t0})
 		}
 		// Another database's load: short transactions, a new one every
 		// 50 ms on each of its sessions.

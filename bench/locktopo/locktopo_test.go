@@ -81,9 +81,8 @@ func TestWrongness(t *testing.T) {
 	}
 }
 
-// TestLocktopo is the CI-sized run: LOCKTOPO_SCENARIOS (default 44: at
-// least 40 run on MariaDB, whose scenarios without the metadata lock
-// plugin are skipped) scenarios per server from seed LOCKTOPO_SEED (default 1) against the
+// TestLocktopo is the CI-sized run: LOCKTOPO_SCENARIOS (default 44)
+// scenarios per server from seed LOCKTOPO_SEED (default 1) against the
 // local servers, or only LOCKTOPO_REPLAY's seeds (comma-separated). It
 // skips without the servers, except under CI=true.
 func TestLocktopo(t *testing.T) {
@@ -137,15 +136,12 @@ func TestLocktopo(t *testing.T) {
 		if c.WrongActions > 0 {
 			t.Errorf("%s: %d wrong actions in %d scenarios (seeds above)", c.Server, c.WrongActions, c.WrongScenarios)
 		}
-		// The roots acted on in time (the objective plus two polls) in
-		// ≥ 99 % of the actionable scenarios is the long run's target
-		// (moirai bench run --suite locktopo --scenarios 500 fails below
-		// it). This test fails only on what must never happen, a wrong
-		// action: on MariaDB a root is still missed now and then in a run
-		// of many scenarios, never when its seed is replayed alone
-		// (docs/GUARD.md, "Known limits"), so it is reported here.
+		// A root never acted on is a miss of the guard's blame; one
+		// acted on later than the objective plus two polls is reported
+		// (a loaded machine delays polls): the long run (moirai bench run
+		// --suite locktopo --scenarios 500) holds the in-time target.
 		if c.RootActed+c.RootLate < c.Actionable {
-			t.Logf("%s: roots acted on in %d of %d actionable scenarios (%d in time), below the 99 %% target", c.Server, c.RootActed+c.RootLate, c.Actionable, c.RootActed)
+			t.Errorf("%s: roots acted on in %d of %d actionable scenarios (%d in time; seeds above)", c.Server, c.RootActed+c.RootLate, c.Actionable, c.RootActed)
 		} else if c.RootLate > 0 {
 			t.Logf("%s: %d of %d actionable scenarios' roots acted on late", c.Server, c.RootLate, c.Actionable)
 		}

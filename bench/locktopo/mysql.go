@@ -271,10 +271,25 @@ func (m *myServer) kill(ids []int64) {
 	for _, id := range ids {
 		m.db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
 	}
+	if len(ids) == 0 {
+		return
+	}
+	// A killed thread lingers in PROCESSLIST while it rolls back: wait
+	// until every one is gone, so that the next scenario's guard does not
+	// see them (its scope is the same database).
+	gone(ctx, func(ctx context.Context) (int, error) {
+		var n int
+		err := m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ("+idList(ids)+")").Scan(&n)
+		return n, err
+	})
 }
 
-func (m *myServer) source(ctx context.Context) (guard.Source, error) {
-	return guardmysql.Open(ctx, fmt.Sprintf("mysql://%s@tcp(%s)/%s", m.grd, m.base.Addr, m.scope))
+func (m *myServer) source(ctx context.Context, sc *Scenario) (guard.Source, error) {
+	var opts []guardmysql.Option
+	if sc.NoMDLView {
+		opts = append(opts, guardmysql.WithoutMDLView())
+	}
+	return guardmysql.Open(ctx, fmt.Sprintf("mysql://%s@tcp(%s)/%s", m.grd, m.base.Addr, m.scope), opts...)
 }
 
 func (m *myServer) protection() guard.Protection {

@@ -184,9 +184,15 @@ func (p *pgServer) kill(ids []int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p.adminConn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = ANY($1)", ids)
+	// A terminated backend lingers while it exits: wait until every one
+	// is gone, so that the next scenario's guard does not see them.
+	gone(ctx, func(ctx context.Context) (n int, err error) {
+		err = p.adminConn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", ids).Scan(&n)
+		return n, err
+	})
 }
 
-func (p *pgServer) source(ctx context.Context) (guard.Source, error) {
+func (p *pgServer) source(ctx context.Context, _ *Scenario) (guard.Source, error) {
 	cfg := p.base
 	dsn := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, p.scope)
 	if cfg.Password != "" {

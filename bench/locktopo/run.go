@@ -264,8 +264,9 @@ type server interface {
 	describe(ctx context.Context, ids []int64) string
 	// kill ends the sessions ids (the run's own only).
 	kill(ids []int64)
-	// source opens the guard's source, scoped to the scope database.
-	source(ctx context.Context) (guard.Source, error)
+	// source opens the guard's source for sc, scoped to the scope
+	// database.
+	source(ctx context.Context, sc *Scenario) (guard.Source, error)
 	protection() guard.Protection
 	pollInterval() time.Duration
 	// expand replaces the tokens of a statement (the scope database).
@@ -327,7 +328,7 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 
 	// The guard, acting, through a source that records every action and
 	// carries out only those on the scenario's own sessions.
-	inner, err := srv.source(ctx)
+	inner, err := srv.source(ctx, sc)
 	if err != nil {
 		res.BuildError = "guard source: " + err.Error()
 		return res
@@ -533,6 +534,21 @@ func untilWaiting(ctx context.Context, srv server, ids []int64) error {
 	}
 }
 
+// gone polls left (how many of a scenario's ended sessions the server
+// still shows) every 20 ms until it says none, fails, or ctx ends.
+func gone(ctx context.Context, left func(context.Context) (int, error)) {
+	for {
+		if n, err := left(ctx); err != nil || n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // rootsActed returns when the last actionable root of the actionable
 // objects was acted on (from t0, the first wait), and whether all were.
 func rootsActed(sc *Scenario, acts []recorded, ids map[int64]int, t0 time.Time) (time.Duration, bool) {
@@ -571,6 +587,9 @@ func wrongness(sc *Scenario, i int, mine bool) string {
 	}
 	if sc.Actionable(i) {
 		return ""
+	}
+	if sc.ambiguous(i) {
+		return "one of several possible holders of a metadata lock the guard had to infer (no view)"
 	}
 	switch s.Kind {
 	case RootIdle:

@@ -93,7 +93,12 @@ type Scenario struct {
 	Steps         []Step
 	Tables        []string // tables the scenario creates in the scope database (id int primary key, v int, rows 1–10)
 	TerminateIdle bool     // the guard may terminate a root idle in transaction
-	Skip          string   // why the scenario cannot run here (it is counted, not run)
+	// NoMDLView: the guard ignores the server's metadata lock views
+	// (guard/mysql.WithoutMDLView) and infers a table's holder, which it
+	// does only when one session alone can hold it: a table read by
+	// several roots has no actionable root then.
+	NoMDLView bool
+	Skip      string // why the scenario cannot run here (it is counted, not run)
 }
 
 // Objects returns, per contended object, the sessions that are its roots.
@@ -109,10 +114,11 @@ func (s *Scenario) Objects() map[int][]int {
 
 // Actionable reports whether the guard may act on session i: a root that
 // is neither protected, a superuser, out of scope nor idle (unless the
-// guard may terminate idle sessions).
+// guard may terminate idle sessions), nor one of several a metadata lock
+// holder would have to be inferred from.
 func (s *Scenario) Actionable(i int) bool {
 	ss := s.Sessions[i]
-	if ss.Role != RoleRoot {
+	if ss.Role != RoleRoot || s.ambiguous(i) {
 		return false
 	}
 	switch ss.Kind {
@@ -122,6 +128,12 @@ func (s *Scenario) Actionable(i int) bool {
 		return s.TerminateIdle
 	}
 	return false
+}
+
+// ambiguous reports whether root i is one of several possible holders
+// of a metadata lock the guard must infer (NoMDLView).
+func (s *Scenario) ambiguous(i int) bool {
+	return s.NoMDLView && len(s.Objects()[s.Sessions[i].Object]) > 1
 }
 
 // ActionableObjects returns the contended objects whose roots are all
@@ -204,9 +216,7 @@ func Generate(server string, seed uint64) *Scenario {
 		g.shareMix()
 	case TopoDDLQueue, TopoDDLNoPlugin:
 		g.ddlQueue()
-		if g.s.Topology == TopoDDLNoPlugin {
-			g.s.Skip = "the guard has no option to ignore the metadata_lock_info plugin, and the server-wide plugin must stay installed"
-		}
+		g.s.NoMDLView = g.s.Topology == TopoDDLNoPlugin
 	case TopoFTWRL:
 		g.ftwrl()
 	case TopoAdvisory:
