@@ -68,7 +68,7 @@ func ExampleWaitRow() {
 	w, ok := mysql.ParseWait(mysql.WaitRow{Requesting: str("1235"), Blocking: str("1234"), LockID: str("1234:15:4:2"),
 		Mode: str("X"), Type: str("RECORD"), Table: str("`test`.`orders`")})
 	fmt.Println(ok, w.Requesting, "waits for", w.Blocking, "on", w.Resource)
-	// Output: true 1235 waits for 1234 on row:test.orders
+	// Output: true 1235 waits for 1234 on row:test.orders/15:4:2
 }
 
 // Wait is a parsed lock wait; a lock id that is not the server's shape is

@@ -448,7 +448,8 @@ type Wait struct {
 }
 
 // ParseWait parses one lock wait row; the lock id must be
-// "trx:space:page:rec" (record) or "trx:table" (table).
+// "trx:space:page:rec" (record: the resource is "row:db.table/space:page:rec")
+// or "trx:table" (table: "relation:db.table").
 func ParseWait(r WaitRow) (Wait, bool) {
 	if !r.Requesting.Valid || !r.Blocking.Valid || !r.LockID.Valid || !r.Type.Valid || !r.Table.Valid || r.Table.String == "" {
 		return Wait{}, false
@@ -463,7 +464,10 @@ func ParseWait(r WaitRow) (Wait, bool) {
 	table := strings.ReplaceAll(r.Table.String, "`", "")
 	switch {
 	case r.Type.String == "RECORD" && len(parts) == 4:
-		w.Resource = "row:" + table
+		// The record (space, page, heap number): the waiters of one row
+		// wait for one resource, and two hot rows of a table are two (a
+		// decision on one is no episode of the other).
+		w.Resource = "row:" + table + "/" + strings.Join(parts[1:], ":")
 	case r.Type.String == "TABLE" && len(parts) == 2:
 		w.Resource = "relation:" + table
 	default:

@@ -65,7 +65,7 @@ func TestParseSessionSkips(t *testing.T) {
 func TestParseWait(t *testing.T) {
 	row := WaitRow{Requesting: ns("10"), Blocking: ns("9"), LockID: ns("10:5:3:2"), Mode: ns("X"), Type: ns("RECORD"), Table: ns("`test`.`gm_t`")}
 	w, ok := ParseWait(row)
-	if !ok || w.Resource != "row:test.gm_t" {
+	if !ok || w.Resource != "row:test.gm_t/5:3:2" {
 		t.Fatalf("ParseWait = %+v, %v", w, ok)
 	}
 	for _, id := range []string{"10:x:3:2", "10:5:3", "", "10::3:2"} {
