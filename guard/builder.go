@@ -48,6 +48,23 @@ type tracked struct {
 	lastSeen  uint64 // poll number
 	cancelled bool   // the guard acted on it
 	uses      map[string]*useAcc
+	// The transaction start and statement its session was last seen
+	// with (zero: none seen): a task whose key changes as a view shows
+	// its transaction on one poll and not on the next (MariaDB's
+	// INNODB_TRX) goes on while either is the same (see continues).
+	xact      time.Time
+	statement int64
+}
+
+// continues reports whether session s, seen under another key than t's,
+// still runs t: the same statement (a source that names statements), or
+// the same transaction. MariaDB's INNODB_TRX does not list every
+// transaction on every poll (a read-only one comes and goes), so a key
+// by transaction on one poll and by statement on the next is one task:
+// otherwise the task would end on each flip, its class be learned from
+// its few milliseconds of use, and a holder of that class judged by them.
+func (t *tracked) continues(s *Session) bool {
+	return (s.Statement != 0 && s.Statement == t.statement) || (!s.XactStart.IsZero() && s.XactStart.Equal(t.xact))
 }
 
 // useAcc integrates one task's use of one resource over the polls.
@@ -261,6 +278,13 @@ func (b *Builder) liveTasks(sessions map[int64]*Session, order []int64, uses []U
 	}
 	live := map[taskKey]*tracked{}
 	taskOf := map[int64]*tracked{}
+	// The previous poll's task of each session, under its key.
+	prev := map[int64]taskKey{}
+	for k, t := range b.tasks {
+		if t.lastSeen == b.poll-1 {
+			prev[k.session] = k
+		}
+	}
 	for _, id := range order {
 		s := sessions[id]
 		if !s.Active && !s.IdleInTransaction && s.XactStart.IsZero() && !using[id] {
@@ -268,6 +292,13 @@ func (b *Builder) liveTasks(sessions map[int64]*Session, order []int64, uses []U
 		}
 		k := keyOf(s)
 		t := b.tasks[k]
+		if pk, ok := prev[id]; t == nil && ok && pk != k {
+			if p := b.tasks[pk]; p != nil && p.lastSeen != b.poll && p.continues(s) {
+				delete(b.tasks, pk)
+				t = p
+				b.tasks[k] = t
+			}
+		}
 		if t == nil {
 			b.nextID++
 			t = &tracked{id: b.nextID, class: s.Fingerprint, first: at, uses: map[string]*useAcc{}}
@@ -277,6 +308,12 @@ func (b *Builder) liveTasks(sessions map[int64]*Session, order []int64, uses []U
 			b.tasks[k] = t
 		}
 		t.lastSeen = b.poll
+		if !s.XactStart.IsZero() {
+			t.xact = s.XactStart
+		}
+		if s.Statement != 0 {
+			t.statement = s.Statement
+		}
 		live[k] = t
 		taskOf[id] = t
 	}

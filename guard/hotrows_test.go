@@ -204,3 +204,80 @@ func TestQueueDrainingNewHolderNotBlamed(t *testing.T) {
 		}
 	}
 }
+
+// A MariaDB view lists a read-only transaction on some polls and not on
+// others: the root's task is keyed by its transaction on one poll and by
+// its statement on the next. It is one task all along: the root of a
+// metadata-lock queue is acted on within the objective and a few polls,
+// and no waiter ever is. The guard polls from before the root's statement
+// begins (its first sight of the task is a few milliseconds of use, which
+// a task ending at the flip would make its class's learned use).
+// Generated: the flips (one, early, or at random on every poll), the
+// queue, which waiters are protected. MOIRAI_SEED replays one.
+func TestFlickeringTransactionIsOneTask(t *testing.T) {
+	for _, seed := range seeds.Of(t, 200) {
+		r := rand.New(rand.NewPCG(seed, 31))
+		waiters := 2 + r.IntN(8)
+		prot := map[int64]bool{}
+		for i := range waiters {
+			prot[int64(20+i)] = r.IntN(3) == 0
+		}
+		// The polls are 250 ms apart (the fake's clock, from epoch): the
+		// root's statement begins a few milliseconds before poll k0.
+		k0 := 1 + r.IntN(3)
+		began := epoch.Add(time.Duration(k0)*250*time.Millisecond - time.Duration(1+r.IntN(20))*time.Millisecond)
+		visible := make([]bool, 64)
+		flip, first := k0+r.IntN(3), r.IntN(2) == 0
+		random := r.IntN(3) == 0
+		for i := range visible {
+			visible[i] = first == (i < flip)
+			if random {
+				visible[i] = r.IntN(2) == 0
+			}
+		}
+		f := &fake{obs: func(n int, at time.Time) *Observation {
+			obs := &Observation{At: at, Resources: []Resource{{Name: "mdl:db.t", Kind: resource.KindLock}}}
+			if at.Before(began) {
+				return obs
+			}
+			root := Session{ID: 10, User: "app", Kind: "client", State: "active", Active: true, Database: "db",
+				Query: "SELECT SLEEP(20)", Statement: 900, QueryStart: began}
+			if visible[n%len(visible)] {
+				root.XactStart = began.Add(-time.Millisecond)
+			}
+			obs.Sessions = append(obs.Sessions, root)
+			obs.Uses = append(obs.Uses, Use{Session: 10, Resource: "mdl:db.t", Mode: "SHARED_READ", Held: true})
+			for i := range waiters {
+				id := int64(20 + i)
+				since := began.Add(time.Duration(5+i) * time.Millisecond)
+				s := Session{ID: id, User: "app", Kind: "client", State: "active", Active: true, Database: "db",
+					Query: "SELECT count(*) FROM t", Statement: 1000 + id, QueryStart: since, WaitEvent: "Waiting for table metadata lock"}
+				if prot[id] {
+					s.User = "prot"
+				}
+				obs.Sessions = append(obs.Sessions, s)
+				obs.Uses = append(obs.Uses, Use{Session: id, Resource: "mdl:db.t", Mode: "SHARED_READ", Waiting: true, BlockedBy: []int64{10}, Since: since})
+			}
+			return obs
+		}}
+		g, err := New(f, Options{Database: "db", Interval: 250 * time.Millisecond, Logger: quiet, Protect: Protection{Users: []string{"prot"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The objective (500 ms) and a confirmation take a few polls
+		// after the first waiter; sixteen (4 s) is ample.
+		var log []string
+		for _, d := range steps(t, g, 16) {
+			log = append(log, fmt.Sprintf("%s %s %d: %s %s", d.Action, d.Outcome, d.Target.Session, d.Reason, d.Note))
+		}
+		cs := f.cancelled()
+		if len(cs) == 0 || cs[0].Session != 10 {
+			t.Errorf("seed %d (replay: MOIRAI_SEED=%d): transaction shown %v: cancels %+v, want the root 10 first\n%v", seed, seed, visible[:16], cs, log)
+		}
+		for _, c := range cs {
+			if c.Session != 10 {
+				t.Errorf("seed %d: cancelled waiter %d", seed, c.Session)
+			}
+		}
+	}
+}
