@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // control is the pool's control loop, apart from the pool's goroutine
@@ -23,6 +24,9 @@ import (
 type control struct {
 	cpus, host, o, grow float64
 	limit, window       int
+	// quantum is the step in which the CPU-time counters advance (one
+	// clock tick for /proc): what a window's own CPU time may be off by.
+	quantum time.Duration
 
 	n         int // the active count
 	hold      int // ticks before the next grow is allowed
@@ -38,8 +42,8 @@ func (c *control) short() int { return max(c.window/3, 2) }
 // maxBackoff bounds the wait after failed probes, in windows.
 const maxBackoff = 32
 
-func newControl(cpus, host, o, grow float64, limit, window int, seed uint64) *control {
-	return &control{cpus: cpus, host: host, o: o, grow: grow, limit: limit, window: max(window, 1),
+func newControl(cpus, host, o, grow float64, limit, window int, quantum time.Duration, seed uint64) *control {
+	return &control{cpus: cpus, host: host, o: o, grow: grow, limit: limit, window: max(window, 1), quantum: quantum,
 		n: limit, backoff: 1, sinceGrow: -1, rng: rand.New(rand.NewPCG(seed, 0x6d6f69726169))}
 }
 
@@ -61,12 +65,12 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 		return info
 	}
 	info.OK, info.Share, info.Running = true, e.share, e.running
-	info.Free, info.Others = e.free(c.cpus, c.host)
+	info.Free, info.Others = e.free(c.cpus, c.host, c.quantum)
 	next := Next(c.n, c.o*info.Free, c.grow, c.limit)
 	// A neighbour that comes back shows in the last ticks long before it
 	// does over the window: shrink on them too.
 	if r, ok := win.recent(c.short()); ok {
-		free, _ := r.free(c.cpus, c.host)
+		free, _ := r.free(c.cpus, c.host, c.quantum)
 		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
 	}
 	switch {
@@ -77,6 +81,9 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 			c.backoff = min(c.backoff*2, maxBackoff)
 			c.hold = c.window*c.backoff + c.rng.IntN(c.window*c.backoff+1)
 		}
+		// The window still holds the ticks before the fall: no grow
+		// before it has measured the new count.
+		c.hold = max(c.hold, c.window)
 		c.n = next
 	case next > c.n && c.hold == 0:
 		c.n = next

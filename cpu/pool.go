@@ -150,7 +150,7 @@ func (p *Pool) loop(tick time.Duration) {
 	if seed == 0 {
 		seed = rand.Uint64() // a different seed in every process
 	}
-	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, seed)
+	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, tick, seed)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	idle := 0

@@ -98,6 +98,8 @@ type estimate struct {
 	// busy, NaN when the reader gives no total time. running is the work
 	// the pool ran, on average over the window's ticks.
 	share, self, others, busy, running float64
+	// total is the host's time over the window (all its CPUs).
+	total time.Duration
 }
 
 // push adds a sample, with the work the pool runs now, and returns what
@@ -160,7 +162,7 @@ func (w *window) recent(k int) (estimate, bool) {
 func measure(old, cur point, span float64) estimate {
 	dSelf, dBusy, dTotal := cur.s.Self-old.s.Self, cur.s.Busy-old.s.Busy, cur.s.Total-old.s.Total
 	e := estimate{share: shareOf(dSelf, dBusy), self: math.NaN(), others: math.NaN(), busy: math.NaN(),
-		running: (cur.running - old.running) / span}
+		running: (cur.running - old.running) / span, total: dTotal}
 	if dTotal > 0 {
 		e.self = min(max(float64(dSelf)/float64(dTotal), 0), 1)
 		e.busy = min(max(float64(dBusy)/float64(dTotal), 0), 1)
@@ -176,7 +178,7 @@ const saturated = 0.9
 // free returns the CPUs of a budget of cpus that the rest of a host of
 // host CPUs leaves the process, from a window's estimate, and the CPUs
 // the rest of the host wants (its demand), NaN if the estimate has no
-// total time.
+// total time. quantum is the step in which the CPU-time counters advance.
 //
 // Where the host has idle CPU, nobody waits for one, and the rest of the
 // host wants what it uses. Where it is saturated, the scheduler shares
@@ -189,13 +191,29 @@ const saturated = 0.9
 // worker too many on a full host sees its neighbours squeezed, and so
 // room for itself, and keeps it: two pools on two CPUs would settle at
 // two workers and one.
-func (e estimate) free(cpus, host float64) (free, others float64) {
+//
+// The correction multiplies the neighbours' use, so it multiplies the
+// error of its two inputs too: the process's CPU time advances in whole
+// clock ticks (over a third of a window, one tick is a sixth of two
+// workers' time), and the running work is sampled once a tick. A host
+// exactly full (as many threads as CPUs, nobody waiting) then looked
+// oversubscribed whenever the counter rounded down, and with four hogs
+// beside it a pool of two workers saw them want 4.8 CPUs and dropped to
+// one. So the self use the correction divides by is taken one quantum
+// high, the most it can be: only a shortfall the counter's rounding
+// cannot explain is read as contention.
+func (e estimate) free(cpus, host float64, quantum time.Duration) (free, others float64) {
 	if math.IsNaN(e.others) {
 		return math.NaN(), math.NaN()
 	}
 	self, others := e.self*host, e.others*host
-	if e.busy >= saturated && self > 0 && e.running > self {
-		others *= e.running / self
+	if e.busy >= saturated && self > 0 {
+		if e.total > 0 {
+			self += host * float64(quantum) / float64(e.total)
+		}
+		if e.running > self {
+			others *= e.running / self
+		}
 	}
 	return min(cpus, max(host-others, 0)), others
 }
