@@ -12,7 +12,11 @@ import (
 //
 // Each tick it measures, over the window, the CPUs the rest of the host
 // wants (estimate.free) and applies [Next] to the active count. A shrink
-// is applied at once. A grow is a probe: the pool claims CPU that looked
+// is applied at once, and also read from the last third of the window;
+// no grow follows it before a window has measured the new count. A grow
+// needs the room over the window, its last third and the last longSpan
+// windows alike: a neighbour's queue that empties for a moment leaves
+// room that is gone a moment later. A grow is a probe: the pool claims CPU that looked
 // free, and only the next window tells whether it was (another pool may
 // have claimed it in the same tick). So after a grow the count does not
 // grow again before a whole window has measured it; and a grow followed
@@ -36,8 +40,9 @@ type control struct {
 }
 
 // short is the span of the recent ticks the count also shrinks on: a
-// third of the window, at least 2 ticks.
-func (c *control) short() int { return max(c.window/3, 2) }
+// third of the window, at least 2 ticks, less than the window (none for
+// a window of one tick).
+func (c *control) short() int { return min(max(c.window/3, 2), c.window-1) }
 
 // maxBackoff bounds the wait after failed probes, in windows.
 const maxBackoff = 32
@@ -72,6 +77,18 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 	if r, ok := win.recent(c.short()); ok {
 		free, _ := r.free(c.cpus, c.host, c.quantum)
 		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
+	}
+	// A grow claims CPU the neighbours left over the window; it must
+	// have been left over the last longSpan windows too. A neighbour
+	// whose own arrivals pause for a window (a pool with a queue that
+	// empties now and then) leaves room that is gone a moment later, and
+	// the work a probe starts into it cannot be taken back: it runs
+	// beside the neighbour's, both slower, until it ends.
+	if next > c.n {
+		if l, ok := win.long(); ok {
+			free, _ := l.free(c.cpus, c.host, c.quantum)
+			next = min(next, max(Next(c.n, c.o*free, c.grow, c.limit), c.n))
+		}
 	}
 	switch {
 	case next < c.n:
