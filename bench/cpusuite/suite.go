@@ -615,7 +615,15 @@ func check(c Case, pr, opt, ign perRound) (string, bool) {
 	if !all {
 		verdict = "does NOT hold in every round"
 	}
-	return checked + ": " + strings.Join(parts, "; ") + ": " + verdict, true
+	v := checked + ": " + strings.Join(parts, "; ") + ": " + verdict
+	if c.Name == "k1" && len(opt.p99) > 0 {
+		// Alone, optimal is ignorant's pool: what the two differ by is
+		// the rounds' own noise, the floor under any per-round ratio.
+		p, tp := ratios(opt.p99, ign.p99), ratios(opt.tput, ign.tput)
+		v += fmt.Sprintf(" (the same static pool run as optimal and as ignorant, round by round: p99 ratio %.3g–%.3g, throughput ratio %.3g–%.3g)",
+			minOf(p), maxOf(p), minOf(tp), maxOf(tp))
+	}
+	return v, true
 }
 
 func minOf(xs []float64) float64 {
