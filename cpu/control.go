@@ -16,10 +16,11 @@ import (
 // no grow follows it before a window has measured the new count. A grow
 // needs the room over the window, its last third and the last longSpan
 // windows alike: a neighbour's queue that empties for a moment leaves
-// room that is gone a moment later. A grow is a probe: the pool claims CPU that looked
-// free, and only the next window tells whether it was (another pool may
-// have claimed it in the same tick). So after a grow the count does not
-// grow again before a whole window has measured it; and a grow followed
+// room that is gone a moment later. A grow is a probe: the pool claims
+// CPU that looked free, and only the next window tells whether it was
+// (another pool may have claimed it in the same tick). So after a grow
+// the count does not grow again before a whole window has measured it;
+// and a grow followed
 // within two windows by a shrink (the probe failed) doubles the time the
 // pool waits before its next grow (up to maxBackoff windows), drawn at
 // random between one and two times that long, so that pools that grew
