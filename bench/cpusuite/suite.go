@@ -458,6 +458,8 @@ func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult)
 // perRound is a pair's figures in each round.
 type perRound struct {
 	p99, tput, back []float64
+	// cpu is the processes' CPU time per item, ms.
+	cpu []float64
 	// loop is each round's friendly loops' summaries, one per process.
 	loop []string
 }
@@ -480,6 +482,15 @@ func mergeRounds(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerR
 				tput += float64(r.Completed) / r.Measured
 			}
 			a += r.ActiveMean
+		}
+		var cpuTime time.Duration
+		ran := 0
+		for _, r := range round {
+			cpuTime += r.CPUTime
+			ran += r.Ran
+		}
+		if ran > 0 {
+			pr.cpu = append(pr.cpu, float64(cpuTime)/1e6/float64(ran))
 		}
 		var loops []string
 		for i, r := range round {
@@ -538,7 +549,8 @@ func roundParams(params map[string]string, c Case, ctls []Controller, prs map[st
 		if !ok {
 			continue
 		}
-		v := "p99 " + spread(pr.p99, " ms") + "; throughput " + spread(pr.tput, "/s") + "; background " + spread(pr.back, " CPUs")
+		v := "p99 " + spread(pr.p99, " ms") + "; throughput " + spread(pr.tput, "/s") + "; background " + spread(pr.back, " CPUs") +
+			"; process CPU per item " + spread(pr.cpu, " ms")
 		if opt, ok := prs["optimal"]; ok && ctl.Pool == "friendly" {
 			v += "; p99 / optimal's " + spread(ratios(pr.p99, opt.p99), "")
 		}

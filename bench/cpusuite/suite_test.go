@@ -74,6 +74,14 @@ func TestMerge(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("merge (-want +got):\n%s", diff)
 	}
+	// The processes' CPU time per item, round by round.
+	rs[0].CPUTime, rs[0].Ran = 80*time.Millisecond, 20
+	rs[1].CPUTime, rs[1].Ran = 40*time.Millisecond, 10
+	rs[2].CPUTime, rs[2].Ran = 150*time.Millisecond, 30
+	_, pr := mergeRounds(Case{Name: "k2", K: 2}, Controller{Name: "friendly-o1"}, 50, 2, rs)
+	if diff := cmp.Diff([]float64{4, 5}, pr.cpu); diff != "" {
+		t.Errorf("CPU per item (-want +got):\n%s", diff)
+	}
 }
 
 func TestMedian(t *testing.T) {

@@ -61,6 +61,11 @@ type WorkerResult struct {
 	// those that arrived in it.
 	Completed int     `json:"completed"`
 	Sent      int     `json:"sent"`
+	// Ran counts every item that ended within the run, warm-up
+	// included: CPUTime / Ran is the process's CPU time per item, the
+	// item's own and everything else the process spent on it (the pool,
+	// its loop, the runtime).
+	Ran int `json:"ran"`
 	Measured  float64 `json:"measured_s"` // length of the measured part
 	// ActiveMean is the mean active count over the loop's ticks (the
 	// fixed size of a static pool).
@@ -343,6 +348,9 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	defer startedMu.Unlock()
 	for i, it := range items {
 		done := started[i] && it.end <= c.Duration
+		if done {
+			res.Ran++
+		}
 		// Throughput: every item that ended in the measured part, whenever
 		// it arrived. Work latency: the items that started in it and
 		// ended by the end of the run.
