@@ -59,14 +59,14 @@ type WorkerResult struct {
 	Queue []int32 `json:"queue_us"`
 	// Completed counts the items that ended in the measured part; Sent
 	// those that arrived in it.
-	Completed int     `json:"completed"`
-	Sent      int     `json:"sent"`
+	Completed int `json:"completed"`
+	Sent      int `json:"sent"`
 	// Ran counts every item that ended within the run, warm-up
 	// included: CPUTime / Ran is the process's CPU time per item, the
 	// item's own and everything else the process spent on it (the pool,
 	// its loop, the runtime).
-	Ran int `json:"ran"`
-	Measured  float64 `json:"measured_s"` // length of the measured part
+	Ran      int     `json:"ran"`
+	Measured float64 `json:"measured_s"` // length of the measured part
 	// ActiveMean is the mean active count over the loop's ticks (the
 	// fixed size of a static pool).
 	ActiveMean float64 `json:"active_mean"`
