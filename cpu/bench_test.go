@@ -40,7 +40,7 @@ func BenchmarkStep(b *testing.B) {
 		}
 		defer p.Close()
 		win := newWindow(p.cfg.window)
-		c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, 1)
+		c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, time.Second/time.Duration(hz), 1)
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {

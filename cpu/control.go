@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // control is the pool's control loop, apart from the pool's goroutine
@@ -11,10 +12,15 @@ import (
 //
 // Each tick it measures, over the window, the CPUs the rest of the host
 // wants (estimate.free) and applies [Next] to the active count. A shrink
-// is applied at once. A grow is a probe: the pool claims CPU that looked
-// free, and only the next window tells whether it was (another pool may
-// have claimed it in the same tick). So after a grow the count does not
-// grow again before a whole window has measured it; and a grow followed
+// is applied at once, and also read from the last third of the window;
+// no grow follows it before a window has measured the new count. A grow
+// needs the room over the window, its last third and the last longSpan
+// windows alike: a neighbour's queue that empties for a moment leaves
+// room that is gone a moment later. A grow is a probe: the pool claims
+// CPU that looked free, and only the next window tells whether it was
+// (another pool may have claimed it in the same tick). So after a grow
+// the count does not grow again before a whole window has measured it;
+// and a grow followed
 // within two windows by a shrink (the probe failed) doubles the time the
 // pool waits before its next grow (up to maxBackoff windows), drawn at
 // random between one and two times that long, so that pools that grew
@@ -23,6 +29,9 @@ import (
 type control struct {
 	cpus, host, o, grow float64
 	limit, window       int
+	// quantum is the step in which the CPU-time counters advance (one
+	// clock tick for /proc): what a window's own CPU time may be off by.
+	quantum time.Duration
 
 	n         int // the active count
 	hold      int // ticks before the next grow is allowed
@@ -32,14 +41,15 @@ type control struct {
 }
 
 // short is the span of the recent ticks the count also shrinks on: a
-// third of the window, at least 2 ticks.
-func (c *control) short() int { return max(c.window/3, 2) }
+// third of the window, at least 2 ticks, less than the window (none for
+// a window of one tick).
+func (c *control) short() int { return min(max(c.window/3, 2), c.window-1) }
 
 // maxBackoff bounds the wait after failed probes, in windows.
 const maxBackoff = 32
 
-func newControl(cpus, host, o, grow float64, limit, window int, seed uint64) *control {
-	return &control{cpus: cpus, host: host, o: o, grow: grow, limit: limit, window: max(window, 1),
+func newControl(cpus, host, o, grow float64, limit, window int, quantum time.Duration, seed uint64) *control {
+	return &control{cpus: cpus, host: host, o: o, grow: grow, limit: limit, window: max(window, 1), quantum: quantum,
 		n: limit, backoff: 1, sinceGrow: -1, rng: rand.New(rand.NewPCG(seed, 0x6d6f69726169))}
 }
 
@@ -61,13 +71,25 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 		return info
 	}
 	info.OK, info.Share, info.Running = true, e.share, e.running
-	info.Free, info.Others = e.free(c.cpus, c.host)
+	info.Free, info.Others = e.free(c.cpus, c.host, c.quantum)
 	next := Next(c.n, c.o*info.Free, c.grow, c.limit)
 	// A neighbour that comes back shows in the last ticks long before it
 	// does over the window: shrink on them too.
 	if r, ok := win.recent(c.short()); ok {
-		free, _ := r.free(c.cpus, c.host)
+		free, _ := r.free(c.cpus, c.host, c.quantum)
 		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
+	}
+	// A grow claims CPU the neighbours left over the window; it must
+	// have been left over the last longSpan windows too. A neighbour
+	// whose own arrivals pause for a window (a pool with a queue that
+	// empties now and then) leaves room that is gone a moment later, and
+	// the work a probe starts into it cannot be taken back: it runs
+	// beside the neighbour's, both slower, until it ends.
+	if next > c.n {
+		if l, ok := win.long(); ok {
+			free, _ := l.free(c.cpus, c.host, c.quantum)
+			next = min(next, max(Next(c.n, c.o*free, c.grow, c.limit), c.n))
+		}
 	}
 	switch {
 	case next < c.n:
@@ -77,6 +99,9 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 			c.backoff = min(c.backoff*2, maxBackoff)
 			c.hold = c.window*c.backoff + c.rng.IntN(c.window*c.backoff+1)
 		}
+		// The window still holds the ticks before the fall: no grow
+		// before it has measured the new count.
+		c.hold = max(c.hold, c.window)
 		c.n = next
 	case next > c.n && c.hold == 0:
 		c.n = next

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,7 +82,7 @@ func runGenerated(seed uint64) string {
 	ctl := make([]*control, k)
 	win := make([]*window, k)
 	for i := range k {
-		ctl[i] = newControl(float64(cpus), float64(cpus), 1, DefaultGrow, cpus, w, seed*31+uint64(i))
+		ctl[i] = newControl(float64(cpus), float64(cpus), 1, DefaultGrow, cpus, w, tick, seed*31+uint64(i))
 		win[i] = newWindow(w)
 	}
 	threads := make([]int, k)
@@ -169,17 +168,11 @@ func (r *simReader) Read() (Sample, error) {
 // TestPoolFollowsGenerated runs a real pool, with work that never runs
 // out, on a simulated host whose hog threads change at random: the
 // pool's active count reaches CPUs − hogs (at least 1) within five
-// windows of each change and holds it.
-//
-// The feeders' and the loop's interleavings vary from run to run, and in
-// some the count falls from 2 to 1 long after settling (6 CPUs, 4 hogs,
-// seed 1, ticks 58–157): a flaw of the control loop not yet understood.
-// Until it is fixed the test runs only with MOIRAI_CPU_FOLLOW=1 rather than
-// fail at random; the closed-loop TestControlGenerated covers the law.
+// windows of each change and holds it. The feeders' and the loop's
+// interleavings vary from run to run (an item that ends at the instant
+// of a tick is or is not running when the host is read), and the count
+// must hold in all of them.
 func TestPoolFollowsGenerated(t *testing.T) {
-	if os.Getenv("MOIRAI_CPU_FOLLOW") == "" {
-		t.Skip("the pool's count can fall after settling, depending on the goroutines' interleaving (a known flaw, see the comment); MOIRAI_CPU_FOLLOW=1 runs it")
-	}
 	for s := range uint64(5) {
 		t.Run(fmt.Sprint(s), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { poolFollows(t, s) })
@@ -217,6 +210,11 @@ func poolFollows(t *testing.T, seed uint64) {
 			}
 		})
 	}
+	defer func() {
+		stop()
+		feeders.Wait()
+		p.Close()
+	}()
 	const w = 10 // the default window
 	for phase := range 5 {
 		h := rng.IntN(cpus + 1)
@@ -236,16 +234,15 @@ func poolFollows(t *testing.T, seed uint64) {
 				reached = i
 			}
 			if reached >= 0 && a != want {
-				t.Fatalf("phase %d (%d CPUs, %d hog threads): reached %d at tick %d, then %d at tick %d", phase, cpus, h, want, reached, a, i)
+				t.Errorf("phase %d (%d CPUs, %d hog threads): reached %d at tick %d, then %d at tick %d", phase, cpus, h, want, reached, a, i)
+				return
 			}
 		}
 		if reached < 0 || reached > 5*w+1 {
-			t.Fatalf("phase %d (%d CPUs, %d hog threads): active counts %v, want %d within %d ticks", phase, cpus, h, got[:min(len(got), 80)], want, 5*w)
+			t.Errorf("phase %d (%d CPUs, %d hog threads): active counts %v, want %d within %d ticks", phase, cpus, h, got[:min(len(got), 80)], want, 5*w)
+			return
 		}
 	}
-	stop()
-	feeders.Wait()
-	p.Close()
 }
 
 // TestNeighbourPause is the two pools of the cpu suite's k2 case on two
@@ -286,7 +283,7 @@ func TestNeighbourPause(t *testing.T) {
 	if got := run(shareRule); got[0]+got[1] != 3 {
 		t.Errorf("share rule: %v, want the 2 + 1 it is known to settle at", got)
 	}
-	ctl := []*control{newControl(cpus, cpus, 1, DefaultGrow, cpus, w, 1), newControl(cpus, cpus, 1, DefaultGrow, cpus, w, 2)}
+	ctl := []*control{newControl(cpus, cpus, 1, DefaultGrow, cpus, w, tick, 1), newControl(cpus, cpus, 1, DefaultGrow, cpus, w, tick, 2)}
 	cwins := []*window{newWindow(w), newWindow(w)}
 	loop := func(i int, s Sample, running int) int {
 		ctl[i].step(cwins[i], s, running)

@@ -55,6 +55,9 @@
 // use understates its running work: the loop scales the neighbours' use
 // by running / self. Without it a pool that runs a worker too many sees
 // its neighbours squeezed, and so room for itself, and keeps the worker.
+// Self is taken one clock tick high there, the most the counter's
+// rounding can hide, so that a host exactly full (nobody waiting) does
+// not read as oversubscribed when the counter rounds down.
 //
 // The active count follows free (times the overcommit factor O, see
 // [WithOvercommit]) through overlapping bands ([Next]): n holds while
@@ -62,7 +65,11 @@
 // below; the bands of n and n + 1 overlap by a quarter of a worker, so
 // the estimate's noise moves the count once, not back and forth. A fall
 // happens at once, and is also taken from the last third of the window,
-// where a returning neighbour shows first. A rise is a probe of CPU that
+// where a returning neighbour shows first; no rise follows it before a
+// window has measured the new count. A rise needs the room over the last
+// four windows too: a neighbour whose queue empties for a moment leaves
+// room that is gone a moment later, and work started into it runs beside
+// the neighbour's until it ends. A rise is a probe of CPU that
 // looked free: after it the count waits a window before rising again,
 // and a rise undone within two windows (another pool took the same CPU)
 // doubles, with jitter, the wait before the next, so that pools that rose

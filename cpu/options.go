@@ -114,8 +114,9 @@ func WithTick(d time.Duration) Option {
 }
 
 // WithWindow sets over how many ticks the loop measures (default 10:
-// 100 ms at the usual 100 Hz). The counters advance by whole clock ticks,
-// so what one tick measures is mostly rounding; see the package doc.
+// 100 ms at the usual 100 Hz); a grow also looks back four windows. The
+// counters advance by whole clock ticks, so what one tick measures is
+// mostly rounding; see the package doc.
 func WithWindow(ticks int) Option {
 	return func(c *config) error {
 		if ticks < 1 || ticks > 10000 {

@@ -51,10 +51,11 @@ type Pool struct {
 	// The loop parks when the pool has been idle for a window and new
 	// work wakes it: parked is set by the loop, cleared by whoever sends
 	// on wake.
-	parked atomic.Bool
-	wake   chan struct{}
-	procs0 int       // GOMAXPROCS before the pool, in GOMAXPROCS mode
-	closer io.Closer // the reader the pool opened, if any
+	parked  atomic.Bool
+	wake    chan struct{}
+	quantum time.Duration // the step in which the reader's counters advance
+	procs0  int           // GOMAXPROCS before the pool, in GOMAXPROCS mode
+	closer  io.Closer     // the reader the pool opened, if any
 }
 
 // NewPool returns a pool configured by opts and starts its loop. Without
@@ -100,12 +101,20 @@ func NewPool(opts ...Option) (*Pool, error) {
 			}
 			tick = time.Second / time.Duration(hz)
 		}
+		// The step of the counters: one clock tick for /proc, else
+		// taken to be the loop's period.
+		p.quantum = tick
 		if cfg.reader == nil {
 			r, err := NewProcReader("/")
 			if err != nil {
 				return nil, err
 			}
 			p.cfg.reader, p.closer = r, r
+			if cfg.tick != 0 { // else the tick is the clock tick already
+				if hz, err := ReadClockTick("/"); err == nil {
+					p.quantum = time.Second / time.Duration(hz)
+				}
+			}
 		}
 	}
 	p.active.Store(int64(p.limit))
@@ -150,7 +159,7 @@ func (p *Pool) loop(tick time.Duration) {
 	if seed == 0 {
 		seed = rand.Uint64() // a different seed in every process
 	}
-	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, seed)
+	c := newControl(p.cpus, p.host, p.cfg.overcommit, p.cfg.grow, p.limit, p.cfg.window, p.quantum, seed)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	idle := 0

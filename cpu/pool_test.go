@@ -91,9 +91,13 @@ func TestPoolExactlyActive(t *testing.T) {
 			t.Fatalf("peak %d, want 2", b.g.peak.Load())
 		}
 
-		// The neighbours use 1: 3 free, and one more starts.
+		// The neighbours use 1: 3 free. A grow also looks back four
+		// windows (4 ticks), where they used 2 − j/4 after j ticks:
+		// room for 3 from the second tick on, and one more starts.
 		r.setRate(3, 4)
-		settle(2)
+		settle(1)
+		check(2, 8)
+		settle(1)
 		check(3, 7)
 
 		// They use 3: the three running finish, then only one runs.

@@ -71,12 +71,17 @@ func Next(n int, x, grow float64, limit int) int {
 // Both counters advance in clock ticks: over a single 10 ms tick the
 // process's CPU time moves by 0, 1 or 2 ticks, so what one tick measures
 // is mostly rounding; over a window of n ticks it is what the last n
-// ticks measured, updated at every tick.
+// ticks measured, updated at every tick. It keeps longSpan windows of
+// samples, for the longer look a grow takes ([window.long]).
 type window struct {
-	ring []point // the last n points
+	ring []point // the last longSpan·n + 1 points
+	n    int     // the window, in ticks
 	next int     // where the next point goes; the oldest when full
 	full bool
 }
+
+// longSpan is how many windows a grow looks back over.
+const longSpan = 4
 
 // point is a sample and the running work summed over the ticks so far.
 type point struct {
@@ -84,7 +89,10 @@ type point struct {
 	running float64
 }
 
-func newWindow(n int) *window { return &window{ring: make([]point, max(n, 1))} }
+func newWindow(n int) *window {
+	n = max(n, 1)
+	return &window{ring: make([]point, longSpan*n+1), n: n}
+}
 
 // reset forgets the samples (after a failed read: the next difference
 // would span an unknown time).
@@ -98,69 +106,62 @@ type estimate struct {
 	// busy, NaN when the reader gives no total time. running is the work
 	// the pool ran, on average over the window's ticks.
 	share, self, others, busy, running float64
+	// total is the host's time over the window (all its CPUs).
+	total time.Duration
+}
+
+func (w *window) held() int {
+	if w.full {
+		return len(w.ring)
+	}
+	return w.next
+}
+
+// at returns the point back ticks before the last one.
+func (w *window) at(back int) point {
+	return w.ring[((w.next-1-back)%len(w.ring)+len(w.ring))%len(w.ring)]
 }
 
 // push adds a sample, with the work the pool runs now, and returns what
-// the window measured since the oldest sample held, and whether there is
-// one. A counter that went backwards resets the window.
+// the window measured over its last n ticks (fewer while it fills), and
+// whether it holds two samples. A counter that went backwards resets the
+// window.
 func (w *window) push(s Sample, running int) (e estimate, ok bool) {
-	var oldest point
-	switch {
-	case w.full:
-		oldest, ok = w.ring[w.next], true
-	case w.next > 0:
-		oldest, ok = w.ring[0], true
+	var last point
+	if w.held() > 0 {
+		last = w.at(0)
+		if s.Self < last.s.Self || s.Busy < last.s.Busy || s.Total < last.s.Total {
+			w.reset()
+			last = point{}
+		}
 	}
-	if ok && (s.Self < oldest.s.Self || s.Busy < oldest.s.Busy || s.Total < oldest.s.Total) {
-		w.reset()
-		ok = false
-	}
-	last := oldest
-	if w.next > 0 {
-		last = w.ring[w.next-1]
-	} else if w.full {
-		last = w.ring[len(w.ring)-1]
-	}
-	if !ok {
-		last = point{}
-	}
-	cur := point{s: s, running: last.running + float64(running)}
-	span := float64(len(w.ring))
-	if !w.full {
-		span = float64(w.next)
-	}
-	w.ring[w.next] = cur
+	w.ring[w.next] = point{s: s, running: last.running + float64(running)}
 	w.next++
 	if w.next == len(w.ring) {
 		w.next, w.full = 0, true
 	}
-	if !ok {
-		return estimate{}, false
-	}
-	return measure(oldest, cur, span), true
+	return w.recent(w.n)
 }
 
 // recent returns what the last k ticks of the window measured (fewer if
 // it holds fewer), and whether it holds two samples.
 func (w *window) recent(k int) (estimate, bool) {
-	held := w.next
-	if w.full {
-		held = len(w.ring)
-	}
-	k = min(k, held-1)
+	k = min(k, w.held()-1)
 	if k < 1 {
 		return estimate{}, false
 	}
-	at := func(back int) point { return w.ring[((w.next-1-back)%len(w.ring)+len(w.ring))%len(w.ring)] }
-	cur, old := at(0), at(k)
-	return measure(old, cur, float64(k)), true
+	return measure(w.at(k), w.at(0), float64(k)), true
 }
+
+// long returns what the last longSpan windows measured (fewer ticks if it
+// holds fewer).
+func (w *window) long() (estimate, bool) { return w.recent(longSpan * w.n) }
 
 // measure is what was measured between two points span ticks apart.
 func measure(old, cur point, span float64) estimate {
 	dSelf, dBusy, dTotal := cur.s.Self-old.s.Self, cur.s.Busy-old.s.Busy, cur.s.Total-old.s.Total
 	e := estimate{share: shareOf(dSelf, dBusy), self: math.NaN(), others: math.NaN(), busy: math.NaN(),
-		running: (cur.running - old.running) / span}
+		running: (cur.running - old.running) / span, total: dTotal}
 	if dTotal > 0 {
 		e.self = min(max(float64(dSelf)/float64(dTotal), 0), 1)
 		e.busy = min(max(float64(dBusy)/float64(dTotal), 0), 1)
@@ -176,7 +177,7 @@ const saturated = 0.9
 // free returns the CPUs of a budget of cpus that the rest of a host of
 // host CPUs leaves the process, from a window's estimate, and the CPUs
 // the rest of the host wants (its demand), NaN if the estimate has no
-// total time.
+// total time. quantum is the step in which the CPU-time counters advance.
 //
 // Where the host has idle CPU, nobody waits for one, and the rest of the
 // host wants what it uses. Where it is saturated, the scheduler shares
@@ -189,13 +190,29 @@ const saturated = 0.9
 // worker too many on a full host sees its neighbours squeezed, and so
 // room for itself, and keeps it: two pools on two CPUs would settle at
 // two workers and one.
-func (e estimate) free(cpus, host float64) (free, others float64) {
+//
+// The correction multiplies the neighbours' use, so it multiplies the
+// error of its two inputs too: the process's CPU time advances in whole
+// clock ticks (over a third of a window, one tick is a sixth of two
+// workers' time), and the running work is sampled once a tick. A host
+// exactly full (as many threads as CPUs, nobody waiting) then looked
+// oversubscribed whenever the counter rounded down, and with four hogs
+// beside it a pool of two workers saw them want 4.8 CPUs and dropped to
+// one. So the self use the correction divides by is taken one quantum
+// high, the most it can be: only a shortfall the counter's rounding
+// cannot explain is read as contention.
+func (e estimate) free(cpus, host float64, quantum time.Duration) (free, others float64) {
 	if math.IsNaN(e.others) {
 		return math.NaN(), math.NaN()
 	}
 	self, others := e.self*host, e.others*host
-	if e.busy >= saturated && self > 0 && e.running > self {
-		others *= e.running / self
+	if e.busy >= saturated && self > 0 {
+		if e.total > 0 {
+			self += host * float64(quantum) / float64(e.total)
+		}
+		if e.running > self {
+			others *= e.running / self
+		}
 	}
 	return min(cpus, max(host-others, 0)), others
 }

@@ -280,3 +280,30 @@ func runLoopScript(t *testing.T, file string) {
 		}
 	})
 }
+
+// TestFreeRounding: the saturation correction reads as contention only
+// a shortfall of the process's CPU time that the counter's rounding
+// cannot explain. Over three ticks of a 6-CPU host exactly full (4 hog
+// threads, 2 workers, nobody waiting) the pool's counter moved 5 ticks
+// instead of 6 once; the host's busy time 17 of 18. Read at face value
+// the hogs want 4 · 2/(5/3) = 4.8 CPUs and the pool falls to one worker;
+// they want 4. Two workers beside one runnable thread on 2 CPUs, where
+// the shortfall is real, are still corrected: the neighbour wants 1 CPU,
+// not the 2/3 it gets, and leaves 1.
+func TestFreeRounding(t *testing.T) {
+	const q = 10 * time.Millisecond
+	full := measure(point{}, point{s: Sample{Self: 5 * q, Busy: 17 * q, Total: 18 * q}, running: 6}, 3)
+	if free, others := full.free(6, 6, q); math.Abs(free-2) > 1e-9 || math.Abs(others-4) > 1e-9 {
+		t.Errorf("exactly full host: free %v, others %v; want 2 and 4", free, others)
+	}
+	if free, _ := full.free(6, 6, 0); free > 1.25 {
+		t.Errorf("without the rounding allowance: free %v; the case no longer tests it", free)
+	}
+	// 2 workers and 1 neighbour thread on 2 CPUs over a window of 10
+	// ticks: the pool gets 4/3 of a CPU (13 ticks, rounded down), the
+	// neighbour 2/3.
+	over := measure(point{}, point{s: Sample{Self: 13 * q, Busy: 20 * q, Total: 20 * q}, running: 20}, 10)
+	if free, others := over.free(2, 2, q); free > 1.25 || others < 0.75 {
+		t.Errorf("oversubscribed host: free %v, others %v; want at most 1.25 and at least 0.75", free, others)
+	}
+}

@@ -58,6 +58,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -457,6 +458,10 @@ func merge(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerResult)
 // perRound is a pair's figures in each round.
 type perRound struct {
 	p99, tput, back []float64
+	// cpu is the processes' CPU time per item, ms.
+	cpu []float64
+	// loop is each round's friendly loops' summaries, one per process.
+	loop []string
 }
 
 // mergeRounds is merge, and the per-round figures.
@@ -477,6 +482,24 @@ func mergeRounds(c Case, ctl Controller, rate float64, rounds int, rs []*WorkerR
 				tput += float64(r.Completed) / r.Measured
 			}
 			a += r.ActiveMean
+		}
+		var cpuTime time.Duration
+		ran := 0
+		for _, r := range round {
+			cpuTime += r.CPUTime
+			ran += r.Ran
+		}
+		if ran > 0 {
+			pr.cpu = append(pr.cpu, float64(cpuTime)/1e6/float64(ran))
+		}
+		var loops []string
+		for i, r := range round {
+			if r.Loop != nil {
+				loops = append(loops, fmt.Sprintf("p%d %s", i, r.Loop))
+			}
+		}
+		if len(loops) > 0 {
+			pr.loop = append(pr.loop, strings.Join(loops, " | "))
 		}
 		row.Throughput += tput
 		pr.tput = append(pr.tput, tput)
@@ -526,7 +549,8 @@ func roundParams(params map[string]string, c Case, ctls []Controller, prs map[st
 		if !ok {
 			continue
 		}
-		v := "p99 " + spread(pr.p99, " ms") + "; throughput " + spread(pr.tput, "/s") + "; background " + spread(pr.back, " CPUs")
+		v := "p99 " + spread(pr.p99, " ms") + "; throughput " + spread(pr.tput, "/s") + "; background " + spread(pr.back, " CPUs") +
+			"; process CPU per item " + spread(pr.cpu, " ms")
 		if opt, ok := prs["optimal"]; ok && ctl.Pool == "friendly" {
 			v += "; p99 / optimal's " + spread(ratios(pr.p99, opt.p99), "")
 		}
@@ -534,7 +558,110 @@ func roundParams(params map[string]string, c Case, ctls []Controller, prs map[st
 			v += "; p99 / ignorant's " + spread(ratios(pr.p99, ign.p99), "") + "; throughput / ignorant's " + spread(ratios(pr.tput, ign.tput), "")
 		}
 		params[fmt.Sprintf("rounds %s %s", c.Name, ctl.Name)] = v
+		if len(pr.loop) > 0 {
+			parts := make([]string, len(pr.loop))
+			for i, l := range pr.loop {
+				parts[i] = fmt.Sprintf("round %d: %s", i+1, l)
+			}
+			params[fmt.Sprintf("loop %s %s", c.Name, ctl.Name)] = "active count: share of the measured ticks at each count; ↑↓ its rises and falls; free, others, share: the loop's means; runq: the process's threads waiting for a CPU, on average; steal: the host's steal, CPUs. " +
+				strings.Join(parts, "; ")
+		}
+		if ctl.Name == checked {
+			if v, ok := check(c, pr, prs["optimal"], prs["ignorant"]); ok {
+				params["check "+c.Name] = v
+			}
+		}
 	}
+}
+
+// checked is the controller the targets are asked of.
+const checked = "friendly-o1"
+
+// check says, for a case, whether checked meets the targets in every
+// round, against the static pools of the same round: alone (k1) a p99
+// at most 1.05× ignorant's and a throughput at least 0.95 of it; with
+// neighbours a p99 at most 1.3× optimal's and, where the neighbours are
+// pools like it (kK), a throughput at least 1/1.1 of ignorant's. It
+// returns false when the static pools did not run.
+func check(c Case, pr, opt, ign perRound) (string, bool) {
+	type target struct {
+		what   string
+		xs     []float64
+		limit  float64
+		atMost bool
+	}
+	var ts []target
+	if len(ign.p99) == 0 {
+		return "", false
+	}
+	if c.Name == "k1" {
+		ts = append(ts, target{"p99 ÷ ignorant's", ratios(pr.p99, ign.p99), 1.05, true},
+			target{"throughput ÷ ignorant's", ratios(pr.tput, ign.tput), 0.95, false})
+	} else {
+		if len(opt.p99) == 0 {
+			return "", false
+		}
+		ts = append(ts, target{"p99 ÷ optimal's", ratios(pr.p99, opt.p99), 1.3, true})
+		if c.Hogs == 0 && c.Rogues == 0 {
+			ts = append(ts, target{"throughput ÷ ignorant's", ratios(pr.tput, ign.tput), 1 / 1.1, false})
+		}
+	}
+	all := true
+	var parts []string
+	for _, t := range ts {
+		ok := 0
+		for _, x := range t.xs {
+			if (t.atMost && x <= t.limit) || (!t.atMost && x >= t.limit) {
+				ok++
+			}
+		}
+		all = all && ok == len(t.xs) && len(t.xs) > 0
+		op := "≥"
+		if t.atMost {
+			op = "≤"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %.3g in %d of %d rounds (median %.3g, %.3g–%.3g)",
+			t.what, op, t.limit, ok, len(t.xs), median(t.xs), minOf(t.xs), maxOf(t.xs)))
+	}
+	verdict := "holds in every round"
+	if !all {
+		verdict = "does NOT hold in every round"
+	}
+	v := checked + ": " + strings.Join(parts, "; ") + ": " + verdict
+	if c.Name == "k1" && len(opt.p99) > 0 {
+		// Alone, optimal is ignorant's pool: what the two differ by is
+		// the rounds' own noise, the floor under any per-round ratio.
+		p, tp := ratios(opt.p99, ign.p99), ratios(opt.tput, ign.tput)
+		v += fmt.Sprintf(" (the same static pool run as optimal and as ignorant, round by round: p99 ratio %.3g–%.3g, throughput ratio %.3g–%.3g)",
+			minOf(p), maxOf(p), minOf(tp), maxOf(tp))
+	}
+	return v, true
+}
+
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return slices.Min(xs)
+}
+
+func maxOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(xs)
+}
+
+// Checks returns the results' per-round checks of the targets ("check
+// CASE" params), in the order of the cases' names.
+func Checks(res *bench.Results) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(res.Params)) {
+		if c, ok := strings.CutPrefix(k, "check "); ok {
+			out = append(out, c+": "+res.Params[k])
+		}
+	}
+	return out
 }
 
 // median returns the median of xs (the mean of the middle two when even).

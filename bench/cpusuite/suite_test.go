@@ -74,6 +74,14 @@ func TestMerge(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("merge (-want +got):\n%s", diff)
 	}
+	// The processes' CPU time per item, round by round.
+	rs[0].CPUTime, rs[0].Ran = 80*time.Millisecond, 20
+	rs[1].CPUTime, rs[1].Ran = 40*time.Millisecond, 10
+	rs[2].CPUTime, rs[2].Ran = 150*time.Millisecond, 30
+	_, pr := mergeRounds(Case{Name: "k2", K: 2}, Controller{Name: "friendly-o1"}, 50, 2, rs)
+	if diff := cmp.Diff([]float64{4, 5}, pr.cpu); diff != "" {
+		t.Errorf("CPU per item (-want +got):\n%s", diff)
+	}
 }
 
 func TestMedian(t *testing.T) {
@@ -156,6 +164,10 @@ func TestWorkerSmoke(t *testing.T) {
 		if r.Completed == 0 || len(r.Work) == 0 || r.Sent == 0 || r.ActiveMean < 1 {
 			t.Errorf("%s: %+v", pool, r)
 		}
+		// A friendly pool's loop is summed up over the measured part.
+		if l := r.Loop; (pool == "friendly") != (l != nil) || (l != nil && (l.RunQueue < 0 || l.Share < 0 || l.Grows < 0)) {
+			t.Errorf("%s: loop summary %+v", pool, l)
+		}
 	}
 }
 
@@ -193,6 +205,11 @@ func TestExecuteSmoke(t *testing.T) {
 	for _, r := range res.Rows {
 		if r.Error != "" || r.Throughput <= 0 || r.P99Ms <= 0 || r.Suite != "cpu" {
 			t.Errorf("row %+v", r)
+		}
+	}
+	for _, k := range []string{"loop k2 friendly-o1", "loop hog friendly-o1"} {
+		if !strings.Contains(res.Params[k], "round") {
+			t.Errorf("params[%q] = %q", k, res.Params[k])
 		}
 	}
 }
@@ -242,7 +259,43 @@ func TestRoundParams(t *testing.T) {
 			t.Errorf("params lack %q: %q", want, got)
 		}
 	}
-	if strings.Contains(params["rounds k2 optimal"], "optimal's") || len(params) != 3 {
+	if !strings.HasSuffix(params["check k2"], "does NOT hold in every round") {
+		t.Errorf("check k2: %q", params["check k2"])
+	}
+	if strings.Contains(params["rounds k2 optimal"], "optimal's") || len(params) != 4 {
 		t.Errorf("params %v", params)
+	}
+}
+
+// TestCheck: the targets are checked round by round, against the static
+// pools of the same round; one round out of target is enough to fail.
+func TestCheck(t *testing.T) {
+	opt := perRound{p99: []float64{6, 6, 6}, tput: []float64{430, 430, 430}}
+	ign := perRound{p99: []float64{14, 14, 14}, tput: []float64{440, 440, 440}}
+	for _, tt := range []struct {
+		name string
+		c    Case
+		pr   perRound
+		want string
+	}{
+		{"k2 every round", Case{Name: "k2", K: 2}, perRound{p99: []float64{6, 7, 7.8}, tput: []float64{430, 420, 401}},
+			"friendly-o1: p99 ÷ optimal's ≤ 1.3 in 3 of 3 rounds (median 1.17, 1–1.3); throughput ÷ ignorant's ≥ 0.909 in 3 of 3 rounds (median 0.955, 0.911–0.977): holds in every round"},
+		{"k2 one round out", Case{Name: "k2", K: 2}, perRound{p99: []float64{6, 8, 7}, tput: []float64{430, 420, 380}},
+			"friendly-o1: p99 ÷ optimal's ≤ 1.3 in 2 of 3 rounds (median 1.17, 1–1.33); throughput ÷ ignorant's ≥ 0.909 in 2 of 3 rounds (median 0.955, 0.864–0.977): does NOT hold in every round"},
+		{"hog: no throughput target", Case{Name: "hog", K: 1, Hogs: 1}, perRound{p99: []float64{6, 7, 7}, tput: []float64{100, 100, 100}},
+			"friendly-o1: p99 ÷ optimal's ≤ 1.3 in 3 of 3 rounds (median 1.17, 1–1.17): holds in every round"},
+		{"k1 against ignorant", Case{Name: "k1", K: 1}, perRound{p99: []float64{14, 14.5, 15}, tput: []float64{440, 430, 440}},
+			"friendly-o1: p99 ÷ ignorant's ≤ 1.05 in 2 of 3 rounds (median 1.04, 1–1.07); throughput ÷ ignorant's ≥ 0.95 in 3 of 3 rounds (median 1, 0.977–1): does NOT hold in every round" +
+				" (the same static pool run as optimal and as ignorant, round by round: p99 ratio 0.429–0.429, throughput ratio 0.977–0.977)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := check(tt.c, tt.pr, opt, ign)
+			if !ok || got != tt.want {
+				t.Errorf("check = %q, %v\nwant %q", got, ok, tt.want)
+			}
+		})
+	}
+	if _, ok := check(Case{Name: "k2", K: 2}, opt, perRound{}, ign); ok {
+		t.Error("check without optimal's rounds")
 	}
 }

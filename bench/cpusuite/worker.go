@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,9 +59,14 @@ type WorkerResult struct {
 	Queue []int32 `json:"queue_us"`
 	// Completed counts the items that ended in the measured part; Sent
 	// those that arrived in it.
-	Completed int     `json:"completed"`
-	Sent      int     `json:"sent"`
-	Measured  float64 `json:"measured_s"` // length of the measured part
+	Completed int `json:"completed"`
+	Sent      int `json:"sent"`
+	// Ran counts every item that ended within the run, warm-up
+	// included: CPUTime / Ran is the process's CPU time per item, the
+	// item's own and everything else the process spent on it (the pool,
+	// its loop, the runtime).
+	Ran      int     `json:"ran"`
+	Measured float64 `json:"measured_s"` // length of the measured part
 	// ActiveMean is the mean active count over the loop's ticks (the
 	// fixed size of a static pool).
 	ActiveMean float64 `json:"active_mean"`
@@ -70,6 +76,106 @@ type WorkerResult struct {
 	Ticks   int64         `json:"ticks"`
 	CPUTime time.Duration `json:"cpu_ns"`
 	Budget  float64       `json:"budget"`
+	// Loop summarizes a friendly pool's loop over the measured part;
+	// nil for a static pool.
+	Loop *LoopSummary `json:"loop,omitempty"`
+}
+
+// LoopSummary is what a friendly pool's loop read and chose over the
+// measured part of a run: the trace of every tick, summed up, so that
+// each round of the suite says how the pool behaved in it.
+type LoopSummary struct {
+	// Ticks counts the loop's ticks; AtCount[n] those that ended with an
+	// active count of n (index 0 unused).
+	Ticks   int     `json:"ticks"`
+	AtCount []int64 `json:"at_count"`
+	// Grows and Shrinks count the changes of the active count.
+	Grows   int `json:"grows"`
+	Shrinks int `json:"shrinks"`
+	// Share, Others and Free are the means over the ticks of the share
+	// read and of the CPUs the rest of the host wanted and left free.
+	Share  float64 `json:"share"`
+	Others float64 `json:"others_cpus"`
+	Free   float64 `json:"free_cpus"`
+	// RunQueue is the time the process's threads spent runnable but not
+	// running (the scheduler's run-queue delay, summed over the threads),
+	// per second of the measured part: the mean number of its threads
+	// waiting for a CPU. Steal is the host's steal time over it, in CPUs.
+	RunQueue float64 `json:"runq_threads"`
+	Steal    float64 `json:"steal_cpus"`
+
+	prev    int
+	sums    [3]float64
+	rq0     time.Duration
+	steal0  time.Duration
+	t0      time.Time
+	stealOK bool
+}
+
+// observe adds a tick.
+func (l *LoopSummary) observe(s cpu.StepInfo) {
+	if s.Active < 1 {
+		return
+	}
+	for len(l.AtCount) <= s.Active {
+		l.AtCount = append(l.AtCount, 0)
+	}
+	l.AtCount[s.Active]++
+	switch {
+	case l.prev == 0:
+	case s.Active > l.prev:
+		l.Grows++
+	case s.Active < l.prev:
+		l.Shrinks++
+	}
+	l.prev = s.Active
+	if s.OK && !math.IsNaN(s.Free) {
+		l.Ticks++
+		l.sums[0] += s.Share
+		l.sums[1] += s.Others
+		l.sums[2] += s.Free
+	}
+	if !l.stealOK && s.Err == nil {
+		l.steal0, l.stealOK = s.Sample.Steal, true
+	}
+	l.Steal = s.Sample.Steal.Seconds() // the last, until finish
+}
+
+// finish computes the means, the run-queue delay and the steal since
+// start.
+func (l *LoopSummary) finish() {
+	if l.Ticks > 0 {
+		n := float64(l.Ticks)
+		l.Share, l.Others, l.Free = l.sums[0]/n, l.sums[1]/n, l.sums[2]/n
+	}
+	el := time.Since(l.t0).Seconds()
+	if el > 0 {
+		l.RunQueue = (runQueueDelay() - l.rq0).Seconds() / el
+		if l.stealOK {
+			l.Steal = (l.Steal - l.steal0.Seconds()) / el
+		} else {
+			l.Steal = 0
+		}
+	}
+}
+
+// String is one round's summary: "1 83%, 2 17%; 3↑ 3↓; free 1.12, others 0.88; runq 0.05".
+func (l *LoopSummary) String() string {
+	var b strings.Builder
+	total := int64(0)
+	for _, n := range l.AtCount {
+		total += n
+	}
+	for c, n := range l.AtCount {
+		if n > 0 && total > 0 {
+			if b.Len() > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%d:%.0f%%", c, 100*float64(n)/float64(total))
+		}
+	}
+	fmt.Fprintf(&b, ", %d↑ %d↓, free %.2f, others %.2f, share %.2f, runq %.2f, steal %.3f", l.Grows, l.Shrinks, l.Free, l.Others, l.Share, l.RunQueue, l.Steal)
+	return b.String()
 }
 
 // Fib computes the n-th Fibonacci number the slow way: real CPU work
@@ -103,6 +209,7 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 		mu        sync.Mutex
 		activeSum float64
 		activeN   int
+		loop      *LoopSummary
 		tr        *tracer
 		pool      *cpu.Pool
 	)
@@ -124,6 +231,9 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 				mu.Lock()
 				activeSum += float64(s.Active)
 				activeN++
+				if loop != nil {
+					loop.observe(s)
+				}
 				if tr != nil {
 					tr.observe(s)
 				}
@@ -150,6 +260,22 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	cpu0 := processCPUTime()
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(c.Duration))
 	defer cancel()
+	if c.Pool == "friendly" {
+		// The loop's summary covers the measured part.
+		measured := time.NewTimer(time.Until(start.Add(c.Warmup)))
+		defer measured.Stop()
+		go func() {
+			select {
+			case <-measured.C:
+			case <-runCtx.Done():
+				return
+			}
+			l := &LoopSummary{rq0: runQueueDelay(), t0: time.Now()}
+			mu.Lock()
+			loop = l
+			mu.Unlock()
+		}()
+	}
 
 	// The arrival schedule: Poisson, seeded per process.
 	rng := rand.New(rand.NewPCG(c.Seed, uint64(c.Index)+1))
@@ -194,6 +320,11 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 		return nil, err
 	}
 	st := pool.Stats()
+	mu.Lock()
+	if loop != nil {
+		loop.finish()
+	}
+	mu.Unlock()
 	pool.Close()
 	cpu1 := processCPUTime()
 
@@ -207,6 +338,7 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 			return nil, err
 		}
 	}
+	res.Loop = loop
 	res.ActiveMean = float64(st.Limit)
 	if activeN > 0 {
 		res.ActiveMean = activeSum / float64(activeN)
@@ -216,6 +348,9 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	defer startedMu.Unlock()
 	for i, it := range items {
 		done := started[i] && it.end <= c.Duration
+		if done {
+			res.Ran++
+		}
 		// Throughput: every item that ended in the measured part, whenever
 		// it arrived. Work latency: the items that started in it and
 		// ended by the end of the run.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"time"
 
@@ -78,8 +79,15 @@ func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if err != nil && res == nil {
 		return err
 	}
-	return finishRun(cmd, g, f, res, err, func(r bench.Row) cpuRow {
+	err = finishRun(cmd, g, f, res, err, func(r bench.Row) cpuRow {
 		return cpuRow{r.Suite, r.Case, r.Controller, r.P99Ms, r.MaxMs, r.QueueP99Ms,
 			r.Throughput, r.Offered, r.ActiveMean, r.Background, r.Error}
 	}, false)
+	if g.Output != outputJSON {
+		// The targets round by round, below the table of medians.
+		for _, c := range cpusuite.Checks(res) {
+			fmt.Fprintln(cmd.OutOrStdout(), c)
+		}
+	}
+	return err
 }
