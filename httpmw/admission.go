@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // Headers of DAGOR's cooperation.
@@ -294,12 +295,14 @@ func WithPathName(fn func(*http.Request) string) TransportOption {
 }
 
 type transport struct {
-	base     http.RoundTripper
-	ttl      time.Duration
-	noShed   bool
-	levels   sync.Map // host → cachedLevel; at most MaxLevelHosts
-	nlevels  atomic.Int64
-	pathName func(*http.Request) string
+	base        http.RoundTripper
+	ttl         time.Duration
+	noShed      bool
+	levels      sync.Map // host → cachedLevel; at most MaxLevelHosts
+	nlevels     atomic.Int64
+	pathName    func(*http.Request) string
+	ctl         *moirai.Controller
+	trustedDown func(host string) bool
 }
 
 // MaxLevelHosts is how many downstream hosts a [Transport] caches levels
@@ -361,6 +364,9 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if cont {
 			r.Header.Set(HeaderContinuation, "1")
 		}
+		if tr := tk.Spec().Tree; tr != "" {
+			r.Header[tree.Header] = []string{tr}
+		}
 	}
 	var start time.Time
 	tracked := fence.Tracked(r.Context())
@@ -376,6 +382,8 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		tk.MarkAdmittedDownstream()
+	} else if v, ok := resp.Header[tree.CulpritHeader]; ok && t.ctl != nil {
+		t.upward(tk, r.URL.Host, v)
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {
