@@ -22,7 +22,13 @@ type Row struct {
 	Cancelled         int     `json:"cancelled"`
 	CulpritsCancelled int     `json:"culprits_cancelled"`
 	VictimsCancelled  int     `json:"victims_cancelled"`
-	Rejected          int     `json:"rejected"`
+	// CulpritHoldAfterMs is, in the tree suite, the resource-time the
+	// culprit trees held after the first decision on them, summed over
+	// the services (mean per culprit tree); RetriesIntoOverload the
+	// culprit calls the frontend sent again into the overloaded backend.
+	CulpritHoldAfterMs  float64 `json:"culprit_hold_after_ms,omitempty"`
+	RetriesIntoOverload int     `json:"retries_into_overload,omitempty"`
+	Rejected            int     `json:"rejected"`
 	// Reexecuted counts the cancelled requests run again once their
 	// resources were free (controllers with re-execution), which then
 	// count as what their second run returned.
