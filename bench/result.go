@@ -28,7 +28,11 @@ type Row struct {
 	// culprit calls the frontend sent again into the overloaded backend.
 	CulpritHoldAfterMs  float64 `json:"culprit_hold_after_ms,omitempty"`
 	RetriesIntoOverload int     `json:"retries_into_overload,omitempty"`
-	Rejected            int     `json:"rejected"`
+	// DecidedAfterMs is, in the tree suite, the mean time from a culprit
+	// tree's arrival to the first cancellation of one of its calls (its
+	// P99Ms is the light trees' p99).
+	DecidedAfterMs float64 `json:"decided_after_ms,omitempty"`
+	Rejected       int     `json:"rejected"`
 	// Reexecuted counts the cancelled requests run again once their
 	// resources were free (controllers with re-execution), which then
 	// count as what their second run returned.

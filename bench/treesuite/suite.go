@@ -167,6 +167,9 @@ type measured struct {
 	victims    int64
 	decided    int
 	cancelledC int64
+	inSLO      int              // light trees answered within the objective
+	arrived    map[string]int64 // culprit tree → Unix ns of its arrival
+	decidedMs  float64          // mean time from a culprit tree's arrival to its first decision
 }
 
 func (m measured) p99() time.Duration {
@@ -181,7 +184,11 @@ func (m measured) p99() time.Duration {
 func (m measured) row(ctl string, base measured) bench.Row {
 	r := bench.Row{Suite: Suite, Case: "fanout", Controller: ctl,
 		CulpritHoldAfterMs: m.holdAfter, RetriesIntoOverload: int(m.retries),
-		VictimsCancelled: int(m.victims), CulpritsCancelled: int(m.cancelledC)}
+		VictimsCancelled: int(m.victims), CulpritsCancelled: int(m.cancelledC),
+		P99Ms: float64(m.p99()) / float64(time.Millisecond), DecidedAfterMs: m.decidedMs}
+	if n := len(m.light) + m.failed; n > 0 {
+		r.SLOAttainment = float64(m.inSLO) / float64(n)
+	}
 	if bp := base.p99(); bp > 0 {
 		r.P99Norm = float64(m.p99()) / float64(bp)
 	}
@@ -278,6 +285,15 @@ func (m *measured) account(all []Stats) {
 		}
 	}
 	m.decided = len(decided)
+	var sum time.Duration
+	for k, d := range decided {
+		if a, ok := m.arrived[k]; ok {
+			sum += time.Duration(d - a)
+		}
+	}
+	if len(decided) > 0 {
+		m.decidedMs = float64(sum) / float64(time.Millisecond) / float64(len(decided))
+	}
 	if m.culprits > 0 {
 		m.holdAfter = float64(after) / float64(time.Millisecond) / float64(m.culprits)
 	}
@@ -290,7 +306,7 @@ func load(ctx context.Context, o Options, front *grpc.ClientConn, culprit bool) 
 	r := rand.New(rand.NewPCG(o.Seed, 32))
 	var (
 		mu  sync.Mutex
-		m   measured
+		m   = measured{arrived: map[string]int64{}}
 		wg  sync.WaitGroup
 		t0  = time.Now()
 		end = t0.Add(o.Warmup + o.Duration)
@@ -310,6 +326,9 @@ func load(ctx context.Context, o Options, front *grpc.ClientConn, culprit bool) 
 			m.failed++
 		} else {
 			m.light = append(m.light, lat)
+			if lat <= o.SLO {
+				m.inSLO++
+			}
 		}
 		mu.Unlock()
 	}
@@ -321,6 +340,9 @@ func load(ctx context.Context, o Options, front *grpc.ClientConn, culprit bool) 
 		if culprit && !nextCulprit.After(now) && nextCulprit.Before(end) {
 			k++
 			wg.Add(1)
+			mu.Lock()
+			m.arrived[strconv.Itoa(k)] = time.Now().UnixNano()
+			mu.Unlock()
 			go call("culprit:"+strconv.Itoa(k), nextCulprit, false)
 			nextCulprit = nextCulprit.Add(o.Period)
 			continue

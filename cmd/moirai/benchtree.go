@@ -23,10 +23,13 @@ type treeRow struct {
 	NoCulprit           bool    `json:"no_culprit"`
 	P99Norm             float64 `json:"p99_norm"`
 	ThroughputNorm      float64 `json:"throughput_norm"`
+	P99Ms               float64 `json:"p99_ms"`
+	SLOAttainment       float64 `json:"slo_attainment"`
 	CulpritHoldAfterMs  float64 `json:"culprit_hold_after_ms"`
 	RetriesIntoOverload int     `json:"retries_into_overload"`
 	VictimsCancelled    int     `json:"victims_cancelled"`
 	CulpritsCancelled   int     `json:"culprits_cancelled"`
+	DecidedAfterMs      float64 `json:"decided_after_ms"`
 	Error               string  `json:"error,omitempty"`
 }
 
@@ -62,7 +65,7 @@ func runTreeBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return err
 	}
 	return finishRun(cmd, g, f, res, err, func(r bench.Row) treeRow {
-		return treeRow{r.Suite, r.Case, r.Controller, r.NoCulprit, r.P99Norm, r.ThroughputNorm,
-			r.CulpritHoldAfterMs, r.RetriesIntoOverload, r.VictimsCancelled, r.CulpritsCancelled, r.Error}
+		return treeRow{r.Suite, r.Case, r.Controller, r.NoCulprit, r.P99Norm, r.ThroughputNorm, r.P99Ms, r.SLOAttainment,
+			r.CulpritHoldAfterMs, r.RetriesIntoOverload, r.VictimsCancelled, r.CulpritsCancelled, r.DecidedAfterMs, r.Error}
 	}, false)
 }
