@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -239,6 +240,44 @@ func TestTreeIgnoresForgedAndUntrusted(t *testing.T) {
 	}
 }
 
+// TestTreeGenerated serves random trees: a tree's root is cancelled
+// exactly when one of its leaves that runs is a culprit, as a culprit
+// decided at that leaf's hop when the leaf is below the root; trees whose
+// sub-requests were only victims (rejected), forged answers or successes
+// never are.
+func TestTreeGenerated(t *testing.T) {
+	const services = 3
+	m := newMesh(t, services, func(int, int) bool { return true })
+	for _, seed := range []uint64{32, 33, 34} {
+		r := rand.New(rand.NewPCG(seed, seed))
+		var culprits, victims int
+		for num := 1; num <= 40; num++ {
+			plan := fmt.Sprintf("s%d(%s)", r.IntN(services), genContent(r, services, 3))
+			hop, depth, want := firstCulprit(plan)
+			_, cause := m.call(t, int(seed)*1000+num, plan)
+			cu, remote := tree.Of(cause)
+			switch {
+			case !want && cause != nil:
+				t.Fatalf("seed %d tree %d %s: a tree without a culprit was cancelled: %v", seed, num, plan, cause)
+			case want && !errors.Is(cause, moirai.ErrCancelled):
+				t.Fatalf("seed %d tree %d %s: root not cancelled (cause %v), want a culprit at %s", seed, num, plan, cause, hop)
+			case want && remote != (depth > 0):
+				t.Fatalf("seed %d tree %d %s: root's cause %v, want the culprit at %s depth %d", seed, num, plan, cause, hop, depth)
+			case remote && cu.Hop != hop:
+				t.Fatalf("seed %d tree %d %s: culprit decided at %s, want %s", seed, num, plan, cu.Hop, hop)
+			}
+			if want {
+				culprits++
+			} else if strings.ContainsAny(plan, "rf") {
+				victims++
+			}
+		}
+		if culprits == 0 || victims == 0 {
+			t.Fatalf("seed %d drew %d culprit trees and %d victim trees: the generator no longer covers both", seed, culprits, victims)
+		}
+	}
+}
+
 // genContent draws a handler's random content over n services: up to 3
 // items, calls nested at most depth deep; leaves are culprits, victims,
 // forgeries or successes.
@@ -276,4 +315,61 @@ func firstCulprit(plan string) (string, int, bool) {
 		return "", 0, false
 	}
 	return walk(plan, 0)
+}
+
+// countCancel is a health service whose every call its controller cancels.
+type countCancel struct {
+	healthpb.UnimplementedHealthServer
+	ctl   *moirai.Controller
+	calls atomic.Int64
+}
+
+func (c *countCancel) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	c.calls.Add(1)
+	if err := c.ctl.Cancel(moirai.From(ctx).ID(), "holds the lock"); err != nil {
+		return nil, err
+	}
+	<-ctx.Done()
+	return nil, context.Cause(ctx)
+}
+
+// TestCulpritNotRetriedByPolicy: gRPC's retry policy, which retries
+// Unavailable, does not retry a culprit answer; it retries a call of no
+// tree that the controller cancelled (an ordinary failure).
+func TestCulpritNotRetriedByPolicy(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	svc := &countCancel{ctl: ctl}
+	lis := bufconn.Listen(1 << 16)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithTree("b"),
+		grpcmw.WithTrustedPeer(func(context.Context) bool { return true }))))
+	healthpb.RegisterHealthServer(srv, svc)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	const policy = `{"methodConfig": [{"name": [{"service": "grpc.health.v1.Health"}], "retryPolicy": {
+		"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s", "backoffMultiplier": 1,
+		"retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+	caller := moirai.New(moirai.WithTraceOnly())
+	defer caller.Close()
+	cc, err := grpc.NewClient("passthrough:///b", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithDefaultServiceConfig(policy),
+		grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(grpcmw.WithTreeCancel(caller, func(string) bool { return true }))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	c := healthpb.NewHealthClient(cc)
+	for _, tc := range []struct {
+		tree  string
+		calls int64
+	}{{tree.New("/front"), 1}, {"", 3}} {
+		svc.calls.Store(0)
+		ctx, tk := caller.Begin(t.Context(), moirai.Spec{Cancellable: true, Tree: tc.tree})
+		_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
+		tk.End(err)
+		if status.Code(err) != codes.Unavailable || svc.calls.Load() != tc.calls {
+			t.Errorf("tree %q: %v after %d attempts, want Unavailable after %d", tc.tree, err, svc.calls.Load(), tc.calls)
+		}
+	}
 }
