@@ -208,7 +208,8 @@ func monotonic() time.Duration { return time.Since(epoch) }
 // treeIn returns the tree a call whose incoming metadata is md joins,
 // and whether a trusted caller sent it (else it is a new tree's root).
 func (c *config) treeIn(ctx context.Context, md metadata.MD, class string, trusted func(context.Context) bool) (string, bool) {
-	if v := md.Get(tree.Key); len(v) > 0 {
+	// md's keys are lower case (metadata.FromIncomingContext's copy).
+	if v := md[tree.Key]; len(v) > 0 {
 		if len(v) == 1 && tree.Parse(v[0]) && trusted(ctx) {
 			return v[0], true
 		}
@@ -566,9 +567,11 @@ func newClient(opts []ClientOption) *client {
 // cut, which the cached level does not say.
 func (c *client) prepare(ctx context.Context, target string) (context.Context, error) {
 	p, has, cont := Lowest, false, false
+	var tr string
 	t := moirai.From(ctx)
 	if t != nil {
-		p, has, cont = t.Spec().Priority, true, t.AdmittedDownstream()
+		sp := t.Spec()
+		p, has, cont, tr = sp.Priority, true, t.AdmittedDownstream(), sp.Tree
 	}
 	if cont {
 		ctx = metadata.AppendToOutgoingContext(ctx, KeyContinuation, "1")
@@ -581,7 +584,7 @@ func (c *client) prepare(ctx context.Context, target string) (context.Context, e
 		}
 	}
 	if has {
-		if tr := t.Spec().Tree; tr != "" {
+		if tr != "" {
 			ctx = metadata.AppendToOutgoingContext(ctx, KeyPriority, admit.FormatPriority(p), tree.Key, tr)
 		} else {
 			ctx = metadata.AppendToOutgoingContext(ctx, KeyPriority, admit.FormatPriority(p))

@@ -126,17 +126,23 @@ func Split(v string) (id, class string) {
 // bytes of [0-9a-z.], a space, a class of at most MaxClass bytes of
 // printable ASCII but ';'. It does not allocate.
 func Parse(v string) bool {
-	id, class := Split(v)
-	if len(id) == 0 || len(id) > MaxID || len(id) == len(v) || len(class) > MaxClass {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
+	// One pass: the ID up to the first space, then the class.
+	i := 0
+	for ; i < len(v) && v[i] != ' '; i++ {
+		c := v[i]
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '.') {
 			return false
 		}
 	}
-	return printable(class) && !hasByte(class, ';')
+	if i == 0 || i > MaxID || i == len(v) || len(v)-i-1 > MaxClass {
+		return false
+	}
+	for _, c := range []byte(v[i+1:]) {
+		if c < 0x20 || c > 0x7e || c == ';' {
+			return false
+		}
+	}
+	return true
 }
 
 func printable(s string) bool {
