@@ -207,7 +207,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.tree {
 		tr, treeIn = h.treeOf(r, class)
 	}
-	if h.cfg.reexecute && h.cfg.cancellable {
+	// A request of a received tree is not re-executed here: its culprit
+	// answer goes up, and the tree's root re-executes it, after the wait.
+	if h.cfg.reexecute && h.cfg.cancellable && !treeIn {
 		if body, ok := h.bufferBody(r); ok {
 			h.serveRetry(w, r, body, class, p, tr)
 			return

@@ -19,7 +19,10 @@ import (
 // decided (hop, for this service's decisions), its reason and the expected
 // wait, so that the caller cancels its own task for the tree. A culprit
 // header the handler itself passes on from a downstream is dropped: only
-// the middleware answers for its hop.
+// the middleware answers for its hop. [WithReexecution] applies to the
+// roots only: a request of a received tree is cancelled up the tree, not
+// re-executed in the middle of it, and the root's re-execution waits the
+// deciding hop's expected wait (moirai.Retry).
 func WithTree(hop string) Option {
 	return func(c *config) { c.tree, c.hop = true, hop }
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/moirai-go/moirai"
@@ -129,5 +130,37 @@ func TestTreeHTTPForged(t *testing.T) {
 		tk.End(nil)
 		c.CloseIdleConnections()
 		ctl.Close()
+	}
+}
+
+// TestTreeHTTPNotReexecutedMidTree: a handler with re-execution, in the
+// middle of a tree, does not re-execute a run cancelled as a culprit: it
+// answers up the tree at once, and the root's task is cancelled.
+func TestTreeHTTPNotReexecutedMidTree(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	var runs atomic.Int64
+	mid := httptest.NewServer(httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		if err := ctl.Cancel(moirai.From(r.Context()).ID(), "holds the lock"); err != nil {
+			t.Error(err)
+		}
+		<-r.Context().Done()
+	}), httpmw.WithTree("mid"), httpmw.WithReexecution(), httpmw.WithTrustedPeer(func(*http.Request) bool { return true })))
+	defer mid.Close()
+	front := moirai.New(moirai.WithTraceOnly())
+	defer front.Close()
+	c := &http.Client{Transport: httpmw.Transport(nil, httpmw.WithTreeCancel(front, func(string) bool { return true }))}
+	defer c.CloseIdleConnections()
+	ctx, tk := front.Begin(t.Context(), moirai.Spec{Cancellable: true, Tree: tree.New("/front")})
+	defer tk.End(nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, mid.URL, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cu, ok := tree.Of(context.Cause(ctx)); !ok || cu.Hop != "mid" || runs.Load() != 1 {
+		t.Fatalf("root's cause %v after %d run(s) at mid; want a culprit at mid after one", context.Cause(ctx), runs.Load())
 	}
 }
