@@ -373,3 +373,49 @@ func TestCulpritNotRetriedByPolicy(t *testing.T) {
 		}
 	}
 }
+
+func (c *countCancel) Watch(_ *healthpb.HealthCheckRequest, ss grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+	return func(ctx context.Context) error {
+		c.calls.Add(1)
+		if err := c.ctl.Cancel(moirai.From(ctx).ID(), "holds the lock"); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}(ss.Context())
+}
+
+// TestTreeStream: a stream whose task its controller cancels answers as a
+// culprit, and the stream client interceptor cancels the caller's task.
+func TestTreeStream(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	svc := &countCancel{ctl: ctl}
+	lis := bufconn.Listen(1 << 16)
+	srv := grpc.NewServer(grpc.StreamInterceptor(grpcmw.StreamServerInterceptor(ctl, grpcmw.WithTree("b"),
+		grpcmw.WithTrustedPeer(func(context.Context) bool { return true }))))
+	healthpb.RegisterHealthServer(srv, svc)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	caller := moirai.New(moirai.WithTraceOnly())
+	defer caller.Close()
+	cc, err := grpc.NewClient("passthrough:///b", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithStreamInterceptor(grpcmw.StreamClientInterceptor(grpcmw.WithTreeCancel(caller, func(string) bool { return true }))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, tk := caller.Begin(t.Context(), moirai.Spec{Cancellable: true, Tree: tree.New("/front")})
+	defer tk.End(nil)
+	st, err := healthpb.NewHealthClient(cc).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("Recv: %v, want Unavailable", err)
+	}
+	if cu, ok := tree.Of(context.Cause(ctx)); !ok || cu.Hop != "b" {
+		t.Fatalf("caller's cause %v, want a culprit at b", context.Cause(ctx))
+	}
+}
