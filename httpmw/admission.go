@@ -360,12 +360,18 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if has {
 		r = r.Clone(r.Context())
-		r.Header.Set(HeaderPriority, admit.FormatPriority(p))
+		// One backing array for the headers this transport adds: the
+		// tree's identity costs no allocation of its own.
+		vals := make([]string, 3)
+		vals[0] = admit.FormatPriority(p)
+		r.Header[HeaderPriority] = vals[0:1:1]
 		if cont {
-			r.Header.Set(HeaderContinuation, "1")
+			vals[1] = "1"
+			r.Header[HeaderContinuation] = vals[1:2:2]
 		}
 		if tr := tk.Spec().Tree; tr != "" {
-			r.Header[tree.Header] = []string{tr}
+			vals[2] = tr
+			r.Header[tree.Header] = vals[2:3:3]
 		}
 	}
 	var start time.Time

@@ -218,7 +218,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
 	sw := &statusWriter{ResponseWriter: w}
 	if h.cfg.tree {
-		sw.tree = &treeAnswer{h: h, ctx: ctx, class: class, in: treeIn}
+		sw.tree = treeAnswer{h: h, ctx: ctx, in: treeIn}
 	}
 	err := errPanicked
 	defer func() { t.End(err) }()
@@ -332,15 +332,14 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 type statusWriter struct {
 	http.ResponseWriter
 	status int
-	tree   *treeAnswer
+	tree   treeAnswer // h nil: no tree
 }
 
 // treeAnswer is what a statusWriter needs to answer for a tree.
 type treeAnswer struct {
-	h     *handler
-	ctx   context.Context
-	class string
-	in    bool // the request's tree came from its caller
+	h   *handler
+	ctx context.Context
+	in  bool // the request's tree came from its caller
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -352,12 +351,12 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 func (s *statusWriter) stripCulprit() {
-	if s.tree == nil {
+	if s.tree.h == nil {
 		return
 	}
 	hd := s.ResponseWriter.Header()
 	hd.Del(tree.CulpritHeader)
-	if a := s.tree; a.in && errors.Is(context.Cause(a.ctx), moirai.ErrCancelled) {
+	if a := &s.tree; a.in && errors.Is(context.Cause(a.ctx), moirai.ErrCancelled) {
 		if cu, ok := a.h.ctl.CulpritAnswer(a.ctx, a.h.cfg.hop); ok {
 			hd.Set(tree.CulpritHeader, cu.Format())
 		}
