@@ -73,7 +73,7 @@ func (c *Controller) step() time.Duration {
 			continue
 		}
 		for _, d := range c.safeDecide(p) {
-			rec := c.actLocked(d, false)
+			rec := c.actLocked(d, false, nil)
 			if rec.Action == policy.Cancel {
 				cancels++
 				if rec.Outcome == policy.Acted {
@@ -251,8 +251,9 @@ func (c *Controller) safeDecide(p policy.Policy) (ds []policy.Decision) {
 // actLocked carries out one decision after the safety checks: only live,
 // cancellable tasks not cancelled before, and no sooner than the minimum
 // interval after the previous cancellation (manual cancellations excepted).
-// It records the decision in the log.
-func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
+// It records the decision in the log. A cancelled task's context's cause
+// wraps because, when non-nil, beside ErrCancelled.
+func (c *Controller) actLocked(d policy.Decision, manual bool, because error) policy.Record {
 	now := c.clock.Now()
 	c.seq++
 	rec := policy.Record{Seq: c.seq, Time: c.clock.Time(now), Decision: d}
@@ -279,7 +280,7 @@ func (c *Controller) actLocked(d policy.Decision, manual bool) policy.Record {
 		rec.Outcome, rec.Note = policy.DryRun, "dry run: not cancelled"
 	default:
 		lost := c.spentLocked(t, now)
-		if err := taskx.Cancel(t, d.Reason); err != nil {
+		if err := taskx.CancelBecause(t, d.Reason, because); err != nil {
 			rec.Outcome, rec.Note = policy.Skipped, err.Error()
 		} else {
 			rec.Outcome = policy.Acted
@@ -348,7 +349,7 @@ func (c *Controller) publish(recs []policy.Record) {
 // error if the task was not cancelled.
 func (c *Controller) Cancel(id uint64, reason string) error {
 	c.mu.Lock()
-	rec := c.actLocked(policy.Decision{Policy: "manual", Action: policy.Cancel, Task: id, Reason: reason}, true)
+	rec := c.actLocked(policy.Decision{Policy: "manual", Action: policy.Cancel, Task: id, Reason: reason}, true, nil)
 	c.mu.Unlock()
 	c.publish([]policy.Record{rec})
 	if rec.Outcome != policy.Acted {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // RetryOption configures [Retry].
@@ -119,7 +120,10 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 //
 // fn must be safe to run twice: a re-executed handler starts from scratch
 // (undo what the cancelled run did, as a cancelled transaction rolls
-// back). Retry returns fn's error; a wait ended by ctx returns the
+// back). A run cancelled because its request tree was a culprit at another
+// service (its cause wraps a tree.Culprit, see [Controller.CancelTree])
+// first waits the wait that service expects, then for the window above.
+// Retry returns fn's error; a wait ended by ctx returns the
 // context's cause. Retry never re-executes runs that fail for other
 // reasons, nor runs spec.Cancellable left uncancellable.
 func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Context) error, opts ...RetryOption) error {
@@ -137,6 +141,9 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	tctx, t := c.Begin(ctx, spec)
 	err = c.runUser(tctx, fn)
 	cancelled := err != nil && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
+	// A tree cancelled as a culprit elsewhere waits first for the wait the
+	// deciding hop expects: its own resources may be free already.
+	culprit, _ := tree.Of(context.Cause(tctx))
 	var used []usedRes
 	if cancelled {
 		// What it held when cancelled (it has released it by now), and
@@ -199,6 +206,18 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 			return c.dropRetry(spec, "its objective can no longer be met")
 		}
 	}
+	if culprit != nil && culprit.Wait > 0 {
+		if why, werr := c.holdOff(ctx, culprit, cfg, latest); werr != nil || why != "" {
+			if werr != nil {
+				c.mu.Lock()
+				c.retries.Interrupted++
+				c.mu.Unlock()
+				return werr
+			}
+			return c.dropRetry(spec, why)
+		}
+		cfg.maxWait = max(cfg.maxWait-culprit.Wait, time.Millisecond)
+	}
 	reason, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
 	switch {
 	case werr != nil:
@@ -231,6 +250,29 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	}
 	c.mu.Unlock()
 	return err
+}
+
+// holdOff waits the wait a culprit answer named, the re-execution's first
+// gate: it returns why not when the wait goes past cfg.maxWait or latest,
+// or ctx's cause.
+func (c *Controller) holdOff(ctx context.Context, cu *tree.Culprit, cfg retryConfig, latest time.Time) (string, error) {
+	until := time.Now().Add(cu.Wait)
+	switch {
+	case cu.Wait > cfg.maxWait:
+		return fmt.Sprintf("%s expects a wait of %v, past the bounded wait %v", cu.Hop, cu.Wait, cfg.maxWait), nil
+	case !latest.IsZero() && until.After(latest):
+		return fmt.Sprintf("%s expects a wait of %v, past its objective", cu.Hop, cu.Wait), nil
+	}
+	timer := time.NewTimer(cu.Wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return "", nil
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	case <-c.done:
+		return "controller closed", nil
+	}
 }
 
 // runUser runs fn, turning a panic into an error: the task is ended either

@@ -22,7 +22,17 @@ type Row struct {
 	Cancelled         int     `json:"cancelled"`
 	CulpritsCancelled int     `json:"culprits_cancelled"`
 	VictimsCancelled  int     `json:"victims_cancelled"`
-	Rejected          int     `json:"rejected"`
+	// CulpritHoldAfterMs is, in the tree suite, the resource-time the
+	// culprit trees held after the first decision on them, summed over
+	// the services (mean per culprit tree); RetriesIntoOverload the
+	// culprit calls the frontend sent again into the overloaded backend.
+	CulpritHoldAfterMs  float64 `json:"culprit_hold_after_ms,omitempty"`
+	RetriesIntoOverload int     `json:"retries_into_overload,omitempty"`
+	// DecidedAfterMs is, in the tree suite, the mean time from a culprit
+	// tree's arrival to the first cancellation of one of its calls (its
+	// P99Ms is the light trees' p99).
+	DecidedAfterMs float64 `json:"decided_after_ms,omitempty"`
+	Rejected       int     `json:"rejected"`
 	// Reexecuted counts the cancelled requests run again once their
 	// resources were free (controllers with re-execution), which then
 	// count as what their second run returned.

@@ -27,6 +27,17 @@
 // trusts the peer admits them at its level from before a recent cut
 // (admit.DAGOR.AdmitContinuation), so a task is not cut off half-way.
 //
+// # Request trees
+//
+// With [WithTree] on the servers and [WithTreeCancel] on the clients, a
+// call carries the identity of the request tree it serves (package
+// github.com/moirai-go/moirai/tree), honoured from trusted peers only,
+// and a call the controller cancels as a culprit answers with a status
+// detail that makes the caller cancel its own task for the tree, hence
+// its other downstream calls, up to the root; gRPC's retry policy is told
+// not to retry it. Forged answers are ignored and counted
+// ([ForgedCulprits]). See docs/TREE.md.
+//
 // # Path fences
 //
 // With [WithFence], every handler runs on a permit of a [github.com/moirai-go/moirai/fence.Fence], on

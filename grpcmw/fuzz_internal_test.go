@@ -8,6 +8,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // FuzzPriorityMetadata: whatever a caller puts in the priority metadata, an
@@ -64,6 +65,33 @@ func FuzzLevelMetadata(f *testing.F) {
 		}
 		if learned && got.(cachedLevel).level != want {
 			t.Fatalf("level %q learned as %v, want %v", v, got.(cachedLevel).level, want)
+		}
+	})
+}
+
+// FuzzTreeMetadata: whatever a caller puts in the tree metadata, the call
+// joins that tree only when the caller is trusted and the value is one
+// well-formed identity; otherwise it is the root of a new tree.
+func FuzzTreeMetadata(f *testing.F) {
+	for _, s := range []string{"abc.1 /m", "abc.1 ", "ABC /m", "", " ", "a;b c", "a\x00 m"} {
+		f.Add(s, "", true)
+		f.Add(s, "abc.2 /n", true)
+		f.Add(s, "", false)
+	}
+	f.Fuzz(func(t *testing.T, v, second string, trusted bool) {
+		c := newConfig([]Option{WithTree("hop"), WithTrustedPeer(func(context.Context) bool { return trusted })})
+		md := metadata.Pairs(tree.Key, v)
+		if second != "" {
+			md.Append(tree.Key, second)
+		}
+		ctx := metadata.NewIncomingContext(context.Background(), md)
+		got, in := c.treeIn(ctx, md, "/m", c.isTrusted)
+		want := trusted && second == "" && tree.Parse(v)
+		if in != want || (in && got != v) {
+			t.Fatalf("tree %q (then %q), trusted %v: joined %q (%v), want joined %v", v, second, trusted, got, in, want)
+		}
+		if !in && (!tree.Parse(got) || got == v) {
+			t.Fatalf("tree %q refused, but the new tree %q is not a fresh identity", v, got)
 		}
 	})
 }

@@ -3,10 +3,14 @@ package grpcmw
 import (
 	"context"
 	"errors"
+	"io"
+	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -16,6 +20,7 @@ import (
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // Metadata keys of DAGOR's cooperation.
@@ -52,6 +57,8 @@ type config struct {
 	cancellable bool
 	fence       *fence.Classifier
 	pathOf      func(ctx context.Context, method string) string
+	tree        bool
+	hop         string
 }
 
 // WithAdmission runs d's admission on every call and sends d's level in the
@@ -128,6 +135,27 @@ func WithClass(fn func(method string) string) Option {
 // true).
 func WithCancellable(on bool) Option { return func(c *config) { c.cancellable = on } }
 
+// WithTree makes every call part of a request tree (see package
+// github.com/moirai-go/moirai/tree): a call from a trusted peer
+// ([WithTrustedPeer]) that names its tree in [tree.Key] joins it, any
+// other call is the root of a new one, and the task's Spec.Tree says
+// which. A call of a received tree that the controller cancels, or whose
+// task is cancelled because its own downstream call was a culprit
+// (through the client interceptors' [WithTreeCancel]), fails with
+// codes.Unavailable and a status detail (an errdetails.ErrorInfo of domain
+// "moirai", reason [ReasonCulprit]) that names the tree, the hop that
+// decided (hop, for this service's decisions) and its reason, and the
+// expected wait, so that the caller cancels its own task for the tree;
+// its trailer's grpc-retry-pushback-ms tells gRPC's retry policy not to
+// retry it. Other cancelled calls get that pushback set to their class's
+// expected wait.
+func WithTree(hop string) Option {
+	return func(c *config) { c.tree, c.hop = true, hop }
+}
+
+// ReasonCulprit is the ErrorInfo reason of a culprit answer.
+const ReasonCulprit = "MOIRAI_CULPRIT"
+
 func newConfig(opts []Option) config {
 	c := config{class: func(m string) string { return m }, cancellable: true}
 	for _, o := range opts {
@@ -148,9 +176,17 @@ func (c *config) continuation(ctx context.Context) bool {
 }
 
 func (c *config) priorityOf(ctx context.Context, method string) moirai.Priority {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return c.priorityIn(ctx, md, method, c.isTrusted)
+}
+
+func (c *config) isTrusted(ctx context.Context) bool { return c.trusted != nil && c.trusted(ctx) }
+
+// priorityIn is the priority of a call whose incoming metadata is md.
+func (c *config) priorityIn(ctx context.Context, md metadata.MD, method string, trusted func(context.Context) bool) moirai.Priority {
+	if md != nil {
 		if v := md.Get(KeyPriority); len(v) > 0 {
-			if c.trusted != nil && c.trusted(ctx) && len(v) == 1 {
+			if trusted(ctx) && len(v) == 1 {
 				if p, ok := admit.ParsePriority(v[0]); ok {
 					return p
 				}
@@ -169,6 +205,19 @@ var epoch = time.Now()
 
 func monotonic() time.Duration { return time.Since(epoch) }
 
+// treeIn returns the tree a call whose incoming metadata is md joins,
+// and whether a trusted caller sent it (else it is a new tree's root).
+func (c *config) treeIn(ctx context.Context, md metadata.MD, class string, trusted func(context.Context) bool) (string, bool) {
+	// md's keys are lower case (metadata.FromIncomingContext's copy).
+	if v := md[tree.Key]; len(v) > 0 {
+		if len(v) == 1 && tree.Parse(v[0]) && trusted(ctx) {
+			return v[0], true
+		}
+		untrustedTrees.Add(1)
+	}
+	return tree.New(class), false
+}
+
 // call is an admitted call in progress: its task, its worker slot and when
 // its handler started.
 type call struct {
@@ -177,13 +226,27 @@ type call struct {
 	permit  resource.Permit
 	fenced  fence.Permit
 	started time.Duration
+	treeIn  bool // the call's tree came from its caller
 }
 
 var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
 
 // begin runs admission, begins the call's task and waits for a worker slot.
 func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
-	p := c.priorityOf(ctx, method)
+	md, _ := metadata.FromIncomingContext(ctx)
+	// The peer's trust is asked once per call, and only when the call
+	// carries something that needs it.
+	trust := -1
+	trusted := func(ctx context.Context) bool {
+		if trust < 0 {
+			trust = 0
+			if c.isTrusted(ctx) {
+				trust = 1
+			}
+		}
+		return trust == 1
+	}
+	p := c.priorityIn(ctx, md, method, trusted)
 	// The controller's clock: one atomic load while nothing is wrong,
 	// precise while a detector fires.
 	arrived := ctl.Now()
@@ -203,8 +266,13 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	if a != nil && !a.Admit(arrived) {
 		return nil, call{}, errRejected
 	}
-	ctx, t := ctl.Begin(ctx, moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable})
-	cl := call{ctl: ctl, t: t}
+	spec := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
+	var treeIn bool
+	if c.tree {
+		spec.Tree, treeIn = c.treeIn(ctx, md, spec.Class, trusted)
+	}
+	ctx, t := ctl.Begin(ctx, spec)
+	cl := call{ctl: ctl, t: t, treeIn: treeIn}
 	if c.fence != nil {
 		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, method))
 		if err != nil {
@@ -294,13 +362,48 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 // class's expected wait in the trailer (see KeyRetryAfter) set by
 // setTrailer, and a message that says only that the server is
 // overloaded; the reason stays in the context's cause.
-func outcome(ctl *moirai.Controller, class string, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
-	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) && err != nil {
+//
+// With WithTree, a cancelled call of a tree its caller sent carries the
+// culprit answer in a status detail instead (see WithTree).
+func (c *config) outcome(ctl *moirai.Controller, cl call, class string, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
+		if c.tree && err != nil {
+			// A downstream's culprit answer that the handler passes on
+			// is not this hop's: its caller must not act on it.
+			if _, ok := culpritIn(err); ok {
+				return status.Error(status.Code(err), status.Convert(err).Message())
+			}
+		}
+		return err
+	}
+	if !c.tree {
 		_ = setTrailer(metadata.Pairs(KeyRetryAfter, retryAfter(ctl, class)))
 		return status.Error(codes.Unavailable, "server overloaded")
 	}
-	return err
+	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
+	cu, isCulprit := ctl.CulpritAnswer(ctx, c.hop)
+	if isCulprit {
+		wait = max(wait, cu.Wait)
+	}
+	ra := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+	if !isCulprit || !cl.treeIn {
+		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, strconv.FormatInt(wait.Milliseconds(), 10)))
+		return status.Error(codes.Unavailable, "server overloaded")
+	}
+	_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, "-1"))
+	st, derr := status.New(codes.Unavailable, "server overloaded: request tree cancelled as a culprit").WithDetails(
+		&errdetails.ErrorInfo{Reason: ReasonCulprit, Domain: "moirai", Metadata: map[string]string{"culprit": cu.Format()}})
+	if derr != nil {
+		return status.Error(codes.Unavailable, "server overloaded")
+	}
+	return st.Err()
 }
+
+// keyPushback is gRPC's retry pushback trailer (gRFC A6): a negative value
+// stops the client's retry policy from retrying the call, a positive one
+// delays the retry that long, in milliseconds.
+const keyPushback = "grpc-retry-pushback-ms"
 
 // UnaryServerInterceptor makes every unary call a task of ctl: admission,
 // priority, and a task context that is the call's context, so the call's
@@ -315,7 +418,7 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 		}
 		defer c.endOnPanic(cl)
 		resp, err := handler(ctx2, req)
-		err = outcome(ctl, c.class(info.FullMethod), ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+		err = c.outcome(ctl, cl, c.class(info.FullMethod), ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
 		c.end(cl, err)
 		return resp, err
 	}
@@ -332,7 +435,7 @@ func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.Stream
 		}
 		defer c.endOnPanic(cl)
 		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
-		err = outcome(ctl, c.class(info.FullMethod), ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+		err = c.outcome(ctl, cl, c.class(info.FullMethod), ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
 		c.end(cl, err)
 		return err
 	}
@@ -371,11 +474,76 @@ func WithPathName(fn func(target, method string) string) ClientOption {
 	}
 }
 
+// WithTreeCancel turns on upward cancellation (see package
+// github.com/moirai-go/moirai/tree): when a call fails with a culprit
+// answer (see [WithTree]) from a target trusted says is a trusted
+// downstream, for the tree of the task in the call's context, ctl cancels
+// that task (moirai.Controller.CancelTree), hence its other downstream
+// calls, and its own server interceptor answers its caller in turn. A
+// culprit answer from an untrusted target, or naming another tree, is
+// ignored and counted ([ForgedCulprits]). The call's error is returned
+// unchanged; tree.Of on the task's context's cause gives the culprit.
+func WithTreeCancel(ctl *moirai.Controller, trusted func(target string) bool) ClientOption {
+	return func(c *client) { c.ctl, c.trustedDown = ctl, trusted }
+}
+
+var forgedCulprits, untrustedTrees atomic.Int64
+
+// ForgedCulprits returns how many culprit answers the client interceptors
+// ignored: from a downstream not trusted, or naming a tree other than the
+// caller's task's.
+func ForgedCulprits() int64 { return forgedCulprits.Load() }
+
+// UntrustedTrees returns how many tree identities the server
+// interceptors ignored: from a peer not trusted, or malformed.
+func UntrustedTrees() int64 { return untrustedTrees.Load() }
+
 type client struct {
-	ttl      time.Duration
-	noShed   bool
-	levels   sync.Map // target → cachedLevel
-	pathName func(target, method string) string
+	ttl         time.Duration
+	noShed      bool
+	levels      sync.Map // target → cachedLevel
+	pathName    func(target, method string) string
+	ctl         *moirai.Controller
+	trustedDown func(target string) bool
+}
+
+// upward cancels the caller's task of a call that failed with err when err
+// is a culprit answer for its tree from a trusted target.
+func (c *client) upward(ctx context.Context, target string, err error) {
+	if status.Code(err) != codes.Unavailable || c.ctl == nil {
+		return
+	}
+	cu, ok := culpritIn(err)
+	if !ok {
+		return
+	}
+	t := moirai.From(ctx)
+	if c.trustedDown == nil || !c.trustedDown(target) || t == nil || t.Spec().Tree != cu.Tree {
+		forgedCulprits.Add(1)
+		return
+	}
+	_ = c.ctl.CancelTree(t, cu)
+}
+
+// culpritIn returns the culprit answer in a call's status, if any. A
+// malformed one counts as forged.
+func culpritIn(err error) (*tree.Culprit, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil, false
+	}
+	for _, d := range st.Details() {
+		ei, ok := d.(*errdetails.ErrorInfo)
+		if !ok || ei.GetDomain() != "moirai" || ei.GetReason() != ReasonCulprit {
+			continue
+		}
+		cu, ok := tree.ParseCulprit(ei.GetMetadata()["culprit"])
+		if !ok {
+			forgedCulprits.Add(1)
+		}
+		return cu, ok
+	}
+	return nil, false
 }
 
 type cachedLevel struct {
@@ -399,9 +567,11 @@ func newClient(opts []ClientOption) *client {
 // cut, which the cached level does not say.
 func (c *client) prepare(ctx context.Context, target string) (context.Context, error) {
 	p, has, cont := Lowest, false, false
+	var tr string
 	t := moirai.From(ctx)
 	if t != nil {
-		p, has, cont = t.Spec().Priority, true, t.AdmittedDownstream()
+		sp := t.Spec()
+		p, has, cont, tr = sp.Priority, true, t.AdmittedDownstream(), sp.Tree
 	}
 	if cont {
 		ctx = metadata.AppendToOutgoingContext(ctx, KeyContinuation, "1")
@@ -414,7 +584,11 @@ func (c *client) prepare(ctx context.Context, target string) (context.Context, e
 		}
 	}
 	if has {
-		ctx = metadata.AppendToOutgoingContext(ctx, KeyPriority, admit.FormatPriority(p))
+		if tr != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, KeyPriority, admit.FormatPriority(p), tree.Key, tr)
+		} else {
+			ctx = metadata.AppendToOutgoingContext(ctx, KeyPriority, admit.FormatPriority(p))
+		}
 	}
 	return ctx, nil
 }
@@ -451,6 +625,8 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 		c.learn(target, md)
 		if admitted(err) {
 			moirai.From(ctx).MarkAdmittedDownstream()
+		} else if err != nil {
+			c.upward(ctx, target, err)
 		}
 		return err
 	}
@@ -489,7 +665,7 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		// server speaks only after the client's first message: the level
 		// is learnt when the header has arrived anyway, at the caller's
 		// Header or first RecvMsg.
-		return &clientStream{ClientStream: cs, c: c, target: target, t: moirai.From(ctx)}, nil
+		return &clientStream{ClientStream: cs, c: c, target: target, t: moirai.From(ctx), ctx: ctx}, nil
 	}
 }
 
@@ -500,6 +676,7 @@ type clientStream struct {
 	c       *client
 	target  string
 	t       *moirai.Task // the caller's task, nil if none
+	ctx     context.Context
 	learned atomic.Bool
 }
 
@@ -516,6 +693,8 @@ func (s *clientStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if err == nil {
 		s.t.MarkAdmittedDownstream() // a message came back: admitted
+	} else if err != io.EOF {
+		s.c.upward(s.ctx, s.target, err)
 	}
 	if s.learned.Load() {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // Headers of DAGOR's cooperation.
@@ -294,12 +295,14 @@ func WithPathName(fn func(*http.Request) string) TransportOption {
 }
 
 type transport struct {
-	base     http.RoundTripper
-	ttl      time.Duration
-	noShed   bool
-	levels   sync.Map // host → cachedLevel; at most MaxLevelHosts
-	nlevels  atomic.Int64
-	pathName func(*http.Request) string
+	base        http.RoundTripper
+	ttl         time.Duration
+	noShed      bool
+	levels      sync.Map // host → cachedLevel; at most MaxLevelHosts
+	nlevels     atomic.Int64
+	pathName    func(*http.Request) string
+	ctl         *moirai.Controller
+	trustedDown func(host string) bool
 }
 
 // MaxLevelHosts is how many downstream hosts a [Transport] caches levels
@@ -357,9 +360,18 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if has {
 		r = r.Clone(r.Context())
-		r.Header.Set(HeaderPriority, admit.FormatPriority(p))
+		// One backing array for the headers this transport adds: the
+		// tree's identity costs no allocation of its own.
+		vals := make([]string, 3)
+		vals[0] = admit.FormatPriority(p)
+		r.Header[HeaderPriority] = vals[0:1:1]
 		if cont {
-			r.Header.Set(HeaderContinuation, "1")
+			vals[1] = "1"
+			r.Header[HeaderContinuation] = vals[1:2:2]
+		}
+		if tr := tk.Spec().Tree; tr != "" {
+			vals[2] = tr
+			r.Header[tree.Header] = vals[2:3:3]
 		}
 	}
 	var start time.Time
@@ -376,6 +388,8 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		tk.MarkAdmittedDownstream()
+	} else if v, ok := resp.Header[tree.CulpritHeader]; ok && t.ctl != nil {
+		t.upward(tk, r.URL.Host, v)
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {

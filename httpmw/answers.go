@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // maxRetryAfter bounds the Retry-After of a cancelled request.
@@ -27,5 +28,18 @@ func retryAfter(ctl *moirai.Controller, class string) string {
 // context's cause for the application (and in the decision log).
 func rejectCancelled(w http.ResponseWriter, ctl *moirai.Controller, class string) {
 	w.Header().Set("Retry-After", retryAfter(ctl, class))
+	http.Error(w, "server overloaded", http.StatusServiceUnavailable)
+}
+
+// rejectCulprit answers a request of a tree whose task was cancelled as a
+// culprit (here, or below): 503, the Retry-After of the larger of the
+// class's expected wait and the deciding hop's, and, to a caller that
+// sent the tree (treeIn), the culprit answer in [tree.CulpritHeader].
+func rejectCulprit(w http.ResponseWriter, ctl *moirai.Controller, class string, cu *tree.Culprit, treeIn bool) {
+	d := min(max(ctl.ExpectedWait(class), cu.Wait), maxRetryAfter)
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
+	if treeIn {
+		w.Header().Set(tree.CulpritHeader, cu.Format())
+	}
 	http.Error(w, "server overloaded", http.StatusServiceUnavailable)
 }

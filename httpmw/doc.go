@@ -48,6 +48,17 @@
 // request's context, as the fence's Classifier learns it; a class seen
 // calling nothing is local. [WithPathOf] sets a request's path directly.
 //
+// # Request trees
+//
+// With [WithTree] on the handlers and [WithTreeCancel] on the
+// [Transport], a request carries the identity of the request tree it
+// serves (package github.com/moirai-go/moirai/tree), honoured from
+// trusted peers only, and a request the controller cancels as a culprit
+// is answered with a Moirai-Culprit header that makes the caller cancel
+// its own task for the tree, hence its other downstream requests, up to
+// the root. Forged answers are ignored and counted ([ForgedCulprits]).
+// See docs/TREE.md.
+//
 // # Usage
 //
 //	ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/tree"
 )
 
 // Option configures [Handler].
@@ -31,6 +32,8 @@ type config struct {
 	trusted     func(*http.Request) bool
 	fence       *fence.Classifier
 	pathOf      func(*http.Request) string
+	tree        bool
+	hop         string
 }
 
 // maxClass bounds the length of a class derived from a request.
@@ -139,8 +142,8 @@ type handler struct {
 	cfg  config
 }
 
-func (h *handler) spec(r *http.Request, class string, p moirai.Priority) moirai.Spec {
-	return moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p}
+func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
+	return moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p, Tree: tr}
 }
 
 // classOf is r's class: WithClass's, or its route's pattern.
@@ -199,19 +202,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer permit.Release()
 		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.fence, class))
 	}
-	if h.cfg.reexecute && h.cfg.cancellable {
+	var tr string
+	var treeIn bool
+	if h.cfg.tree {
+		tr, treeIn = h.treeOf(r, class)
+	}
+	// A request of a received tree is not re-executed here: its culprit
+	// answer goes up, and the tree's root re-executes it, after the wait.
+	if h.cfg.reexecute && h.cfg.cancellable && !treeIn {
 		if body, ok := h.bufferBody(r); ok {
-			h.serveRetry(w, r, body, class, p)
+			h.serveRetry(w, r, body, class, p, tr)
 			return
 		}
 	}
-	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p))
+	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
 	sw := &statusWriter{ResponseWriter: w}
+	if h.cfg.tree {
+		sw.tree = treeAnswer{h: h, ctx: ctx, in: treeIn}
+	}
 	err := errPanicked
 	defer func() { t.End(err) }()
 	h.next.ServeHTTP(sw, r.WithContext(ctx))
 	err = outcome(ctx, sw.status)
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
+		if h.cfg.tree {
+			if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
+				rejectCulprit(w, h.ctl, class, cu, treeIn)
+				return
+			}
+		}
 		rejectCancelled(w, h.ctl, class)
 	}
 }
@@ -277,7 +296,7 @@ func (e errReader) Read([]byte) (int, error) {
 // answer is thrown away and moirai.Retry decides what happens next.
 var errDiscarded = errors.New("httpmw: cancelled run discarded")
 
-func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, class string, p moirai.Priority) {
+func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, class string, p moirai.Priority, tr string) {
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		bw := newBufferedWriter()
@@ -293,7 +312,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 		final = bw
 		return outcome(ctx, bw.status)
 	}
-	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, class, p), run, h.cfg.retry...)
+	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, class, p, tr), run, h.cfg.retry...)
 	switch {
 	case final != nil:
 		final.commit(w)
@@ -306,22 +325,48 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 	}
 }
 
-// statusWriter records the status a handler wrote.
+// statusWriter records the status a handler wrote. With tree, it drops a
+// culprit header the handler passes on from a downstream (only this
+// middleware answers for this hop) and, when the handler answers after
+// its task was cancelled as a culprit, adds this hop's culprit answer.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	tree   treeAnswer // h nil: no tree
+}
+
+// treeAnswer is what a statusWriter needs to answer for a tree.
+type treeAnswer struct {
+	h   *handler
+	ctx context.Context
+	in  bool // the request's tree came from its caller
 }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
+		s.stripCulprit()
 	}
 	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) stripCulprit() {
+	if s.tree.h == nil {
+		return
+	}
+	hd := s.ResponseWriter.Header()
+	hd.Del(tree.CulpritHeader)
+	if a := &s.tree; a.in && errors.Is(context.Cause(a.ctx), moirai.ErrCancelled) {
+		if cu, ok := a.h.ctl.CulpritAnswer(a.ctx, a.h.cfg.hop); ok {
+			hd.Set(tree.CulpritHeader, cu.Format())
+		}
+	}
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
+		s.stripCulprit()
 	}
 	return s.ResponseWriter.Write(b)
 }
@@ -330,6 +375,7 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 func (s *statusWriter) Flush() {
 	if s.status == 0 {
 		s.status = http.StatusOK
+		s.stripCulprit()
 	}
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()

@@ -84,6 +84,10 @@ type Spec struct {
 	Priority Priority
 	// Path names the downstream path the task takes (for path fences).
 	Path string
+	// Tree is the identity of the request tree the task serves (see
+	// package tree): its root's ID and class, as middleware carries it
+	// between services. Empty when the task belongs to no tree.
+	Tree string
 	// Goal is the task's isolation goal λ: the largest tolerated ratio of
 	// time deferred by others to time running. Zero means [DefaultGoal];
 	// negative, NaN and infinite goals are invalid.

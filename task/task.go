@@ -105,7 +105,7 @@ type rareState struct {
 	mu     sync.Mutex
 	hooks  []*hook
 	fired  bool
-	reason atomic.Pointer[string]
+	reason atomic.Pointer[cancelError]
 }
 
 // rareState returns the task's rare state, allocating it on first use.
@@ -323,11 +323,13 @@ func (t *Task) OnCancel(fn func()) (stop func() bool) {
 
 // cancel cancels the task on the controller's behalf: the task is marked
 // cancelled, its context is cancelled with cause [ErrCancelled] wrapped in
-// reason (when reason is non-empty), and its OnCancel hooks are started.
+// reason (when reason is non-empty) and with because (when non-nil: what
+// the cause also wraps, such as a tree.Culprit from a downstream), and its
+// OnCancel hooks are started.
 // Cancel refuses, returning an error and changing nothing, a task that is
 // not cancellable, already cancelled, or ended. Policies never call it
 // directly: the controller does, after its safety checks.
-func (t *Task) cancel(reason string) error {
+func (t *Task) cancel(reason string, because error) error {
 	if t == nil {
 		return errors.New("task: cancel of a nil task")
 	}
@@ -340,7 +342,7 @@ func (t *Task) cancel(reason string) error {
 	// The first Cancel to record its reason is the one that cancels, so
 	// the cause always carries the reason of the cancellation that won.
 	rs := t.rareState()
-	if !rs.reason.CompareAndSwap(nil, &reason) {
+	if !rs.reason.CompareAndSwap(nil, &cancelError{reason: reason, because: because}) {
 		return fmt.Errorf("task: %d is already cancelled", t.id)
 	}
 	for {
@@ -369,18 +371,33 @@ func (t *Task) cancel(reason string) error {
 // cause returns the cause with which the task's context is cancelled.
 func (t *Task) cause() error {
 	if rs := t.rare.Load(); rs != nil {
-		if r := rs.reason.Load(); r != nil && *r != "" {
-			return &cancelError{reason: *r}
+		if r := rs.reason.Load(); r != nil && (r.reason != "" || r.because != nil) {
+			return r
 		}
 	}
 	return ErrCancelled
 }
 
-// cancelError is ErrCancelled with the controller's reason attached.
-type cancelError struct{ reason string }
+// cancelError is ErrCancelled with the controller's reason attached, and
+// what else the cancellation is because of.
+type cancelError struct {
+	reason  string
+	because error
+}
 
-func (e *cancelError) Error() string { return ErrCancelled.Error() + ": " + e.reason }
-func (e *cancelError) Unwrap() error { return ErrCancelled }
+func (e *cancelError) Error() string {
+	if e.reason == "" {
+		return ErrCancelled.Error() + ": " + e.because.Error()
+	}
+	return ErrCancelled.Error() + ": " + e.reason
+}
+
+func (e *cancelError) Unwrap() []error {
+	if e.because == nil {
+		return []error{ErrCancelled}
+	}
+	return []error{ErrCancelled, e.because}
+}
 
 // End ends the task: it leaves the registry, its accounting is folded into
 // the resources' totals, its latency is recorded, and its context is

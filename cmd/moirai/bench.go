@@ -25,6 +25,7 @@ import (
 	"github.com/moirai-go/moirai/bench/locktopo"
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
 	"github.com/moirai-go/moirai/bench/report"
+	"github.com/moirai-go/moirai/bench/treesuite"
 )
 
 // benchFlags are the flags of `moirai bench run`.
@@ -80,6 +81,7 @@ run without the culprit.`,
 		newServeCommand(servePathfenceCommand, "pathfence", func(ctx context.Context, c pathfencesuite.ServerConfig, ready func(string)) error {
 			return pathfencesuite.Serve(ctx, c, ready)
 		}),
+		newServeCommand(serveTreeCommand, "tree", treesuite.Serve),
 		newBenchSoakCommand(g))
 	return cmd
 }
@@ -144,6 +146,11 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 			for _, c := range pathfencesuite.Controllers() {
 				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite pathfence)"})
 			}
+			l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
+				Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
+			for _, c := range treesuite.Controllers() {
+				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite tree)"})
+			}
 			out := cmd.OutOrStdout()
 			if g.Output == outputJSON {
 				return json.NewEncoder(out).Encode(l)
@@ -177,7 +184,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.suite, "suite", "inproc", "suite to run")
 	fl.StringVar(&f.cases, "case", "all", "cases to run: NAME[,NAME…] or all")
 	fl.StringVar(&f.controllers, "controller", "all", "controllers to run: NAME[,NAME…] or all")
-	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; unless set)")
+	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; tree: 6s; unless set)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
 	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
@@ -185,7 +192,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.Float64Var(&f.sloScale, "slo-scale", 0, "suite inproc: tell the controllers an objective this many times each case's (the metrics keep the case's)")
 	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
-	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres and mysql: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s unless set)")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree: 1s unless set)")
 	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, postgres and mysql: runs of every (case, controller) pair, interleaved (postgres and mysql: pooled into one row)")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
@@ -218,6 +225,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runDBBench(cmd, g, f)
 	case pathfencesuite.Suite:
 		return runPathfenceBench(cmd, g, f)
+	case treesuite.Suite:
+		return runTreeBench(cmd, g, f)
 	case locktopo.Suite:
 		return runLocktopoBench(cmd, g, f)
 	}

@@ -50,7 +50,7 @@ type Hooks[T, U any, R ~uint32, G, O, C any] struct {
 	ProgressOf    func(t *T) (done, total int64)
 
 	// The controller's actions.
-	Cancel   func(t *T, reason string) error
+	Cancel   func(t *T, reason string, because error) error
 	Penalize func(t *T, d time.Duration)
 
 	// The registry's plumbing.

@@ -109,7 +109,13 @@ func Active(t *task.Task) bool { return h.Active(t) }
 func ProgressOf(t *task.Task) (done, total int64) { return h.ProgressOf(t) }
 
 // Cancel cancels t on the controller's behalf, with reason.
-func Cancel(t *task.Task, reason string) error { return h.Cancel(t, reason) }
+func Cancel(t *task.Task, reason string) error { return h.Cancel(t, reason, nil) }
+
+// CancelBecause cancels t on the controller's behalf, with reason and a
+// cause that the context's cause wraps beside ErrCancelled.
+func CancelBecause(t *task.Task, reason string, because error) error {
+	return h.Cancel(t, reason, because)
+}
 
 // Penalize asks t to pause for d at its next safe point.
 func Penalize(t *task.Task, d time.Duration) { h.Penalize(t, d) }

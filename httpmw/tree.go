@@ -1,0 +1,89 @@
+package httpmw
+
+import (
+	"net/http"
+	"sync/atomic"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/tree"
+)
+
+// WithTree makes every request part of a request tree (see package
+// github.com/moirai-go/moirai/tree): a request from a trusted peer
+// ([WithTrustedPeer]) that names its tree in [tree.Header] joins it, any
+// other request is the root of a new one, and the task's Spec.Tree says
+// which. A request of a received tree that the controller cancels, or
+// whose task is cancelled because its own downstream request was a
+// culprit (through [Transport] with [WithTreeCancel]), is answered 503
+// with the culprit answer in [tree.CulpritHeader]: the tree, the hop that
+// decided (hop, for this service's decisions), its reason and the expected
+// wait, so that the caller cancels its own task for the tree. A culprit
+// header the handler itself passes on from a downstream is dropped: only
+// the middleware answers for its hop. [WithReexecution] applies to the
+// roots only: a request of a received tree is cancelled up the tree, not
+// re-executed in the middle of it, and the root's re-execution waits the
+// deciding hop's expected wait (moirai.Retry).
+func WithTree(hop string) Option {
+	return func(c *config) { c.tree, c.hop = true, hop }
+}
+
+// WithTreeCancel turns on upward cancellation in a [Transport]: when a
+// response is 503 with a culprit answer from a host trusted says is a
+// trusted downstream, for the tree of the task in the request's context,
+// ctl cancels that task (moirai.Controller.CancelTree), hence its other
+// downstream requests. A culprit answer from an untrusted host, malformed,
+// or naming another tree is ignored and counted ([ForgedCulprits]). The
+// response is returned unchanged; tree.Of on the task's context's cause
+// gives the culprit, and [Culprit] reads it from a response.
+func WithTreeCancel(ctl *moirai.Controller, trusted func(host string) bool) TransportOption {
+	return func(t *transport) { t.ctl, t.trustedDown = ctl, trusted }
+}
+
+var forgedCulprits, untrustedTrees atomic.Int64
+
+// ForgedCulprits returns how many culprit answers transports ignored:
+// from a host not trusted, malformed, or naming a tree other than the
+// caller's task's.
+func ForgedCulprits() int64 { return forgedCulprits.Load() }
+
+// UntrustedTrees returns how many tree identities handlers ignored: from
+// a peer not trusted, or malformed.
+func UntrustedTrees() int64 { return untrustedTrees.Load() }
+
+// Culprit returns the culprit answer of a response, if it holds one that
+// parses: for an application's own retry loop, which should not retry
+// before its Wait. It does not say whether the answer is to be trusted.
+func Culprit(resp *http.Response) (*tree.Culprit, bool) {
+	v := resp.Header[tree.CulpritHeader]
+	if len(v) != 1 {
+		return nil, false
+	}
+	return tree.ParseCulprit(v[0])
+}
+
+// treeOf returns the tree r joins, and whether a trusted caller sent it
+// (else it is a new tree's root).
+func (h *handler) treeOf(r *http.Request, class string) (string, bool) {
+	if v, ok := r.Header[tree.Header]; ok {
+		if len(v) == 1 && tree.Parse(v[0]) && h.cfg.trusted != nil && h.cfg.trusted(r) {
+			return v[0], true
+		}
+		untrustedTrees.Add(1)
+	}
+	return tree.New(class), false
+}
+
+// upward cancels tk when v, a response's culprit header from host, is a
+// culprit answer for its tree from a trusted downstream.
+func (t *transport) upward(tk *moirai.Task, host string, v []string) {
+	var cu *tree.Culprit
+	ok := len(v) == 1
+	if ok {
+		cu, ok = tree.ParseCulprit(v[0])
+	}
+	if !ok || t.trustedDown == nil || !t.trustedDown(host) || tk == nil || tk.Spec().Tree != cu.Tree {
+		forgedCulprits.Add(1)
+		return
+	}
+	_ = t.ctl.CancelTree(tk, cu)
+}
