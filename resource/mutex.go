@@ -49,8 +49,9 @@ const spins = 4
 // tick of the coarse clock). Besides that compare-and-swap, an
 // uncontended Lock makes one load of the task's state word (is a
 // cancellation or a penalty pending?) and reads the time: the controller's
-// mutexes read the coarse value of its clock, one atomic load, in every
-// mode of the clock, since holds matter at the millisecond scale. The
+// mutexes read its clock inline, one atomic load while the clock is
+// coarse, the monotonic clock while it is precise (a detector fires), as
+// every other measurement of the controller does. The
 // fast paths of Lock and Unlock (a controller's mutex, a task with nothing
 // pending, nobody waiting) are straight-line code that spills nothing to
 // the stack; everything else is in lock and unlock. Under
@@ -73,7 +74,7 @@ type Mutex struct {
 	// reused, and a task's entries last as long as the task.
 	claimed uint64
 	res     *Resource
-	// The time source: clk's coarse value when the controller made the
+	// The time source: clk, read inline, when the controller made the
 	// mutex, otherwise the function NewMutex was given.
 	clk   *clock.Clock
 	clock func() int64
@@ -90,10 +91,10 @@ func NewMutex(r *Resource, now func() int64) *Mutex {
 	return m
 }
 
-// newCoarseMutex is NewMutex reading clk's coarse value (the controller's
+// newCoarseMutex is NewMutex reading clk inline (the controller's
 // mutexes, through internal/resrt).
 func newCoarseMutex(r *Resource, clk *clock.Clock) *Mutex {
-	m := NewMutex(r, clk.Coarse)
+	m := NewMutex(r, clk.Now)
 	m.clk = clk
 	return m
 }
@@ -103,7 +104,7 @@ func init() { resrt.NewMutex = newCoarseMutex }
 // now returns the mutex's clock value.
 func (m *Mutex) now() int64 {
 	if m.clk != nil {
-		return m.clk.Coarse()
+		return m.clk.Now()
 	}
 	return m.clock()
 }
@@ -137,7 +138,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	// The fast path: a controller's mutex, a task with nothing pending,
 	// the lock free. Everything else goes through lock.
 	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {
-		now := c.Coarse()
+		now := c.Now()
 		if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
 			m.holder, m.since = t, now
 			if id := t.ID(); id != m.claimed {
@@ -347,7 +348,7 @@ func (m *Mutex) Unlock() {
 		t, since := m.holder, m.since
 		m.holder = nil
 		if m.state.CompareAndSwap(s, 0) {
-			if d := time.Duration(c.Coarse() - since); d > 0 && t != nil {
+			if d := time.Duration(c.Now() - since); d > 0 && t != nil {
 				taskx.AddHold(t, m.res.id, d)
 			}
 			return

@@ -5,7 +5,8 @@
 // advances on a ticker (Atropos §3.2): one atomic load. While a detector has
 // fired, the controller switches the clock to precise mode and every read
 // asks the monotonic clock instead, so the measurements that feed a decision
-// are exact.
+// are exact. The mode and the coarse value share one word, so that a read
+// in coarse mode stays one load.
 //
 // Times are nanoseconds since the clock's epoch (the moment [New] was
 // called), taken from Go's monotonic clock: stepping the wall clock
@@ -22,8 +23,9 @@ import (
 type Clock struct {
 	epoch      time.Time
 	resolution atomic.Int64
-	coarse     atomic.Int64
-	precise    atomic.Bool
+	// word is the coarse value (≥ 1), negated in precise mode: Now reads
+	// the mode and the coarse value in one load.
+	word atomic.Int64
 }
 
 // New returns a clock in coarse mode whose epoch is (a microsecond before)
@@ -41,21 +43,29 @@ func New() *Clock {
 // by [Clock.Advance] in coarse mode, the monotonic clock in precise mode.
 // Now never goes backwards.
 func (c *Clock) Now() int64 {
-	if c.precise.Load() {
-		return c.Precise()
+	if w := c.word.Load(); w > 0 {
+		return w
 	}
-	return c.coarse.Load()
+	return c.precise()
 }
 
-// Coarse returns the coarse value, whatever the mode: one atomic load. The
-// primitives read it for the holds they track themselves, which matter at
-// the millisecond scale (see TestCoarseHoldsSameDecisions in package
-// moirai); everything else reads [Clock.Now].
-func (c *Clock) Coarse() int64 { return c.coarse.Load() }
+// Coarse returns the coarse value, whatever the mode: one atomic load.
+// The primitives read [Clock.Now], as everything else does: holds measured
+// on the coarse value while a detector fires changed decisions (see
+// TestCoarseHoldsSameDecisions in package moirai).
+func (c *Clock) Coarse() int64 {
+	w := c.word.Load()
+	return max(w, -w)
+}
 
 // Precise reads the monotonic clock and returns the time since the epoch in
 // nanoseconds, whatever the mode. It also advances the coarse value.
-func (c *Clock) Precise() int64 {
+func (c *Clock) Precise() int64 { return c.precise() }
+
+// precise is Precise, out of line so that Now inlines.
+//
+//go:noinline
+func (c *Clock) precise() int64 {
 	n := int64(time.Since(c.epoch))
 	c.store(n)
 	return n
@@ -69,8 +79,12 @@ func (c *Clock) Advance() int64 { return c.Precise() }
 // coarse value never see time go backwards when two advances race.
 func (c *Clock) store(n int64) {
 	for {
-		old := c.coarse.Load()
-		if n <= old || c.coarse.CompareAndSwap(old, n) {
+		old := c.word.Load()
+		w := n
+		if old < 0 {
+			w = -n
+		}
+		if n <= max(old, -old) || c.word.CompareAndSwap(old, w) {
 			return
 		}
 	}
@@ -86,14 +100,23 @@ func (c *Clock) SetResolution(d time.Duration) { c.resolution.Store(int64(max(d,
 
 // SetPrecise switches precise mode on or off.
 func (c *Clock) SetPrecise(on bool) {
-	c.precise.Store(on)
+	for {
+		old := c.word.Load()
+		w := max(old, -old)
+		if on {
+			w = -w
+		}
+		if c.word.CompareAndSwap(old, w) {
+			break
+		}
+	}
 	if !on {
 		c.Advance()
 	}
 }
 
 // IsPrecise reports whether the clock is in precise mode.
-func (c *Clock) IsPrecise() bool { return c.precise.Load() }
+func (c *Clock) IsPrecise() bool { return c.word.Load() < 0 }
 
 // Epoch returns the wall time of the clock's epoch, for converting clock
 // values to wall times in logs.
