@@ -49,9 +49,10 @@ const spins = 4
 // tick of the coarse clock). Besides that compare-and-swap, an
 // uncontended Lock makes one load of the task's state word (is a
 // cancellation or a penalty pending?) and reads the time: the controller's
-// mutexes read its clock inline, one atomic load while the clock is
-// coarse, the monotonic clock while it is precise (a detector fires), as
-// every other measurement of the controller does. The
+// mutexes read the coarse value of its clock, one atomic load, in every
+// mode of the clock (a read of the monotonic clock costs more than the
+// lock): the controller advances it every millisecond, and every 100 µs
+// while a detector fires, when holds feed decisions. The
 // fast paths of Lock and Unlock (a controller's mutex, a task with nothing
 // pending, nobody waiting) are straight-line code that spills nothing to
 // the stack; everything else is in lock and unlock. Under
@@ -74,7 +75,7 @@ type Mutex struct {
 	// reused, and a task's entries last as long as the task.
 	claimed uint64
 	res     *Resource
-	// The time source: clk, read inline, when the controller made the
+	// The time source: clk's coarse value when the controller made the
 	// mutex, otherwise the function NewMutex was given.
 	clk   *clock.Clock
 	clock func() int64
@@ -91,10 +92,10 @@ func NewMutex(r *Resource, now func() int64) *Mutex {
 	return m
 }
 
-// newCoarseMutex is NewMutex reading clk inline (the controller's
+// newCoarseMutex is NewMutex reading clk's coarse value (the controller's
 // mutexes, through internal/resrt).
 func newCoarseMutex(r *Resource, clk *clock.Clock) *Mutex {
-	m := NewMutex(r, clk.Now)
+	m := NewMutex(r, clk.Coarse)
 	m.clk = clk
 	return m
 }
@@ -104,7 +105,7 @@ func init() { resrt.NewMutex = newCoarseMutex }
 // now returns the mutex's clock value.
 func (m *Mutex) now() int64 {
 	if m.clk != nil {
-		return m.clk.Now()
+		return m.clk.Coarse()
 	}
 	return m.clock()
 }
@@ -138,7 +139,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	// The fast path: a controller's mutex, a task with nothing pending,
 	// the lock free. Everything else goes through lock.
 	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {
-		now := c.Now()
+		now := c.Coarse()
 		if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
 			m.holder, m.since = t, now
 			if id := t.ID(); id != m.claimed {
@@ -220,16 +221,27 @@ func (m *Mutex) tryLockFor(t *task.Task) bool {
 	}
 }
 
-func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
+// spin tries to take m for t a few times, pausing between the tries, and
+// reports whether it did. Like sync.Mutex's spinning, it looks at the
+// lock only after each pause: a spinner that watched the state word
+// without pause caught every release of a holder that took the lock
+// straight back, and two goroutines then passed the lock (and its cache
+// line) to each other on every acquisition.
+func (m *Mutex) spin(t *task.Task) bool {
 	for range spins {
-		for range 16 {
-			if m.state.Load()&mLocked == 0 {
-				break
-			}
+		for range 32 {
+			m.state.Load() // a pause that the compiler keeps
 		}
-		if m.tryLockFor(t) {
-			return nil
+		if m.state.Load()&mLocked == 0 && m.tryLockFor(t) {
+			return true
 		}
+	}
+	return false
+}
+
+func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
+	if m.spin(t) {
+		return nil
 	}
 	done := ctx.Done()
 	w := getWaiter(t)
@@ -282,8 +294,10 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 			m.acquired(t)
 			return nil
 		}
-		// Woken to compete: try, then queue again at the front.
-		if m.tryLockFor(t) {
+		// Woken to compete: spin as a newcomer does (a holder that takes
+		// the lock back at once would otherwise wake it for nothing on
+		// every release), then queue again at the front.
+		if m.spin(t) {
 			m.res.waitEnd(t)
 			return nil
 		}
@@ -348,7 +362,7 @@ func (m *Mutex) Unlock() {
 		t, since := m.holder, m.since
 		m.holder = nil
 		if m.state.CompareAndSwap(s, 0) {
-			if d := time.Duration(c.Now() - since); d > 0 && t != nil {
+			if d := time.Duration(c.Coarse() - since); d > 0 && t != nil {
 				taskx.AddHold(t, m.res.id, d)
 			}
 			return

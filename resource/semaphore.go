@@ -73,8 +73,8 @@ type sema struct {
 	mu sync.Mutex
 	q  waitQueue
 
-	// clk, when not nil, is the controller's clock, which stamps a holder
-	// named in cur; nil: no holder is named there.
+	// clk, when not nil, is the controller's clock, whose coarse value
+	// stamps a holder named in cur; nil: no holder is named there.
 	clk *clock.Clock
 	// claimed is the ID of the last task named in cur (stored right after
 	// it is named, and only when it changes). That task has claimed its
@@ -284,7 +284,7 @@ func (p Permit) releaseNamed() bool {
 			if s.nwait.Load() > 0 {
 				s.notify()
 			}
-			if d := inlineHeld(c, s.clk.Now()); d > 0 {
+			if d := inlineHeld(c, s.clk.Coarse()); d > 0 {
 				taskx.AddHold(p.t, p.res.id, d)
 			}
 			return true
@@ -301,7 +301,7 @@ func (p Permit) Units() int64 { return p.n }
 // queues also keep that compare-and-swap the only atomic operation of the
 // commonest acquisition, one unit of an empty semaphore of at most 255
 // units: as a [Mutex] names its holder, the units word names that task and
-// the millisecond it took the unit (on the controller's clock), and
+// the millisecond it took the unit (on the controller's coarse clock), and
 // the hold is added to the task's counters after the release; while the
 // task is named, at most 255 units are in use. Other acquisitions are
 // added to the task's counters as they happen (and a named task that takes
@@ -329,7 +329,7 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 	// A load first: under contention the word is seldom 0, and a failed
 	// compare-and-swap costs as much as one that succeeds.
 	if n == 1 && t != nil && p.sem.clk != nil && p.sem.cur.Load() == 0 && p.sem.nwait.Load() == 0 &&
-		p.sem.size.Load() <= iUnitMask && p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Now())) {
+		p.sem.size.Load() <= iUnitMask && p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
 		if id := t.ID(); id != p.sem.claimed.Load() {
 			taskx.Claim(t, p.res.id)
 			p.sem.claimed.Store(id)
@@ -367,7 +367,7 @@ func (p *pool) unname(t *task.Task) {
 	}
 	for {
 		if p.sem.cur.CompareAndSwap(c, c&iUnitMask) {
-			if d := inlineHeld(c, p.sem.clk.Now()); d > 0 {
+			if d := inlineHeld(c, p.sem.clk.Coarse()); d > 0 {
 				taskx.AddHold(t, p.res.id, d)
 			}
 			return
@@ -417,7 +417,7 @@ func newCoarseSemaphore(r *Resource, size int64, clk *clock.Clock) *Semaphore {
 }
 
 // onClock lets the pool name a sole holder in its units word, stamped by
-// clk, and reports that holder to the resource.
+// clk's coarse value, and reports that holder to the resource.
 func (p *pool) onClock(clk *clock.Clock) {
 	p.sem.clk = clk
 	p.res.live.Store(&liveHolder{fn: p.sem.liveHold})

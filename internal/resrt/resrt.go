@@ -5,13 +5,13 @@
 package resrt
 
 // NewMutex is func(*resource.Resource, *clock.Clock) *resource.Mutex: a
-// mutex that reads the controller's clock inline rather than through a
-// function.
+// mutex that reads the coarse value of the controller's clock inline
+// rather than through a function.
 var NewMutex any
 
 // NewSemaphore is func(*resource.Resource, int64, *clock.Clock)
 // *resource.Semaphore: a semaphore that names a sole holder of one unit in
-// its units word, stamped by the controller's clock.
+// its units word, stamped by the coarse value of the controller's clock.
 var NewSemaphore any
 
 // NewQueue is func(*resource.Resource, int64, int64, *clock.Clock)

@@ -12,22 +12,31 @@
 // after the other (baseline first in even rounds, moirai first in odd
 // ones), and takes the ratio of the two sides' fastest stretches in that
 // round; the verdict reads the median of the rounds' ratios (the parallel
-// pairs have twice the rounds). A stretch of
-// the uncontended pairs is timed by its fastest lap of 256 operations (the
-// cost when nothing else ran on the core: the slower laps carry other
-// processes' time); a stretch of the parallel pairs by its ns/op over the
-// whole stretch, every P running the loop at once (a lap in which the
-// other goroutines were descheduled would measure no contention at all).
+// pairs have twice the rounds). A stretch of the uncontended pairs is
+// timed by its fastest lap of 256 operations: the cost when nothing else
+// ran on the core (the slower laps carry other processes' time). A
+// stretch of the parallel pairs runs the loop from every P at once, each
+// goroutine on its own thread, and is timed by the threads' CPU time per
+// operation: what the operations cost where they ran (cache-line
+// transfers, spinning, parking and waking), without the time the threads
+// waited for a core, which on a loaded machine is most of a stretch's
+// wall-clock time and decides whether they ran at once at all (timed by
+// the wall clock, the parallel ratios of one run ranged from 0.2 to 98 at
+// a load average of 11).
 //
 // Usage, from the repository's root:
 //
-//	go run ./scripts/hotpath [-rounds 15] [-stretches 3] [-stretch 15ms] [-slack 0.30]
+//	go run ./scripts/hotpath [-rounds 15] [-stretches 3] [-stretch 15ms] [-slack 0.30] [-run regexp] [-v]
 //
 // It prints one line per pair: the fastest stretch of each side over all
-// rounds, their ratio, the median of the rounds' ratios with their range,
-// the target, the limit (target × (1 + slack)), moirai's allocations per
-// operation, and the verdict. It is not a timed test: the times of the two
-// sides cancel in each ratio.
+// rounds (ns/op; CPU ns/op for the parallel pairs), their ratio, the
+// median of the rounds' ratios with their range, the target, the limit
+// (target × (1 + slack)), moirai's allocations per operation, and the
+// verdict. It is not a timed test: the times of the two sides cancel in
+// each ratio. It runs on Linux (a thread's CPU time is RUSAGE_THREAD).
+//
+//go:build linux
+
 package main
 
 import (
@@ -36,15 +45,22 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 
 	"github.com/moirai-go/moirai"
+)
+
+var (
+	verbose = flag.Bool("v", false, "print each round's fastest stretches")
+	only    = flag.String("run", "", "run only the pairs whose name matches this regexp")
 )
 
 // lapOps is the length of a lap of the uncontended pairs.
@@ -162,11 +178,15 @@ func serial(l loop, d time.Duration) float64 {
 	}
 }
 
-// parallel times one stretch of a side run from procs goroutines at once:
-// ns/op over the stretch.
+// parallel times one stretch of a side run from procs goroutines at once,
+// each on its own thread: the threads' CPU time per operation. On a
+// loaded machine the wall-clock time of a stretch is mostly the time the
+// threads waited for a core, and whether both ran at once is up to the
+// kernel; their CPU time is what the operations cost where they ran:
+// cache-line transfers, spinning, parking and waking.
 func parallel(s side, procs int, d time.Duration) float64 {
 	var stop atomic.Bool
-	var ops atomic.Int64
+	var ops, cpu atomic.Int64
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
 	for range procs {
@@ -174,26 +194,41 @@ func parallel(s side, procs int, d time.Duration) float64 {
 		done.Add(1)
 		go func() {
 			defer done.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			l, end := s.worker()
 			defer end()
 			ready.Done()
 			<-start
+			c0 := threadCPU()
 			n := 0
 			for !stop.Load() {
 				l(batch)
 				n += batch
 			}
+			cpu.Add(int64(threadCPU() - c0))
 			ops.Add(int64(n))
 		}()
 	}
 	ready.Wait()
-	t0 := time.Now()
 	close(start)
 	time.Sleep(d)
 	stop.Store(true)
 	done.Wait()
-	return float64(time.Since(t0)) / float64(ops.Load())
+	return float64(cpu.Load()) / float64(ops.Load())
 }
+
+// threadCPU returns the CPU time the calling thread has used.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		fail("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rusageThread is Linux's RUSAGE_THREAD.
+const rusageThread = 1
 
 // allocs returns moirai's allocations per operation over a stretch of
 // at least n operations (from every P at once for a parallel pair),
@@ -267,6 +302,9 @@ func measure(p pair, rounds, stretches int, d time.Duration) result {
 				b = min(b, time1(p.baseline, bl))
 			}
 		}
+		if *verbose {
+			fmt.Printf("  %s round %d: baseline %.2f moirai %.2f ns/op\n", p.name, round, b, m)
+		}
 		r.base, r.moir = min(r.base, b), min(r.moir, m)
 		r.ratios = append(r.ratios, m/b)
 	}
@@ -316,7 +354,14 @@ func main() {
 	fmt.Printf("%-18s %9s %9s %6s %7s %-11s %6s %5s %6s  %s\n",
 		"benchmark", "baseline", "moirai", "ratio", "median", "range", "target", "limit", "allocs", "verdict")
 	bad := false
+	match, err := regexp.Compile(*only)
+	if err != nil {
+		fail("-run: %v", err)
+	}
 	for _, p := range ps {
+		if !match.MatchString(p.name) {
+			continue
+		}
 		runtime.GC()
 		r := measure(p, *rounds, *stretches, *stretch)
 		med := median(r.ratios)
