@@ -5,8 +5,7 @@
 // advances on a ticker (Atropos §3.2): one atomic load. While a detector has
 // fired, the controller switches the clock to precise mode and every read
 // asks the monotonic clock instead, so the measurements that feed a decision
-// are exact. The mode and the coarse value share one word, so that a read
-// in coarse mode stays one load.
+// are exact.
 //
 // Times are nanoseconds since the clock's epoch (the moment [New] was
 // called), taken from Go's monotonic clock: stepping the wall clock
@@ -23,9 +22,8 @@ import (
 type Clock struct {
 	epoch      time.Time
 	resolution atomic.Int64
-	// word is the coarse value (≥ 1), negated in precise mode: Now reads
-	// the mode and the coarse value in one load.
-	word atomic.Int64
+	coarse     atomic.Int64
+	precise    atomic.Bool
 }
 
 // New returns a clock in coarse mode whose epoch is (a microsecond before)
@@ -43,10 +41,10 @@ func New() *Clock {
 // by [Clock.Advance] in coarse mode, the monotonic clock in precise mode.
 // Now never goes backwards.
 func (c *Clock) Now() int64 {
-	if w := c.word.Load(); w > 0 {
-		return w
+	if c.precise.Load() {
+		return c.Precise()
 	}
-	return c.precise()
+	return c.coarse.Load()
 }
 
 // Coarse returns the coarse value, whatever the mode: one atomic load. The
@@ -55,32 +53,24 @@ func (c *Clock) Now() int64 {
 // advances it ten times as often while the clock is precise (see
 // TestCoarseHoldsSameDecisions in package moirai). Everything else reads
 // [Clock.Now].
-func (c *Clock) Coarse() int64 {
-	w := c.word.Load()
-	return max(w, -w)
-}
+func (c *Clock) Coarse() int64 { return c.coarse.Load() }
 
 // Precise reads the monotonic clock and returns the time since the epoch in
-// nanoseconds, whatever the mode. It also advances the coarse value, when
-// that lags by a sixteenth of the resolution or more.
-func (c *Clock) Precise() int64 { return c.precise() }
-
-// precise is Precise, out of line so that Now inlines. It raises the
-// coarse value only when it lags by a sixteenth of the resolution or more:
-// in precise mode every event reads the clock, and a compare-and-swap of
-// the shared word on each read made the readers queue for its cache line.
-//
-//go:noinline
-func (c *Clock) precise() int64 {
+// nanoseconds, whatever the mode. It also advances the coarse value when
+// that lags by a sixteenth of the resolution or more: in precise mode
+// every event reads the clock, and a compare-and-swap of the shared word
+// on each read made the readers queue for its cache line.
+func (c *Clock) Precise() int64 {
 	n := int64(time.Since(c.epoch))
-	if w := c.word.Load(); n-max(w, -w) >= c.resolution.Load()>>4 {
+	if n-c.coarse.Load() >= c.resolution.Load()>>4 {
 		c.store(n)
 	}
 	return n
 }
 
 // Advance stores the monotonic time as the coarse value. The controller calls
-// it on every tick of the clock's resolution.
+// it on every tick of the clock's resolution, and ten times as often while
+// the clock is precise.
 func (c *Clock) Advance() int64 {
 	n := int64(time.Since(c.epoch))
 	c.store(n)
@@ -91,12 +81,8 @@ func (c *Clock) Advance() int64 {
 // coarse value never see time go backwards when two advances race.
 func (c *Clock) store(n int64) {
 	for {
-		old := c.word.Load()
-		w := n
-		if old < 0 {
-			w = -n
-		}
-		if n <= max(old, -old) || c.word.CompareAndSwap(old, w) {
+		old := c.coarse.Load()
+		if n <= old || c.coarse.CompareAndSwap(old, n) {
 			return
 		}
 	}
@@ -112,23 +98,14 @@ func (c *Clock) SetResolution(d time.Duration) { c.resolution.Store(int64(max(d,
 
 // SetPrecise switches precise mode on or off.
 func (c *Clock) SetPrecise(on bool) {
-	for {
-		old := c.word.Load()
-		w := max(old, -old)
-		if on {
-			w = -w
-		}
-		if c.word.CompareAndSwap(old, w) {
-			break
-		}
-	}
+	c.precise.Store(on)
 	if !on {
 		c.Advance()
 	}
 }
 
 // IsPrecise reports whether the clock is in precise mode.
-func (c *Clock) IsPrecise() bool { return c.word.Load() < 0 }
+func (c *Clock) IsPrecise() bool { return c.precise.Load() }
 
 // Epoch returns the wall time of the clock's epoch, for converting clock
 // values to wall times in logs.

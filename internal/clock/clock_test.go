@@ -69,10 +69,10 @@ func TestNeverBackwards(t *testing.T) {
 	<-done
 }
 
-// TestModeSharesTheWord: the mode and the coarse value share one word;
-// advancing in precise mode keeps the mode, switching the mode keeps the
-// value, and neither lowers the coarse value under concurrent advances.
-func TestModeSharesTheWord(t *testing.T) {
+// TestModeAndCoarseValue: advancing in precise mode keeps the mode,
+// switching the mode keeps the coarse value, and neither lowers it under
+// concurrent advances.
+func TestModeAndCoarseValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New()
 		c.SetPrecise(true)
