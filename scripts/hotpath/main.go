@@ -21,8 +21,8 @@
 // transfers, spinning, parking and waking), without the time the threads
 // waited for a core, which on a loaded machine is most of a stretch's
 // wall-clock time and decides whether they ran at once at all (timed by
-// the wall clock, the parallel ratios of one run ranged from 0.2 to 98 at
-// a load average of 11).
+// the wall clock, a round's parallel ratio ranged from 0.2 to 5.4 within
+// one run at load averages of 6–12).
 //
 // Usage, from the repository's root:
 //
