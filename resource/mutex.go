@@ -52,10 +52,10 @@ const spins = 4
 // mutexes read the coarse value of its clock, one atomic load, in every
 // mode of the clock (a read of the monotonic clock costs more than the
 // lock): the controller advances it every millisecond, and every 100 µs
-// while a detector fires, when holds feed decisions. The
-// fast paths of Lock and Unlock (a controller's mutex, a task with nothing
-// pending, nobody waiting) are straight-line code that spills nothing to
-// the stack; everything else is in lock and unlock. Under
+// while a detector fires, when holds feed decisions. The fast paths of
+// Lock and Unlock (a controller's mutex, a task with nothing pending,
+// nobody waiting) are straight-line code that spills nothing to the
+// stack; everything else is in lock and unlock. Under
 // contention newcomers may barge in, as with sync.Mutex, until a waiter has
 // waited a millisecond; then the lock is handed over in arrival order.
 //
@@ -221,27 +221,16 @@ func (m *Mutex) tryLockFor(t *task.Task) bool {
 	}
 }
 
-// spin tries to take m for t a few times, pausing between the tries, and
-// reports whether it did. Like sync.Mutex's spinning, it looks at the
-// lock only after each pause: a spinner that watched the state word
-// without pause caught every release of a holder that took the lock
-// straight back, and two goroutines then passed the lock (and its cache
-// line) to each other on every acquisition.
-func (m *Mutex) spin(t *task.Task) bool {
-	for range spins {
-		for range 32 {
-			m.state.Load() // a pause that the compiler keeps
-		}
-		if m.state.Load()&mLocked == 0 && m.tryLockFor(t) {
-			return true
-		}
-	}
-	return false
-}
-
 func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
-	if m.spin(t) {
-		return nil
+	for range spins {
+		for range 16 {
+			if m.state.Load()&mLocked == 0 {
+				break
+			}
+		}
+		if m.tryLockFor(t) {
+			return nil
+		}
 	}
 	done := ctx.Done()
 	w := getWaiter(t)
@@ -294,10 +283,8 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 			m.acquired(t)
 			return nil
 		}
-		// Woken to compete: spin as a newcomer does (a holder that takes
-		// the lock back at once would otherwise wake it for nothing on
-		// every release), then queue again at the front.
-		if m.spin(t) {
+		// Woken to compete: try, then queue again at the front.
+		if m.tryLockFor(t) {
 			m.res.waitEnd(t)
 			return nil
 		}
