@@ -17,13 +17,15 @@ import (
 // ratio: BenchmarkX/baseline is the standard or x/sync primitive, and
 // BenchmarkX/moirai is moirai's with a task in the context.
 //
-// The uncontended pairs (scripts/hotpath.sh) also report min-ns/op: the
-// fastest stretch of lapOps operations, the cost when nothing else ran on
-// the core. On a shared machine ns/op carries other processes' time;
-// min-ns/op mostly does not. Both sides of a pair pay the same for the
-// lap timer (a counter, and a clock read every lapOps operations). The
-// RunParallel pairs do not: a stretch in which the other goroutines were
-// descheduled would measure no contention at all.
+// The uncontended pairs also report min-ns/op: the fastest stretch of
+// lapOps operations, the cost when nothing else ran on the core. On a
+// shared machine ns/op carries other processes' time; min-ns/op mostly
+// does not. Both sides of a pair pay the same for the lap timer (a
+// counter, and a clock read every lapOps operations). The RunParallel
+// pairs do not: a stretch in which the other goroutines were descheduled
+// would measure no contention at all. scripts/hotpath, the regression
+// guard, times the same pairs with the two sides alternating in one
+// process, the parallel ones by their threads' CPU time.
 
 // lapOps is the length of a stretch that lapTimer times.
 const lapOps = 256

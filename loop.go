@@ -28,13 +28,15 @@ type resCum struct {
 }
 
 // run is the controller's goroutine: it advances the coarse clock at its
-// resolution and steps the control loop on the coarse or the fine tick.
+// resolution (a tenth of it while the clock is precise) and steps the
+// control loop on the coarse or the fine tick.
 func (c *Controller) run() {
 	defer close(c.loopDone)
 	clk := time.NewTicker(c.cfg.resolution)
 	defer clk.Stop()
 	tick := time.NewTimer(c.cfg.coarseTick)
 	defer tick.Stop()
+	fast := false
 	for {
 		select {
 		case <-c.done:
@@ -43,8 +45,27 @@ func (c *Controller) run() {
 			c.clock.Advance()
 		case <-tick.C:
 			tick.Reset(c.step())
+			if p := c.clock.IsPrecise(); p != fast {
+				fast = p
+				clk.Reset(c.advancePeriod(p))
+			}
 		}
 	}
+}
+
+// advancePeriod is how often the loop advances the coarse clock: at its
+// resolution, and ten times as often while the clock is precise (a
+// detector fires). The mutexes and the semaphores' named holders read the
+// coarse value in every mode, one load, where a read of the monotonic
+// clock costs more than the lock; while decisions are being made their
+// holds are then known to a tenth of the resolution, close enough that
+// the decisions are those of the precise clock
+// (TestCoarseHoldsSameDecisions; a whole tick was not: docs/RUNTIME.md).
+func (c *Controller) advancePeriod(precise bool) time.Duration {
+	if precise {
+		return max(c.cfg.resolution/10, 10*time.Microsecond)
+	}
+	return c.cfg.resolution
 }
 
 // step runs one iteration of the loop: snapshot → detect → decide → act →

@@ -50,7 +50,12 @@ const spins = 4
 // uncontended Lock makes one load of the task's state word (is a
 // cancellation or a penalty pending?) and reads the time: the controller's
 // mutexes read the coarse value of its clock, one atomic load, in every
-// mode of the clock, since holds matter at the millisecond scale. Under
+// mode of the clock (a read of the monotonic clock costs more than the
+// lock): the controller advances it every millisecond, and every 100 µs
+// while a detector fires, when holds feed decisions. The fast paths of
+// Lock and Unlock (a controller's mutex, a task with nothing pending,
+// nobody waiting) are straight-line code that spills nothing to the
+// stack; everything else is in lock and unlock. Under
 // contention newcomers may barge in, as with sync.Mutex, until a waiter has
 // waited a millisecond; then the lock is handed over in arrival order.
 //
@@ -131,6 +136,23 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
 	t := task.FromContext(ctx)
+	// The fast path: a controller's mutex, a task with nothing pending,
+	// the lock free. Everything else goes through lock.
+	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {
+		now := c.Coarse()
+		if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
+			m.holder, m.since = t, now
+			if id := t.ID(); id != m.claimed {
+				m.claim(t, id)
+			}
+			return nil
+		}
+	}
+	return m.lock(ctx, t)
+}
+
+// lock is Lock past its fast path.
+func (m *Mutex) lock(ctx context.Context, t *task.Task) error {
 	if t == nil || taskx.Flagged(t) {
 		if err := m.res.arrive(ctx, t); err != nil {
 			return err
@@ -318,13 +340,30 @@ func (m *Mutex) dequeuedLocked() {
 // an unlocked Mutex panics, as it does for sync.Mutex; it may be unlocked
 // by a goroutine other than the one that locked it.
 func (m *Mutex) Unlock() {
+	// The fast path: a controller's mutex, locked, nobody waiting. The
+	// hold is charged after the lock is released, to keep the critical
+	// section as short as sync.Mutex's; the holder is read while the lock
+	// still protects it.
 	s := m.state.Load()
+	if c := m.clk; c != nil && s&mFlags == mLocked {
+		t, since := m.holder, m.since
+		m.holder = nil
+		if m.state.CompareAndSwap(s, 0) {
+			if d := time.Duration(c.Coarse() - since); d > 0 && t != nil {
+				taskx.AddHold(t, m.res.id, d)
+			}
+			return
+		}
+		m.holder = t
+	}
+	m.unlock(s)
+}
+
+// unlock is Unlock past its fast path; s is the state Unlock read.
+func (m *Mutex) unlock(s uint64) {
 	if s&mLocked == 0 {
 		panic("moirai: unlock of unlocked mutex")
 	}
-	// The hold is charged after the lock is released, to keep the
-	// critical section as short as sync.Mutex's; the holder is read while
-	// the lock still protects it.
 	t, since := m.holder, m.since
 	m.holder = nil
 	if s&(mWaiters|mStarving) != 0 || !m.state.CompareAndSwap(s, 0) {

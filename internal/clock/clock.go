@@ -48,22 +48,34 @@ func (c *Clock) Now() int64 {
 }
 
 // Coarse returns the coarse value, whatever the mode: one atomic load. The
-// primitives read it for the holds they track themselves, which matter at
-// the millisecond scale (see TestCoarseHoldsSameDecisions in package
-// moirai); everything else reads [Clock.Now].
+// primitives read it for the holds they track themselves, where a read of
+// the monotonic clock would cost more than the lock; the controller
+// advances it ten times as often while the clock is precise (see
+// TestCoarseHoldsSameDecisions in package moirai). Everything else reads
+// [Clock.Now].
 func (c *Clock) Coarse() int64 { return c.coarse.Load() }
 
 // Precise reads the monotonic clock and returns the time since the epoch in
-// nanoseconds, whatever the mode. It also advances the coarse value.
+// nanoseconds, whatever the mode. It also advances the coarse value when
+// that lags by a sixteenth of the resolution or more: in precise mode
+// every event reads the clock, and a compare-and-swap of the shared word
+// on each read made the readers queue for its cache line.
 func (c *Clock) Precise() int64 {
 	n := int64(time.Since(c.epoch))
-	c.store(n)
+	if n-c.coarse.Load() >= c.resolution.Load()>>4 {
+		c.store(n)
+	}
 	return n
 }
 
 // Advance stores the monotonic time as the coarse value. The controller calls
-// it on every tick of the clock's resolution.
-func (c *Clock) Advance() int64 { return c.Precise() }
+// it on every tick of the clock's resolution, and ten times as often while
+// the clock is precise.
+func (c *Clock) Advance() int64 {
+	n := int64(time.Since(c.epoch))
+	c.store(n)
+	return n
+}
 
 // store raises the coarse value to n, never lowering it, so readers of the
 // coarse value never see time go backwards when two advances race.

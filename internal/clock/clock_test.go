@@ -68,3 +68,47 @@ func TestNeverBackwards(t *testing.T) {
 	}
 	<-done
 }
+
+// TestModeAndCoarseValue: advancing in precise mode keeps the mode,
+// switching the mode keeps the coarse value, and neither lowers it under
+// concurrent advances.
+func TestModeAndCoarseValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New()
+		c.SetPrecise(true)
+		time.Sleep(3 * time.Millisecond)
+		at := c.Advance()
+		if !c.IsPrecise() {
+			t.Fatal("Advance in precise mode left precise mode")
+		}
+		if got := c.Coarse(); got != at {
+			t.Errorf("coarse value %d in precise mode, want %d", got, at)
+		}
+		time.Sleep(time.Millisecond)
+		if got := c.Now(); got != at+int64(time.Millisecond) {
+			t.Errorf("precise Now %d, want %d", got, at+int64(time.Millisecond))
+		}
+		c.SetPrecise(false)
+		if c.IsPrecise() || c.Now() != at+int64(time.Millisecond) {
+			t.Errorf("after precise mode: precise %v, Now %d, want coarse at %d", c.IsPrecise(), c.Now(), at+int64(time.Millisecond))
+		}
+	})
+	c := New()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 10000 {
+			c.SetPrecise(i%2 == 0)
+			c.Advance()
+		}
+	}()
+	last := c.Coarse()
+	for range 10000 {
+		n := c.Coarse()
+		if n < last || n <= 0 {
+			t.Fatalf("coarse value went from %d to %d", last, n)
+		}
+		last = n
+	}
+	<-done
+}
