@@ -410,12 +410,18 @@ type TrxRow struct {
 
 // Trx is a parsed INNODB_TRX row.
 type Trx struct {
-	ID          string
+	ID          string // "0" for a transaction InnoDB gave no id (see noID)
 	Thread      int64
 	Started     time.Time
 	State       string
 	WaitStarted time.Time
+	RowsLocked  int64
 }
+
+// noID is the trx_id INNODB_TRX shows for a transaction that has not
+// written: one that only took locking reads (LOCK IN SHARE MODE) holds
+// its row locks under it, and so may several at once.
+const noID = "0"
 
 // ParseTrx parses one INNODB_TRX row.
 func ParseTrx(r TrxRow) (Trx, bool) {
@@ -428,6 +434,9 @@ func ParseTrx(r TrxRow) (Trx, bool) {
 		return Trx{}, false
 	}
 	t := Trx{ID: r.ID.String, Thread: r.Thread.Int64, Started: r.Started.Time, State: r.State.String}
+	if r.RowsLocked.Valid {
+		t.RowsLocked = r.RowsLocked.Int64
+	}
 	if r.WaitStarted.Valid {
 		t.WaitStarted = r.WaitStarted.Time
 	}
@@ -445,6 +454,7 @@ type WaitRow struct {
 type Wait struct {
 	Requesting, Blocking string
 	Resource, Mode       string
+	Table                string // db.table
 }
 
 // ParseWait parses one lock wait row; the lock id must be
@@ -460,8 +470,8 @@ func ParseWait(r WaitRow) (Wait, bool) {
 			return Wait{}, false
 		}
 	}
-	w := Wait{Requesting: r.Requesting.String, Blocking: r.Blocking.String, Mode: r.Mode.String}
 	table := strings.ReplaceAll(r.Table.String, "`", "")
+	w := Wait{Requesting: r.Requesting.String, Blocking: r.Blocking.String, Mode: r.Mode.String, Table: table}
 	switch {
 	case r.Type.String == "RECORD" && len(parts) == 4:
 		// The record (space, page, heap number): the waiters of one row
@@ -489,8 +499,17 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 		byID[obs.Sessions[i].ID] = &obs.Sessions[i]
 	}
 	trxThread := map[string]int64{}
+	// The transactions without an id that hold row locks: the candidate
+	// holders of a lock whose blocking trx is noID.
+	var noIDHolders []int64
 	for _, t := range trxs {
-		trxThread[t.ID] = t.Thread
+		if t.ID == noID {
+			if t.State == "RUNNING" && t.RowsLocked > 0 {
+				noIDHolders = append(noIDHolders, t.Thread)
+			}
+		} else {
+			trxThread[t.ID] = t.Thread
+		}
 		if s := byID[t.Thread]; s != nil {
 			s.XactStart = t.Started
 			s.IdleInTransaction = !s.Active && t.State == "RUNNING"
@@ -516,8 +535,14 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 	// directly. A blocker that itself waits is followed to the root.
 	blockers := map[int64][]int64{}
 	wres := map[int64]Wait{}
+	noIDRows := map[int64]int{} // requester → its rows blocked by noID
 	for _, w := range waits {
 		req, ok1 := trxThread[w.Requesting]
+		if ok1 && w.Blocking == noID {
+			noIDRows[req]++
+			wres[req] = w
+			continue
+		}
 		blk, ok2 := trxThread[w.Blocking]
 		if !ok1 || !ok2 {
 			obs.Skipped["innodb_lock_waits"]++
@@ -526,21 +551,32 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 		blockers[req] = appendUnique(blockers[req], blk)
 		wres[req] = w
 	}
+	inferredBy, why := resolveNoID(noIDRows, wres, noIDHolders, mdl, blockers)
 	held := map[[2]any]bool{}
 	for req, w := range wres {
 		addRes(w.Resource)
-		roots := roots(req, blockers)
+		roots := roots(req, blockers, wres)
 		var since time.Time
 		for _, t := range trxs {
 			if t.Thread == req {
 				since = t.WaitStarted
 			}
 		}
-		obs.Uses = append(obs.Uses, guard.Use{Session: req, Resource: w.Resource, Mode: w.Mode, Waiting: true, BlockedBy: roots, Since: since})
+		u := guard.Use{Session: req, Resource: w.Resource, Mode: w.Mode, Waiting: true, BlockedBy: roots, Since: since}
+		if len(roots) == 0 {
+			u.Why = unnamed(req, blockers, why)
+		}
+		for _, r := range roots {
+			u.Inferred = u.Inferred || inferredBy[r]
+		}
+		obs.Uses = append(obs.Uses, u)
 		for _, b := range blockers[req] {
+			if _, waits := wres[b]; waits {
+				continue // a waiter ahead in the queue holds nothing yet
+			}
 			if k := [2]any{b, w.Resource}; !held[k] {
 				held[k] = true
-				obs.Uses = append(obs.Uses, guard.Use{Session: b, Resource: w.Resource, Held: true})
+				obs.Uses = append(obs.Uses, guard.Use{Session: b, Resource: w.Resource, Held: true, Inferred: inferredBy[b]})
 			}
 		}
 	}
@@ -686,7 +722,11 @@ func namesTable(q, db, table string) bool {
 	return false
 }
 
-func roots(s int64, blockers map[int64][]int64) []int64 {
+// roots returns the root blockers of s's chain: the blockers, followed
+// through those that wait themselves (waiting), that do not wait. A
+// waiter whose own blockers are unknown ends the walk with no root: it
+// is never a root.
+func roots(s int64, blockers map[int64][]int64, waiting map[int64]Wait) []int64 {
 	var out []int64
 	seen := map[int64]bool{s: true}
 	var walk func(int64)
@@ -696,15 +736,83 @@ func roots(s int64, blockers map[int64][]int64) []int64 {
 				continue
 			}
 			seen[b] = true
-			if len(blockers[b]) == 0 {
-				out = appendUnique(out, b)
-			} else {
+			if _, w := waiting[b]; w {
 				walk(b)
+			} else {
+				out = appendUnique(out, b)
 			}
 		}
 	}
 	walk(s)
 	return out
+}
+
+// resolveNoID names the holders of the locks whose blocking trx has no
+// id (noID): a transaction that only took locking reads. INNODB_TRX
+// shows such transactions, not which lock each holds; the candidates for
+// a requester's noID rows are the id-less transactions holding row locks
+// (and, with a metadata lock view, holding the table: a row lock implies
+// its table's metadata lock). When the candidates are exactly as many as
+// the requester's noID rows, each row is one of them and they are its
+// blockers (marked inferred); otherwise the holder is not named, and
+// why[req] says so. The real holders are always among the candidates, so
+// a named one is never a bystander.
+func resolveNoID(rows map[int64]int, wres map[int64]Wait, holders []int64, mdl []MDL, blockers map[int64][]int64) (inferred map[int64]bool, why map[int64]string) {
+	inferred, why = map[int64]bool{}, map[int64]string{}
+	for req, n := range rows {
+		table := wres[req].Table
+		var cands []int64
+		for _, h := range holders {
+			if h == req || (mdl != nil && !holdsMDL(mdl, h, table)) {
+				continue
+			}
+			cands = append(cands, h)
+		}
+		if len(cands) != n {
+			why[req] = fmt.Sprintf("the lock's holder has no transaction id in INNODB_TRX (it only took locking reads): %d such transaction(s) may hold the %d lock(s) it waits for", len(cands), n)
+			continue
+		}
+		for _, h := range cands {
+			blockers[req] = appendUnique(blockers[req], h)
+			inferred[h] = true
+		}
+	}
+	return inferred, why
+}
+
+func holdsMDL(mdl []MDL, session int64, table string) bool {
+	for _, m := range mdl {
+		if m.Session == session && m.Table == table {
+			return true
+		}
+	}
+	return false
+}
+
+// unnamed says why req's chain has no root: the first reason found along
+// it (a holder without a transaction id), or that its blockers all wait.
+func unnamed(req int64, blockers map[int64][]int64, why map[int64]string) string {
+	seen := map[int64]bool{}
+	var find func(int64) string
+	find = func(x int64) string {
+		if seen[x] {
+			return ""
+		}
+		seen[x] = true
+		if w := why[x]; w != "" {
+			return w
+		}
+		for _, b := range blockers[x] {
+			if w := find(b); w != "" {
+				return w
+			}
+		}
+		return ""
+	}
+	if w := find(req); w != "" {
+		return w
+	}
+	return "every session it waits for waits itself"
 }
 
 func appendUnique(xs []int64, x int64) []int64 {

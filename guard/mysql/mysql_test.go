@@ -194,6 +194,44 @@ func TestRowLockWaiters(t *testing.T) {
 	}
 }
 
+// Two transactions that only took a shared lock on a row show in
+// INNODB_TRX without an id (trx_id 0), and so does every wait row on
+// them: their waiters are blamed on both, never on one another nor on
+// an arbitrary id-less transaction (with the metadata lock view, the
+// candidates are those holding the table: exactly the two).
+func TestSharedHoldersWithoutTrxID(t *testing.T) {
+	src, db, ctx := server(t)
+	table(t, ctx, db, "gm_shared")
+	a, b, c, d := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
+	for _, h := range []*session{a, b} {
+		h.exec(t, ctx, "BEGIN")
+		h.exec(t, ctx, "SELECT * FROM gm_shared WHERE id = 1 LOCK IN SHARE MODE")
+	}
+	c.background(ctx, "UPDATE gm_shared SET v = v + 1 WHERE id = 1")
+	d.background(ctx, "UPDATE gm_shared SET v = v + 1 WHERE id = 1")
+	obs := until(t, ctx, src, "two waiters on the shared row", func(o *guard.Observation) bool {
+		_, okc := waitUse(o, c.id)
+		_, okd := waitUse(o, d.id)
+		return okc && okd
+	})
+	info, err := src.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := !slices.ContainsFunc(info.Features, func(f string) bool { return strings.Contains(f, "metadata_locks: unavailable") })
+	for _, id := range []int64{c.id, d.id} {
+		u, _ := waitUse(obs, id)
+		for _, r := range u.BlockedBy {
+			if r != a.id && r != b.id {
+				t.Errorf("waiter %d blamed on %d, not a holder (%d, %d): %+v", id, r, a.id, b.id, u)
+			}
+		}
+		if view && (len(u.BlockedBy) != 2 || !u.Inferred) {
+			t.Errorf("waiter %d: %+v, want blocked by both holders %d and %d, inferred", id, u, a.id, b.id)
+		}
+	}
+}
+
 func TestFTWRLRootHolder(t *testing.T) {
 	// Only a long writer: on 10.11 FTWRL does not wait for a long SELECT
 	// (it takes the read lock at once and the INSERT then waits for the

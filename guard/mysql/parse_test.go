@@ -426,3 +426,106 @@ func TestRandomInnoDBQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomNoIDHolders: row locks held by transactions InnoDB shows
+// without an id (locking reads only: trx_id 0, and blocking_trx_id 0 in
+// every wait row on them), several to a row, with id-less bystanders
+// holding other rows (of the same table or another) and id-less readers
+// holding none, with and without a metadata lock view. The waiters of a
+// row are blamed on exactly its holders when the candidates can be told
+// apart (as many candidates as id-less rows), and on nobody otherwise,
+// with the reason; never on a bystander, a reader or a waiter.
+// MOIRAI_SEED replays one.
+func TestRandomNoIDHolders(t *testing.T) {
+	for _, seed := range seeds.Of(t, 300) {
+		r := rand.New(rand.NewPCG(seed, 5))
+		obs := &guard.Observation{Skipped: map[string]int{}}
+		var trxs []Trx
+		var waits []Wait
+		var mdl []MDL
+		view := r.IntN(2) == 0
+		id := int64(0)
+		session := func(q string) int64 {
+			id++
+			s, _ := ParseSession(proc(id, "Query", 1000, "User sleep", q, 100+id), t0)
+			obs.Sessions = append(obs.Sessions, s)
+			return id
+		}
+		holders := map[int64]bool{}
+		table := "test.gm_h"
+		for range 1 + r.IntN(3) { // the hot row's id-less holders
+			h := session("SELECT SLEEP(20)")
+			holders[h] = true
+			trxs = append(trxs, Trx{ID: noID, Thread: h, Started: t0, State: "RUNNING", RowsLocked: 1})
+			mdl = append(mdl, MDL{Session: h, Mode: "MDL_SHARED_READ", Table: table})
+		}
+		sameTable := 0
+		for range r.IntN(3) { // id-less bystanders holding another row
+			b := session("SELECT SLEEP(20)")
+			tb := table
+			if r.IntN(2) == 0 {
+				tb = "test.gm_other"
+			} else {
+				sameTable++
+			}
+			trxs = append(trxs, Trx{ID: noID, Thread: b, Started: t0, State: "RUNNING", RowsLocked: 1 + int64(r.IntN(3))})
+			mdl = append(mdl, MDL{Session: b, Mode: "MDL_SHARED_READ", Table: tb})
+		}
+		for range r.IntN(3) { // id-less readers holding no row lock
+			rd := session("SELECT SLEEP(20)")
+			trxs = append(trxs, Trx{ID: noID, Thread: rd, Started: t0, State: "RUNNING"})
+		}
+		var queue []int64
+		for range 1 + r.IntN(6) { // the X waiters, in queue order
+			w := session("UPDATE gm_h SET v = v + 1 WHERE id = 4")
+			wid := fmt.Sprint("t", w)
+			trxs = append(trxs, Trx{ID: wid, Thread: w, Started: t0, State: "LOCK WAIT"})
+			for range holders {
+				waits = append(waits, Wait{Requesting: wid, Blocking: noID, Resource: "row:" + table + "/5:3:4", Mode: "X", Table: table})
+			}
+			for _, ahead := range queue {
+				waits = append(waits, Wait{Requesting: wid, Blocking: fmt.Sprint("t", ahead), Resource: "row:" + table + "/5:3:4", Mode: "X", Table: table})
+			}
+			queue = append(queue, w)
+		}
+		r.Shuffle(len(waits), func(i, j int) { waits[i], waits[j] = waits[j], waits[i] })
+		var m []MDL
+		if view {
+			m = mdl
+		}
+		Build(obs, trxs, waits, m)
+		// Told apart: with a view, the bystanders on the same table are
+		// the only other candidates; without one, every bystander is.
+		others := sameTable
+		if !view {
+			others = 0
+			for _, tx := range trxs {
+				if tx.ID == noID && tx.RowsLocked > 0 && !holders[tx.Thread] {
+					others++
+				}
+			}
+		}
+		named := others == 0
+		for _, u := range obs.Uses {
+			if u.Held && !holders[u.Session] && strings.HasPrefix(u.Resource, "row:") {
+				t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): session %d shown holding %s; holders %v", seed, seed, u.Session, u.Resource, holders)
+			}
+			if !u.Waiting {
+				continue
+			}
+			for _, b := range u.BlockedBy {
+				if !holders[b] {
+					t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): waiter %d blamed on %d, not a holder (holders %v, view %v)", seed, seed, u.Session, b, holders, view)
+				}
+			}
+			switch {
+			case named && len(u.BlockedBy) != len(holders):
+				t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): waiter %d blocked by %v, want all of %v (view %v)", seed, seed, u.Session, u.BlockedBy, holders, view)
+			case named && !u.Inferred:
+				t.Fatalf("seed %d: waiter %d's blame on id-less holders not marked inferred", seed, u.Session)
+			case !named && (len(u.BlockedBy) != 0 || !strings.Contains(u.Why, "no transaction id")):
+				t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): waiter %d blocked by %v (why %q), want nobody named: %d other candidates", seed, seed, u.Session, u.BlockedBy, u.Why, others)
+			}
+		}
+	}
+}
