@@ -170,6 +170,7 @@ func New(opts ...Option) *Controller {
 		LiveHold:    c.res.LiveHold,
 		Report:      c.report,
 		HookTimeout: cfg.hookTimeout,
+		Objective:   cfg.sloTarget,
 	})
 	go c.run()
 	return c
