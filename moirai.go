@@ -43,6 +43,10 @@ const (
 	Background = task.Background
 )
 
+// NoObjective is the Spec.Objective of a task whose latency is nobody's
+// objective. See [task.NoObjective].
+const NoObjective = task.NoObjective
+
 // The instrumented primitives. See package resource.
 type (
 	Mutex     = resource.Mutex

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
@@ -123,6 +124,25 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 // context's cause. Retry never re-executes runs that fail for other
 // reasons, nor runs spec.Cancellable left uncancellable.
 func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Context) error, opts ...RetryOption) error {
+	return c.retry(ctx, nil, spec, fn, opts)
+}
+
+func init() {
+	mwx.RetryOn = func(ctl any, t *task.Task, fn func(context.Context) error, opts []any) error {
+		c := ctl.(*Controller)
+		ro := make([]RetryOption, 0, len(opts))
+		for _, o := range opts {
+			ro = append(ro, o.(RetryOption))
+		}
+		return c.retry(taskx.Parent(t), t, t.Spec(), fn, ro)
+	}
+}
+
+// retry is Retry; with outer non-nil, the first run is outer itself (the
+// task an outer layer of middleware began for the request, refined to
+// spec), which retry neither begins nor ends, and ctx is the context
+// outer was begun from.
+func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(ctx context.Context) error, opts []RetryOption) error {
 	cfg := retryDefaults()
 	for _, o := range opts {
 		if o != nil {
@@ -134,7 +154,13 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	if err != nil {
 		return err
 	}
-	tctx, t := c.Begin(ctx, spec)
+	var tctx context.Context
+	var t *Task
+	if outer != nil {
+		tctx, t = outer.Context(), outer
+	} else {
+		tctx, t = c.Begin(ctx, spec)
+	}
 	err = c.runUser(tctx, fn)
 	cancelled := err != nil && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
 	var used []usedRes
@@ -150,7 +176,9 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 			}
 		})
 	}
-	t.End(err)
+	if outer == nil {
+		t.End(err)
+	}
 	c.mu.Lock()
 	if cancelled {
 		// Cap the class at the concurrency that overloaded, less one,

@@ -45,6 +45,7 @@ func init() {
 
 		Refine: (*Task).refine,
 		Parent: (*Task).parent,
+		Owner:  func(t *Task) *Registry { return t.reg },
 
 		NewRegistry:  newRegistry,
 		Clock:        func(r *Registry) *clock.Clock { return r.clock },

@@ -60,6 +60,7 @@ type Hooks[T, U any, R ~uint32, G, O, C, S any] struct {
 	// began, and re-executes its work from the context it began from.
 	Refine func(t *T, s S) bool
 	Parent func(t *T) context.Context
+	Owner  func(t *T) *G
 
 	// The registry's plumbing.
 	NewRegistry  func(clk *C, o O) *G

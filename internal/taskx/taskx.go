@@ -123,6 +123,14 @@ func Refine(t *task.Task, s task.Spec) bool { return h.Refine(t, s) }
 // Parent returns the context t was begun from.
 func Parent(t *task.Task) context.Context { return h.Parent(t) }
 
+// Owner returns the registry t was begun in, nil for a nil t.
+func Owner(t *task.Task) *task.Registry {
+	if t == nil {
+		return nil
+	}
+	return h.Owner(t)
+}
+
 // NewRegistry returns an empty registry reading time from clk (the
 // controller's coarse clock).
 func NewRegistry(clk *clock.Clock, o task.Options) *task.Registry { return h.NewRegistry(clk, o) }
