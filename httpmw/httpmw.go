@@ -347,7 +347,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // options.
 func (h *handler) serveNested(w http.ResponseWriter, r *http.Request, outer *moirai.Task, sp moirai.Spec) {
 	taskx.Refine(outer, sp) // refused when already cancelled: nothing left to refine
-	if h.cfg.reexecute && sp.Cancellable && !outer.Cancelled() {
+	if h.cfg.reexecute && sp.Cancellable && !outer.Cancelled() && r.Context().Value(retryingKey{}) == nil {
 		if body, ok := h.bufferBody(r); ok {
 			h.serveRetryOn(w, r, body, outer)
 			return
@@ -417,6 +417,11 @@ func (e errReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
+// retryingKey marks the context of a run that a Handler re-executes when
+// it is cancelled: a Handler nested in it leaves the re-execution to that
+// one rather than re-executing the same work twice.
+type retryingKey struct{}
+
 // errDiscarded is what a cancelled run's function returns: its buffered
 // answer is thrown away and moirai.Retry decides what happens next.
 var errDiscarded = errors.New("httpmw: cancelled run discarded")
@@ -425,7 +430,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		bw := newBufferedWriter()
-		req := r.Clone(ctx)
+		req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -470,7 +475,7 @@ func (h *handler) serveRetryOn(w http.ResponseWriter, r *http.Request, body []by
 			ctx = mergedCtx{Context: ctx, values: r.Context()}
 		}
 		bw := newBufferedWriter()
-		req := r.Clone(ctx)
+		req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

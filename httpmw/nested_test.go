@@ -156,3 +156,30 @@ func TestCancelledBody(t *testing.T) {
 		})
 	}
 }
+
+// Re-execution in both layers: the outer one re-executes, the inner one
+// leaves it to it; the work runs twice, not three or four times.
+func TestNestedReexecutionInBothLayers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := newCtl(&cancelClass{class: "report"})
+		defer ctl.Close()
+		var runs atomic.Int32
+		bodies := make(chan string, 8)
+		mux := http.NewServeMux()
+		mux.Handle("POST /report", httpmw.Handler(ctl, blockUntilCancelled(&runs, bodies),
+			httpmw.WithClass(func(*http.Request) string { return "report" }),
+			httpmw.WithReexecution(moirai.RetryQuiet(50*time.Millisecond))))
+		h := httpmw.Handler(ctl, mux, httpmw.WithReexecution(moirai.RetryQuiet(50*time.Millisecond)))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/report", strings.NewReader("payload")))
+		if rec.Code != 200 || rec.Body.String() != "done:payload" {
+			t.Fatalf("answer %d %q; want the second run's", rec.Code, rec.Body)
+		}
+		if runs.Load() != 2 {
+			t.Errorf("%d runs; want 2: one re-execution", runs.Load())
+		}
+		if st := ctl.RetryStats(); st.Cancelled != 1 || st.Reexecuted != 1 {
+			t.Errorf("retry stats %+v", st)
+		}
+	})
+}
