@@ -44,7 +44,9 @@
 // [WithReexecution] re-executes the request: the outer task is the first
 // run, a re-execution a task of its own begun from the context the outer
 // task was begun from (with the values the layers in between added); the
-// outer Handler ends its task when the request is answered.
+// outer Handler ends its task when the request is answered. When the
+// outer Handler re-executes too, it alone does: the work runs at most
+// twice.
 //
 // # Re-execution
 //
