@@ -139,10 +139,10 @@ type Resource struct {
 
 // Completions describes the tasks that ended in a window.
 type Completions struct {
-	Begun   uint64
-	Ended   uint64
-	Failed  uint64 // with an error or after cancellation
-	Exec    time.Duration
+	Begun  uint64
+	Ended  uint64
+	Failed uint64 // with an error or after cancellation
+	Exec   time.Duration
 	// Latency holds the latencies of the ended tasks that have an
 	// objective, each scaled to the controller's objective (see
 	// task.Options.Objective): read against that objective, it counts
