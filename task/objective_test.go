@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -122,5 +123,32 @@ func TestLatencyScaledToTheObjectiveGenerated(t *testing.T) {
 					seed, seed, got, wantLate)
 			}
 		})
+	}
+}
+
+// Refine replaces a live task's spec, which the cancellation's check then
+// reads; a cancelled or ended task keeps its own.
+func TestRefine(t *testing.T) {
+	reg := task.NewRegistry(task.Options{})
+	_, tk := reg.Begin(context.Background(), task.Spec{Class: "outer", Cancellable: true})
+	if !taskx.Refine(tk, task.Spec{Class: "inner", Kind: task.Background, Objective: time.Second}) {
+		t.Fatal("refine of a live task refused")
+	}
+	if sp := tk.Spec(); sp.Class != "inner" || sp.Kind != task.Background || sp.Objective != time.Second || sp.Goal != task.DefaultGoal {
+		t.Errorf("spec %+v; want the refined one, defaults applied", sp)
+	}
+	if err := taskx.Cancel(tk, "x"); err == nil {
+		t.Error("cancelled a task refined to not cancellable")
+	}
+	taskx.Refine(tk, task.Spec{Class: "inner", Cancellable: true})
+	if err := taskx.Cancel(tk, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if taskx.Refine(tk, task.Spec{Class: "late"}) || tk.Spec().Class != "inner" {
+		t.Errorf("a cancelled task was refined: %+v", tk.Spec())
+	}
+	tk.End(nil)
+	if taskx.Parent(tk) != context.Background() {
+		t.Error("Parent is not the context the task was begun from")
 	}
 }
