@@ -111,8 +111,14 @@ type Controller struct {
 	busyAt    []int64       // per resource ID−1: last clock time it was used
 	stepped   chan struct{} // closed and replaced at every step
 	durations *estimate.Durations
-	retries   RetryStats
 	reexec    reexecState
+
+	// gmu guards what every run of Retry touches, the class gates
+	// (reexec.gates and their counts) and retries, apart from mu, which
+	// the loop holds for a whole step: a request served through Retry
+	// never waits for the loop. Never held with mu.
+	gmu     sync.Mutex
+	retries RetryStats
 
 	scratchLive []*task.Task
 	parts       []partial  // per-worker sums of a snapshot build

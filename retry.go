@@ -85,8 +85,8 @@ type RetryStats struct {
 
 // RetryStats returns what [Retry] did on this controller so far.
 func (c *Controller) RetryStats() RetryStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.gmu.Lock()
+	defer c.gmu.Unlock()
 	return c.retries
 }
 
@@ -179,7 +179,7 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	if outer == nil {
 		t.End(err)
 	}
-	c.mu.Lock()
+	c.gmu.Lock()
 	if cancelled {
 		// Cap the class at the concurrency that overloaded, less one,
 		// until its re-executions are over.
@@ -193,18 +193,18 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		c.retries.Waiting++
 	}
 	c.leaveLocked(spec.Class, g, false)
-	c.mu.Unlock()
+	c.gmu.Unlock()
 	if !cancelled {
 		return err
 	}
 	reexecuted := false
 	defer func() {
-		c.mu.Lock()
+		c.gmu.Lock()
 		if !reexecuted {
 			c.retries.Waiting--
 		}
 		c.leaveLocked(spec.Class, g, true)
-		c.mu.Unlock()
+		c.gmu.Unlock()
 	}()
 	first := time.Since(start)
 	c.mu.Lock()
@@ -230,18 +230,18 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	reason, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
 	switch {
 	case werr != nil:
-		c.mu.Lock()
+		c.gmu.Lock()
 		c.retries.Interrupted++
-		c.mu.Unlock()
+		c.gmu.Unlock()
 		return werr
 	case reason != "":
 		return c.dropRetry(spec, reason)
 	}
-	c.mu.Lock()
+	c.gmu.Lock()
 	c.retries.Reexecuted++
 	c.retries.Waiting--
 	reexecuted = true
-	c.mu.Unlock()
+	c.gmu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai re-execution",
 		slog.String("class", spec.Class), slog.String("key", spec.Key),
 		slog.Duration("after", time.Since(start)))
@@ -254,10 +254,12 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	t.End(err)
 	c.mu.Lock()
 	c.reserveLocked(used, -1)
-	if err == nil {
-		c.retries.Completed++
-	}
 	c.mu.Unlock()
+	if err == nil {
+		c.gmu.Lock()
+		c.retries.Completed++
+		c.gmu.Unlock()
+	}
 	return err
 }
 
@@ -274,9 +276,9 @@ func (c *Controller) runUser(ctx context.Context, fn func(context.Context) error
 }
 
 func (c *Controller) dropRetry(spec Spec, why string) error {
-	c.mu.Lock()
+	c.gmu.Lock()
 	c.retries.Dropped++
-	c.mu.Unlock()
+	c.gmu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai drop",
 		slog.String("class", spec.Class), slog.String("key", spec.Key), slog.String("reason", why))
 	return fmt.Errorf("%w: %w: %w: %s", ErrCancelled, ErrDropped, ErrNoWindow, why)
