@@ -357,3 +357,33 @@ func BenchmarkStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRetryParallel serves short requests from every P as tasks
+// (baseline: Begin and End) and through Retry (moirai: httpmw's
+// WithReexecution), while 10,000 live tasks make each step of the loop,
+// at a 1 ms tick, long: a request through Retry must not wait for it.
+func BenchmarkRetryParallel(b *testing.B) {
+	run := func(b *testing.B, retry bool) {
+		ctl := moirai.New(moirai.WithTick(time.Millisecond, time.Millisecond))
+		defer ctl.Close()
+		for range 10000 {
+			_, t := ctl.Begin(context.Background(), moirai.Spec{Class: "idle"})
+			defer t.End(nil)
+		}
+		spec := moirai.Spec{Class: "short", Cancellable: true}
+		noop := func(context.Context) error { return nil }
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if retry {
+					_ = moirai.Retry(context.Background(), ctl, spec, noop)
+					continue
+				}
+				ctx, t := ctl.Begin(context.Background(), spec)
+				t.End(noop(ctx))
+			}
+		})
+	}
+	b.Run("baseline", func(b *testing.B) { run(b, false) })
+	b.Run("moirai", func(b *testing.B) { run(b, true) })
+}

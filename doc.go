@@ -183,7 +183,10 @@
 //     path's reservation (fence.Fence.Acquire), the path learnt from
 //     the calls its kind makes; a full line is a 503.
 //  3. Task. [Controller.Begin] makes the request a task (or [Retry] does,
-//     with re-execution); its context carries the task.
+//     with re-execution); its context carries the task. A Handler nested
+//     in another of the same controller begins none: it refines the
+//     outer one's task with its route's options (class, objective,
+//     background work), so a request is one task however many layers.
 //  4. Work. The handler's instrumented primitives, and a cpu.Pool built
 //     on a controller's queue, charge every wait and hold to the task,
 //     a few atomic operations each. Calls it makes through

@@ -43,6 +43,10 @@ const (
 	Background = task.Background
 )
 
+// NoObjective is the Spec.Objective of a task whose latency is nobody's
+// objective. See [task.NoObjective].
+const NoObjective = task.NoObjective
+
 // The instrumented primitives. See package resource.
 type (
 	Mutex     = resource.Mutex
@@ -107,8 +111,14 @@ type Controller struct {
 	busyAt    []int64       // per resource ID−1: last clock time it was used
 	stepped   chan struct{} // closed and replaced at every step
 	durations *estimate.Durations
-	retries   RetryStats
 	reexec    reexecState
+
+	// gmu guards what every run of Retry touches, the class gates
+	// (reexec.gates and their counts) and retries, apart from mu, which
+	// the loop holds for a whole step: a request served through Retry
+	// never waits for the loop. Never held with mu.
+	gmu     sync.Mutex
+	retries RetryStats
 
 	scratchLive []*task.Task
 	parts       []partial  // per-worker sums of a snapshot build
@@ -170,6 +180,7 @@ func New(opts ...Option) *Controller {
 		LiveHold:    c.res.LiveHold,
 		Report:      c.report,
 		HookTimeout: cfg.hookTimeout,
+		Objective:   cfg.sloTarget,
 	})
 	go c.run()
 	return c

@@ -57,7 +57,7 @@ var ErrNoWindow = errors.New("moirai: no window under the current load")
 const maxDiagnosed = 1024
 
 // reexecState is the controller's re-execution admission state, guarded
-// by c.mu.
+// by c.mu but for the class gates (c.gmu).
 type reexecState struct {
 	load   []float64 // per resource ID−1: moving mean of units held + tasks waiting
 	usedAt []int64   // per resource ID−1: last step a task was seen to use it
@@ -68,7 +68,7 @@ type reexecState struct {
 	// seenFolds is the count at the last step, per resource ID−1.
 	folds     [256]atomic.Int64
 	seenFolds []int64
-	gates     map[string]*classGate
+	gates     map[string]*classGate // guarded by Controller.gmu, not mu
 	diagnosed map[string]bool
 	// held is what each cancelled task held when cancelled, until it ends:
 	// the units a re-execution will need.
@@ -146,7 +146,7 @@ func (c *Controller) fold(t *task.Task, now int64, usage []task.Usage) {
 	}
 }
 
-// gateLocked returns class's gate, creating it.
+// gateLocked returns class's gate, creating it; c.gmu held.
 func (c *Controller) gateLocked(class string) *classGate {
 	if c.reexec.gates == nil {
 		c.reexec.gates = map[string]*classGate{}
@@ -160,7 +160,7 @@ func (c *Controller) gateLocked(class string) *classGate {
 }
 
 // leaveLocked ends a run of class (a re-execution if reexec) and drops the
-// gate once it has nothing left to count.
+// gate once it has nothing left to count; c.gmu held.
 func (c *Controller) leaveLocked(class string, g *classGate, reexec bool) {
 	g.running--
 	if reexec {
@@ -181,11 +181,11 @@ func (c *Controller) leaveLocked(class string, g *classGate, reexec bool) {
 func (c *Controller) enterFirst(ctx context.Context, class string, maxWait time.Duration) (*classGate, error) {
 	var timer *time.Timer
 	for {
-		c.mu.Lock()
+		c.gmu.Lock()
 		g := c.gateLocked(class)
 		if g.limit <= 0 || g.running < g.limit {
 			g.running++
-			c.mu.Unlock()
+			c.gmu.Unlock()
 			if timer != nil {
 				timer.Stop()
 			}
@@ -200,7 +200,7 @@ func (c *Controller) enterFirst(ctx context.Context, class string, maxWait time.
 		if g.running <= 0 && g.pending <= 0 {
 			delete(c.reexec.gates, class)
 		}
-		c.mu.Unlock()
+		c.gmu.Unlock()
 		select {
 		case <-wake:
 		case <-timer.C:
@@ -378,14 +378,16 @@ func (c *Controller) publishDiagnosis(r *policy.Record) {
 // cancelled request's Retry-After says. Safe for concurrent use.
 func (c *Controller) ExpectedWait(class string) time.Duration {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	mean, ok := c.durations.Mean(class)
+	c.mu.Unlock()
 	if !ok || mean <= 0 {
 		return 0
 	}
 	n := 1
+	c.gmu.Lock()
 	if g := c.reexec.gates[class]; g != nil {
 		n += g.pending
 	}
+	c.gmu.Unlock()
 	return time.Duration(n) * mean
 }

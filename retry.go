@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 	"github.com/moirai-go/moirai/tree"
@@ -85,8 +86,8 @@ type RetryStats struct {
 
 // RetryStats returns what [Retry] did on this controller so far.
 func (c *Controller) RetryStats() RetryStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.gmu.Lock()
+	defer c.gmu.Unlock()
 	return c.retries
 }
 
@@ -127,6 +128,25 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 // context's cause. Retry never re-executes runs that fail for other
 // reasons, nor runs spec.Cancellable left uncancellable.
 func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Context) error, opts ...RetryOption) error {
+	return c.retry(ctx, nil, spec, fn, opts)
+}
+
+func init() {
+	mwx.RetryOn = func(ctl any, t *task.Task, fn func(context.Context) error, opts []any) error {
+		c := ctl.(*Controller)
+		ro := make([]RetryOption, 0, len(opts))
+		for _, o := range opts {
+			ro = append(ro, o.(RetryOption))
+		}
+		return c.retry(taskx.Parent(t), t, t.Spec(), fn, ro)
+	}
+}
+
+// retry is Retry; with outer non-nil, the first run is outer itself (the
+// task an outer layer of middleware began for the request, refined to
+// spec), which retry neither begins nor ends, and ctx is the context
+// outer was begun from.
+func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(ctx context.Context) error, opts []RetryOption) error {
 	cfg := retryDefaults()
 	for _, o := range opts {
 		if o != nil {
@@ -138,7 +158,13 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	if err != nil {
 		return err
 	}
-	tctx, t := c.Begin(ctx, spec)
+	var tctx context.Context
+	var t *Task
+	if outer != nil {
+		tctx, t = outer.Context(), outer
+	} else {
+		tctx, t = c.Begin(ctx, spec)
+	}
 	err = c.runUser(tctx, fn)
 	cancelled := err != nil && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
 	// A tree cancelled as a culprit elsewhere waits first for the wait the
@@ -157,8 +183,10 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 			}
 		})
 	}
-	t.End(err)
-	c.mu.Lock()
+	if outer == nil {
+		t.End(err)
+	}
+	c.gmu.Lock()
 	if cancelled {
 		// Cap the class at the concurrency that overloaded, less one,
 		// until its re-executions are over.
@@ -172,18 +200,18 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 		c.retries.Waiting++
 	}
 	c.leaveLocked(spec.Class, g, false)
-	c.mu.Unlock()
+	c.gmu.Unlock()
 	if !cancelled {
 		return err
 	}
 	reexecuted := false
 	defer func() {
-		c.mu.Lock()
+		c.gmu.Lock()
 		if !reexecuted {
 			c.retries.Waiting--
 		}
 		c.leaveLocked(spec.Class, g, true)
-		c.mu.Unlock()
+		c.gmu.Unlock()
 	}()
 	first := time.Since(start)
 	c.mu.Lock()
@@ -221,18 +249,18 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	reason, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
 	switch {
 	case werr != nil:
-		c.mu.Lock()
+		c.gmu.Lock()
 		c.retries.Interrupted++
-		c.mu.Unlock()
+		c.gmu.Unlock()
 		return werr
 	case reason != "":
 		return c.dropRetry(spec, reason)
 	}
-	c.mu.Lock()
+	c.gmu.Lock()
 	c.retries.Reexecuted++
 	c.retries.Waiting--
 	reexecuted = true
-	c.mu.Unlock()
+	c.gmu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai re-execution",
 		slog.String("class", spec.Class), slog.String("key", spec.Key),
 		slog.Duration("after", time.Since(start)))
@@ -245,10 +273,12 @@ func Retry(ctx context.Context, c *Controller, spec Spec, fn func(ctx context.Co
 	t.End(err)
 	c.mu.Lock()
 	c.reserveLocked(used, -1)
-	if err == nil {
-		c.retries.Completed++
-	}
 	c.mu.Unlock()
+	if err == nil {
+		c.gmu.Lock()
+		c.retries.Completed++
+		c.gmu.Unlock()
+	}
 	return err
 }
 
@@ -288,9 +318,9 @@ func (c *Controller) runUser(ctx context.Context, fn func(context.Context) error
 }
 
 func (c *Controller) dropRetry(spec Spec, why string) error {
-	c.mu.Lock()
+	c.gmu.Lock()
 	c.retries.Dropped++
-	c.mu.Unlock()
+	c.gmu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai drop",
 		slog.String("class", spec.Class), slog.String("key", spec.Key), slog.String("reason", why))
 	return fmt.Errorf("%w: %w: %w: %s", ErrCancelled, ErrDropped, ErrNoWindow, why)

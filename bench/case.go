@@ -81,6 +81,10 @@ type Env struct {
 	// work (see Controller.Reexecute): a case that begins tasks of its own
 	// for a culprit runs them through moirai.Retry then.
 	Reexecute bool
+	// RetryOptions are what such a case passes to moirai.Retry: they
+	// record each re-execution in the run's events, as the harness's own
+	// re-executions are.
+	RetryOptions []moirai.RetryOption
 }
 
 // Service is a case's service, as the harness drives it.

@@ -47,6 +47,11 @@ func init() {
 		Reexecute: true,
 	})
 	RegisterController(Controller{
+		Name:     "moirai-noreexec",
+		Describe: "the composed default without re-execution: a cancelled request is dropped; beside moirai, what re-execution changes",
+		Options:  composed(false),
+	})
+	RegisterController(Controller{
 		Name:      "moirai-trend",
 		Describe:  "the composed default with early action first (package trend, opt-in): a task whose share of a capacity-bounded resource grows while the others' misses or waits rise is penalized or cancelled before the objective is missed",
 		Options:   composed(true),

@@ -392,7 +392,13 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	} else {
 		defer mc.Close()
 	}
-	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration, Reexecute: ctl.Reexecute})
+	notify := moirai.RetryNotify(func(time.Duration) {
+		if epochSet.Load() {
+			rec.event(Event{T: time.Since(epoch), Kind: "reexecute", Note: "culprit re-executed (the case's own task)"})
+		}
+	})
+	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration, Reexecute: ctl.Reexecute,
+		RetryOptions: []moirai.RetryOption{notify}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}

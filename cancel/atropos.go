@@ -451,6 +451,9 @@ type Candidate struct {
 	Sufficient bool
 	// Future says where its future use came from.
 	Future FutureSource
+	// Background is set for a background task (task.Background): while
+	// one is a candidate, only background candidates are chosen from.
+	Background bool
 	// Why it was not chosen ("" for the chosen).
 	Why string
 }
@@ -548,6 +551,7 @@ type cand struct {
 	loss         float64
 	held         int64 // units of the main resource held and waited for
 	sufficient   bool
+	background   bool // a Background task: chosen before any foreground one
 	future       FutureSource
 }
 
@@ -593,10 +597,10 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 		return
 	}
 	a.shares(ev, &s.Resources[main], totals, maxLoss)
-	order, best := a.choose(s, ev, limit)
+	order, best, leastLoss := a.choose(s, ev, limit)
 	a.report(s, ev, &s.Resources[main], order, best, totals, limit)
 	ev.Chosen = 0
-	ev.Reason = a.reason(ev, best >= 0)
+	ev.Reason = a.reason(ev, leastLoss)
 }
 
 // contended computes each resource's contention level into ev.Levels, the
@@ -691,7 +695,7 @@ func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, tot
 		vals = slices.Grow(vals, dims+1)[:off+dims+1]
 		usage := vals[off : off+dims]
 		clear(vals[off:])
-		c := cand{task: int32(ti), off: int32(off)}
+		c := cand{task: int32(ti), off: int32(off), background: t.Kind == task.Background}
 		any, holds := a.future(s, t, main, usage, &c)
 		if !any {
 			vals = vals[:off]
@@ -849,7 +853,7 @@ func (a *Atropos) shares(ev *Evaluation, mr *snapshot.Resource, totals []float64
 // chosen first, with the least-loss choice among those that free enough of
 // the main resource (MultiObjective; -1 when none does: the best score,
 // first in order, is chosen).
-func (a *Atropos) choose(s *snapshot.Snapshot, ev *Evaluation, limit int) (order []int32, best int32) {
+func (a *Atropos) choose(s *snapshot.Snapshot, ev *Evaluation, limit int) (order []int32, best int32, leastLoss bool) {
 	cands, vals := a.work, a.vals
 	dims := len(ev.Contended)
 	ids := func(i int32) uint64 { return s.Tasks[cands[i].task].ID }
@@ -861,19 +865,33 @@ func (a *Atropos) choose(s *snapshot.Snapshot, ev *Evaluation, limit int) (order
 	ev.Skyline = sky
 	ev.Total = len(cands)
 
+	// Background work goes first: while a background task is a
+	// candidate, the choice is among the background candidates alone,
+	// by the same rule.
+	bg := slices.ContainsFunc(cands, func(c cand) bool { return c.background })
+	eligible := func(c *cand) bool { return !bg || c.background }
 	// The choice: among the candidates that free enough of the main
 	// resource, the one losing least (a candidate dominated by one that
 	// does not free enough may be it); when none does alone, the best
-	// score, which is never dominated.
+	// score, which is never dominated (among background candidates: the
+	// best-ranked one).
 	best = -1
 	if a.variant == MultiObjective {
 		for i := range cands {
 			c := &cands[i]
-			if !c.sufficient {
+			if !c.sufficient || !eligible(c) {
 				continue
 			}
 			if best < 0 || c.loss < cands[best].loss ||
 				(c.loss == cands[best].loss && better(cands, int32(i), best, ids) < 0) {
+				best = int32(i)
+			}
+		}
+	}
+	leastLoss = best >= 0
+	if best < 0 && bg {
+		for i := range cands {
+			if cands[i].background && (best < 0 || better(cands, int32(i), best, ids) < 0) {
 				best = int32(i)
 			}
 		}
@@ -889,7 +907,7 @@ func (a *Atropos) choose(s *snapshot.Snapshot, ev *Evaluation, limit int) (order
 		order[0] = best
 		a.order = order
 	}
-	return order, best
+	return order, best, leastLoss
 }
 
 // report appends to ev.Candidates the first limit candidates of order,
@@ -910,6 +928,8 @@ func (a *Atropos) report(s *snapshot.Snapshot, ev *Evaluation, mr *snapshot.Reso
 		why := ""
 		switch {
 		case k == 0:
+		case cands[order[0]].background && !c.background:
+			why = "foreground: a background task is a candidate, and background work is cancelled first"
 		case c.dominated:
 			why = "dominated: another candidate frees at least as much of every contended resource and loses no more"
 		case !c.sufficient:
@@ -920,7 +940,7 @@ func (a *Atropos) report(s *snapshot.Snapshot, ev *Evaluation, mr *snapshot.Reso
 		ev.Candidates = append(ev.Candidates, Candidate{
 			Task: t.ID, Class: t.Class, Key: t.Key, Progress: c.progress, Source: c.source,
 			Usage: usage, Share: share, Score: c.score, Dominated: c.dominated,
-			Loss: c.loss, Elapsed: t.Age, Sufficient: c.sufficient, Future: c.future, Why: why,
+			Loss: c.loss, Elapsed: t.Age, Sufficient: c.sufficient, Future: c.future, Background: c.background, Why: why,
 		})
 	}
 }
@@ -1112,6 +1132,9 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 	if leastLoss {
 		how = "least loss among those that free enough, of " + among
 	}
+	if c.Background {
+		how = "background work first; " + how
+	}
 	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
 		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)
 }
@@ -1158,6 +1181,7 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 			slog.Float64("loss_resource_s", round3(c.Loss)),
 			slog.Duration("elapsed", c.Elapsed),
 			slog.Bool("sufficient", c.Sufficient),
+			slog.Bool("background", c.Background),
 			slog.Bool("dominated", c.Dominated),
 			slog.Bool("chosen", i == ev.Chosen),
 		}

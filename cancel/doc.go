@@ -24,7 +24,12 @@
 //  3. Choice. Gains become shares of each resource's total; the
 //     non-dominated candidates (no other gains at least as much on every
 //     contended resource and more on one) form the skyline, and the one
-//     with the largest Σ_r C_r · share_r is cancelled.
+//     with the largest Σ_r C_r · share_r is cancelled — or, among those
+//     whose cancellation alone frees enough of the most contended
+//     resource, the one whose cancellation loses the least work.
+//     Background work (task.Background) goes first: while a background
+//     task is a candidate, the choice is made among the background
+//     candidates alone, by the same rule.
 //
 // The two ablations of the paper are variants: [Greedy] looks at the most
 // contended resource only and takes its largest gain; [CurrentUsage] runs

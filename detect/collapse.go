@@ -6,7 +6,6 @@ import (
 
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
-	"github.com/moirai-go/moirai/task"
 )
 
 // Collapse fires when the throughput of the last second falls below a
@@ -150,7 +149,7 @@ func (c *Collapse) Detect(s *snapshot.Snapshot) (bool, string) {
 	_, best := c.Rates()
 	waiting := 0
 	for i := range s.Tasks {
-		if t := &s.Tasks[i]; t.Kind == task.Request && !t.Cancelled && waits(s, t) {
+		if t := &s.Tasks[i]; t.HasObjective() && !t.Cancelled && waits(s, t) {
 			waiting++
 		}
 	}

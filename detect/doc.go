@@ -20,6 +20,15 @@
 //     load arriving faster, which admission control handles; latency that
 //     rises while completions do not is work stuck on something.
 //
+// Objectives are per task: a request whose spec carries an objective of
+// its own (task.Spec.Objective, as middleware sets it per route) is late
+// past that objective, the others past the detector's. A task without an
+// objective (task.NoObjective, or a Background task) is never counted: it
+// is nobody's victim, and its length never makes the detector fire. The
+// completions' histogram arrives already scaled to the controller's
+// objective (see snapshot.Completions.Latency), so the detector reads it
+// against its own target.
+//
 // A firing SLO detector only suspects resource overload. The policy
 // confirms it by finding a contended resource (see package estimate); when
 // it finds none the controller reports regular overload, which admission

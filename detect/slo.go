@@ -10,7 +10,6 @@ import (
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
-	"github.com/moirai-go/moirai/task"
 )
 
 // SLO fires when the q-quantile of request latency over a sliding window,
@@ -181,7 +180,7 @@ func (s *SLO) Status(snap *snapshot.Snapshot) SLOStatus {
 	}
 	for i := range snap.Tasks {
 		t := &snap.Tasks[i]
-		if t.Kind != task.Request || t.Cancelled {
+		if !t.HasObjective() || t.Cancelled {
 			continue
 		}
 		n++
@@ -189,7 +188,7 @@ func (s *SLO) Status(snap *snapshot.Snapshot) SLOStatus {
 		if s.predict != nil {
 			lat += s.waitAhead(snap, t)
 		}
-		if lat > s.target {
+		if lat > t.ObjectiveOr(s.target) {
 			late++
 		}
 	}

@@ -8,6 +8,29 @@
 // admission level in the response header of every call, admitted or
 // rejected; rejected calls fail with codes.ResourceExhausted.
 //
+// # Objectives, background work and answers
+//
+// [WithObjective] gives the calls of some classes (see [WithClass]), or
+// all, a latency objective of their own instead of the controller's
+// (moirai.WithSLO), or none (moirai.NoObjective); [WithBackground] marks
+// classes as background work: never counted late, and cancelled before
+// any foreground call that would free the contended resource. A call the
+// controller cancels fails with codes.Unavailable, its class's expected
+// wait in the trailer ([KeyRetryAfter]), and a message that says only that
+// the server is overloaded, unless [WithExposedCause] adds the reason;
+// the handler reads it from context.Cause.
+//
+// # Nesting
+//
+// Server interceptors of one controller chained twice (a server-wide one
+// and one a service adds) make one task per call: the inner one finds the
+// outer one's task in the call's context and refines it with its own
+// options (the class with [WithClass], the cancellability with
+// [WithCancellable], the objective and kind its [WithObjective] and
+// [WithBackground] give the class) instead of beginning a second; the
+// outer one ends it. Admission, fences and queues run in each layer that
+// has them.
+//
 // # Trust boundary
 //
 // A call's priority comes from the moirai-priority metadata only when

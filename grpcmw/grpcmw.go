@@ -19,6 +19,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/tree"
 )
@@ -59,7 +60,85 @@ type config struct {
 	pathOf      func(ctx context.Context, method string) string
 	tree        bool
 	hop         string
+
+	// Per-method settings, which an inner interceptor also applies to the
+	// task an outer one began (see the package documentation, "Nesting").
+	classSet       bool
+	cancellableSet bool
+	objective      time.Duration // every class's, when objectiveSet
+	objectiveSet   bool
+	objectives     map[string]time.Duration // per class
+	background     bool                     // every class is background
+	backgrounds    map[string]bool          // per class
+	exposeCause    bool
 }
+
+// apply sets in sp the objective and kind these options give class.
+func (c *config) apply(sp *moirai.Spec, class string) {
+	if d, ok := c.objectives[class]; ok {
+		sp.Objective = d
+	} else if c.objectiveSet {
+		sp.Objective = c.objective
+	}
+	if c.background || c.backgrounds[class] {
+		sp.Kind = moirai.Background
+	}
+}
+
+// WithObjective sets the latency objective of the calls of the given
+// classes (see [WithClass]), or of every call when no class is given: the
+// controller's detector counts such a call late past d rather than past
+// the process-wide objective (moirai.WithSLO, which stays the default).
+// d = moirai.NoObjective gives them none: their latency never counts as a
+// miss, so their misses never make the controller act, though they may
+// still be cancelled. A class's own objective wins over the interceptor's;
+// a later option for the same class wins over an earlier one. Negative
+// durations other than NoObjective are ignored.
+func WithObjective(d time.Duration, classes ...string) Option {
+	return func(c *config) {
+		if d < 0 && d != moirai.NoObjective {
+			return
+		}
+		if len(classes) == 0 {
+			c.objective, c.objectiveSet = d, true
+			return
+		}
+		if c.objectives == nil {
+			c.objectives = map[string]time.Duration{}
+		}
+		for _, cl := range classes {
+			c.objectives[cl] = d
+		}
+	}
+}
+
+// WithBackground marks the calls of the given classes, or every call when
+// no class is given, as background work (moirai.Background): they are
+// never counted as late (their misses never trigger detection), and a
+// cancellable background call is cancelled before any foreground one that
+// would free the contended resource.
+func WithBackground(classes ...string) Option {
+	return func(c *config) {
+		if len(classes) == 0 {
+			c.background = true
+			return
+		}
+		if c.backgrounds == nil {
+			c.backgrounds = map[string]bool{}
+		}
+		for _, cl := range classes {
+			c.backgrounds[cl] = true
+		}
+	}
+}
+
+// WithExposedCause makes the UNAVAILABLE status of a call the controller
+// cancelled carry the cancellation's reason (context.Cause of the call's
+// context) after "server overloaded". Without it the message says only
+// that the server is overloaded: the reason names the service's classes,
+// resources and numbers. The handler reads the reason from context.Cause
+// either way.
+func WithExposedCause() Option { return func(c *config) { c.exposeCause = true } }
 
 // WithAdmission runs d's admission on every call and sends d's level in the
 // response header of every call; rejected calls fail with
@@ -126,14 +205,16 @@ func WithTrustedPeer(fn func(ctx context.Context) bool) Option {
 func WithClass(fn func(method string) string) Option {
 	return func(c *config) {
 		if fn != nil {
-			c.class = fn
+			c.class, c.classSet = fn, true
 		}
 	}
 }
 
 // WithCancellable sets whether the controller may cancel calls (default
 // true).
-func WithCancellable(on bool) Option { return func(c *config) { c.cancellable = on } }
+func WithCancellable(on bool) Option {
+	return func(c *config) { c.cancellable, c.cancellableSet = on, true }
+}
 
 // WithTree makes every call part of a request tree (see package
 // github.com/moirai-go/moirai/tree): a call from a trusted peer
@@ -223,6 +304,7 @@ func (c *config) treeIn(ctx context.Context, md metadata.MD, class string, trust
 type call struct {
 	ctl     *moirai.Controller
 	t       *moirai.Task
+	nested  bool // t is an outer interceptor's: it ends it
 	permit  resource.Permit
 	fenced  fence.Permit
 	started time.Duration
@@ -266,13 +348,31 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	if a != nil && !a.Admit(arrived) {
 		return nil, call{}, errRejected
 	}
-	spec := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
-	var treeIn bool
-	if c.tree {
-		spec.Tree, treeIn = c.treeIn(ctx, md, spec.Class, trusted)
+	var t *moirai.Task
+	nested, treeIn := false, false
+	if outer := moirai.From(ctx); outer != nil && taskx.Owner(outer) == ctl.Tasks() && !taskx.Ended(outer) {
+		// Nested in an interceptor of the same controller: one call,
+		// one task, refined with this interceptor's options (the tree,
+		// if any, is the outer one's).
+		sp := outer.Spec()
+		if c.classSet {
+			sp.Class = c.class(method)
+		}
+		if c.cancellableSet {
+			sp.Cancellable = c.cancellable
+		}
+		c.apply(&sp, sp.Class)
+		taskx.Refine(outer, sp)
+		t, nested = outer, true
+	} else {
+		sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
+		c.apply(&sp, sp.Class)
+		if c.tree {
+			sp.Tree, treeIn = c.treeIn(ctx, md, sp.Class, trusted)
+		}
+		ctx, t = ctl.Begin(ctx, sp)
 	}
-	ctx, t := ctl.Begin(ctx, spec)
-	cl := call{ctl: ctl, t: t, treeIn: treeIn}
+	cl := call{ctl: ctl, t: t, nested: nested, treeIn: treeIn}
 	if c.fence != nil {
 		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, method))
 		if err != nil {
@@ -281,7 +381,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 			} else {
 				err = status.FromContextError(err).Err()
 			}
-			t.End(err)
+			cl.endTask(err)
 			return nil, call{}, err
 		}
 		cl.fenced = permit
@@ -296,7 +396,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 				err = status.FromContextError(err).Err()
 			}
 			cl.release()
-			t.End(err)
+			cl.endTask(err)
 			return nil, call{}, err
 		}
 		cl.permit = permit
@@ -308,7 +408,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	}
 	if a != nil && !a.Started(cl.started, wait) {
 		cl.release()
-		t.End(errRejected)
+		cl.endTask(errRejected)
 		return nil, call{}, errRejected
 	}
 	return ctx, cl, nil
@@ -321,7 +421,14 @@ func (c *config) end(cl call, err error) {
 		now := cl.ctl.Now()
 		c.admitter.Done(now, now-cl.started)
 	}
-	cl.t.End(err)
+	cl.endTask(err)
+}
+
+// endTask ends the call's task, unless an outer interceptor began it.
+func (cl *call) endTask(err error) {
+	if !cl.nested {
+		cl.t.End(err)
+	}
 }
 
 // endOnPanic ends the call of a handler that panicked, so that a recovery
@@ -365,7 +472,7 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 //
 // With WithTree, a cancelled call of a tree its caller sent carries the
 // culprit answer in a status detail instead (see WithTree).
-func (c *config) outcome(ctl *moirai.Controller, cl call, class string, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
 	cause := context.Cause(ctx)
 	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
 		if c.tree && err != nil {
@@ -377,9 +484,18 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, class string, ctx cont
 		}
 		return err
 	}
+	if status.Code(err) == codes.Unavailable && errors.Is(err, errAnswered) {
+		return err // an inner interceptor answered already
+	}
+	// The class an inner interceptor may have refined the task to.
+	class := moirai.From(ctx).Spec().Class
+	msg := "server overloaded"
+	if c.exposeCause {
+		msg += ": " + cause.Error()
+	}
 	if !c.tree {
 		_ = setTrailer(metadata.Pairs(KeyRetryAfter, retryAfter(ctl, class)))
-		return status.Error(codes.Unavailable, "server overloaded")
+		return overloaded{status.New(codes.Unavailable, msg)}
 	}
 	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
 	cu, isCulprit := ctl.CulpritAnswer(ctx, c.hop)
@@ -389,21 +505,32 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, class string, ctx cont
 	ra := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 	if !isCulprit || !cl.treeIn {
 		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, strconv.FormatInt(wait.Milliseconds(), 10)))
-		return status.Error(codes.Unavailable, "server overloaded")
+		return overloaded{status.New(codes.Unavailable, msg)}
 	}
 	_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, "-1"))
-	st, derr := status.New(codes.Unavailable, "server overloaded: request tree cancelled as a culprit").WithDetails(
+	st, derr := status.New(codes.Unavailable, msg+" (request tree cancelled as a culprit)").WithDetails(
 		&errdetails.ErrorInfo{Reason: ReasonCulprit, Domain: "moirai", Metadata: map[string]string{"culprit": cu.Format()}})
 	if derr != nil {
-		return status.Error(codes.Unavailable, "server overloaded")
+		return overloaded{status.New(codes.Unavailable, msg)}
 	}
-	return st.Err()
+	return overloaded{st}
 }
 
 // keyPushback is gRPC's retry pushback trailer (gRFC A6): a negative value
 // stops the client's retry policy from retrying the call, a positive one
 // delays the retry that long, in milliseconds.
 const keyPushback = "grpc-retry-pushback-ms"
+
+// errAnswered marks the UNAVAILABLE error of a cancelled call that an
+// interceptor already turned into its answer.
+var errAnswered = errors.New("grpcmw: cancelled call answered")
+
+// overloaded is the answer to a cancelled call.
+type overloaded struct{ st *status.Status }
+
+func (o overloaded) Error() string              { return o.st.Err().Error() }
+func (o overloaded) GRPCStatus() *status.Status { return o.st }
+func (o overloaded) Is(target error) bool       { return target == errAnswered }
 
 // UnaryServerInterceptor makes every unary call a task of ctl: admission,
 // priority, and a task context that is the call's context, so the call's
@@ -418,7 +545,7 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 		}
 		defer c.endOnPanic(cl)
 		resp, err := handler(ctx2, req)
-		err = c.outcome(ctl, cl, c.class(info.FullMethod), ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+		err = c.outcome(ctl, cl, ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
 		c.end(cl, err)
 		return resp, err
 	}
@@ -435,7 +562,7 @@ func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.Stream
 		}
 		defer c.endOnPanic(cl)
 		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
-		err = c.outcome(ctl, cl, c.class(info.FullMethod), ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+		err = c.outcome(ctl, cl, ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
 		c.end(cl, err)
 		return err
 	}

@@ -1,6 +1,7 @@
 package httpmw
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -23,12 +24,22 @@ func retryAfter(ctl *moirai.Controller, class string) string {
 }
 
 // rejectCancelled answers a request the controller cancelled (and did not
-// re-execute): 503 with the class's expected wait as Retry-After. The body
-// says only that the server is overloaded; the reason stays in the
+// re-execute), ctx the request's context: 503 with the class's expected
+// wait as Retry-After. The body says only that the server is overloaded,
+// unless WithExposedCause adds the reason; the reason stays in the
 // context's cause for the application (and in the decision log).
-func rejectCancelled(w http.ResponseWriter, ctl *moirai.Controller, class string) {
-	w.Header().Set("Retry-After", retryAfter(ctl, class))
-	http.Error(w, "server overloaded", http.StatusServiceUnavailable)
+func (h *handler) rejectCancelled(w http.ResponseWriter, ctx context.Context, class string) {
+	h.rejectCancelledErr(w, context.Cause(ctx), class)
+}
+
+// rejectCancelledErr is rejectCancelled with the reason given.
+func (h *handler) rejectCancelledErr(w http.ResponseWriter, cause error, class string) {
+	w.Header().Set("Retry-After", retryAfter(h.ctl, class))
+	msg := "server overloaded"
+	if h.cfg.exposeCause && cause != nil {
+		msg += ": " + cause.Error()
+	}
+	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // rejectCulprit answers a request of a tree whose task was cancelled as a

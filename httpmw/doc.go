@@ -16,7 +16,37 @@
 // that returns after a cancellation without answering gets a 503 whose
 // Retry-After is its class's expected wait (moirai.Controller.ExpectedWait,
 // at least a second) and whose body says only that the server is
-// overloaded; the reason stays in the context's cause.
+// overloaded, unless [WithExposedCause] adds the reason; the reason stays
+// in the context's cause either way.
+//
+// # Objectives and background work
+//
+// The controller's objective (moirai.WithSLO) is every request's by
+// default. [WithObjective] gives the requests of some classes, or all the
+// Handler serves, an objective of their own, or none
+// (moirai.NoObjective): the detector counts a request late past its own
+// objective, and never counts one of no objective. [WithBackground] marks
+// classes as background work (moirai.Background): never counted late, and,
+// when cancellable, cancelled before any foreground request that would
+// free the contended resource.
+//
+// # Nesting
+//
+// One request is one task, however many Handlers of one controller it
+// goes through. An inner Handler (typically one per route, under an outer
+// one on the mux, as in the usage below) finds the outer task in the
+// request's context and refines it with its own options rather than
+// beginning a task: the class when it has [WithClass], the key with
+// [WithKey], the cancellability with [WithCancellable], and the objective
+// and kind its [WithObjective] and [WithBackground] give the resulting
+// class; what it does not set stays the outer Handler's. Its admission and
+// fence, when it has them, run as they would alone. An inner Handler with
+// [WithReexecution] re-executes the request: the outer task is the first
+// run, a re-execution a task of its own begun from the context the outer
+// task was begun from (with the values the layers in between added); the
+// outer Handler ends its task when the request is answered. When the
+// outer Handler re-executes too, it alone does: the work runs at most
+// twice.
 //
 // # Re-execution
 //
@@ -64,8 +94,9 @@
 //	ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
 //	defer ctl.Close()
 //	mux := http.NewServeMux()
-//	mux.Handle("POST /report", httpmw.Handler(ctl, reportHandler,
+//	mux.Handle("POST /report", httpmw.Handler(ctl, reportHandler, // refines the outer task
 //		httpmw.WithClass(func(*http.Request) string { return "report" }),
+//		httpmw.WithBackground(), // nobody waits on a report against 50 ms
 //		httpmw.WithReexecution()))
-//	http.ListenAndServe(addr, httpmw.Handler(ctl, mux))
+//	http.ListenAndServe(addr, httpmw.Handler(ctl, mux)) // one task per request
 package httpmw

@@ -10,6 +10,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/httpmw"
+	"github.com/moirai-go/moirai/task"
 )
 
 // The middleware makes every request a task; options say how: its class
@@ -76,4 +77,44 @@ func ExampleWithPriority() {
 		}))
 	fmt.Println(h != nil)
 	// Output: true
+}
+
+// Handlers nest: the outer one on the mux makes each request a task, and
+// a route's own Handler refines that task with the route's options
+// (class, objective, background work, re-execution) instead of beginning
+// a second one.
+func ExampleHandler_nested() {
+	ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
+	defer ctl.Close()
+	show := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sp := moirai.From(r.Context()).Spec()
+		fmt.Fprintf(w, "class %q, %v, objective %v", sp.Class, sp.Kind, sp.Objective)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /report", httpmw.Handler(ctl, show,
+		httpmw.WithClass(func(*http.Request) string { return "report" }),
+		httpmw.WithBackground(),
+		httpmw.WithReexecution()))
+	mux.Handle("GET /search", httpmw.Handler(ctl, show, httpmw.WithObjective(200*time.Millisecond)))
+	mux.Handle("GET /orders", show) // the outer Handler's task, as it began it
+	srv := httptest.NewServer(httpmw.Handler(ctl, mux))
+	defer srv.Close()
+	for _, req := range []struct{ method, path string }{{"POST", "/report"}, {"GET", "/search"}, {"GET", "/orders"}} {
+		r, _ := http.NewRequest(req.method, srv.URL+req.path, nil)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(string(body))
+	}
+	var tot task.Totals
+	ctl.Tasks().TotalsInto(&tot)
+	fmt.Println(tot.Begun, "tasks for 3 requests")
+	// Output:
+	// class "report", background, objective 0s
+	// class "GET /search", request, objective 200ms
+	// class "GET /orders", request, objective 0s
+	// 3 tasks for 3 requests
 }

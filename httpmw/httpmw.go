@@ -13,6 +13,8 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/mwx"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/tree"
 )
 
@@ -34,6 +36,30 @@ type config struct {
 	pathOf      func(*http.Request) string
 	tree        bool
 	hop         string
+
+	// Per-route settings, which an inner Handler also applies to the task
+	// an outer one began (see the package documentation, "Nesting").
+	keySet         bool
+	cancellableSet bool
+	objective      time.Duration // every class's, when objectiveSet
+	objectiveSet   bool
+	objectives     map[string]time.Duration // per class
+	background     bool                     // every class is background
+	backgrounds    map[string]bool          // per class
+	exposeCause    bool
+}
+
+// apply sets in sp the objective and kind this layer's options give
+// class.
+func (c *config) apply(sp *moirai.Spec, class string) {
+	if d, ok := c.objectives[class]; ok {
+		sp.Objective = d
+	} else if c.objectiveSet {
+		sp.Objective = c.objective
+	}
+	if c.background || c.backgrounds[class] {
+		sp.Kind = moirai.Background
+	}
 }
 
 // maxClass bounds the length of a class derived from a request.
@@ -74,7 +100,7 @@ func WithClass(fn func(*http.Request) string) Option {
 func WithKey(fn func(*http.Request) string) Option {
 	return func(c *config) {
 		if fn != nil {
-			c.key = fn
+			c.key, c.keySet = fn, true
 		}
 	}
 }
@@ -82,8 +108,67 @@ func WithKey(fn func(*http.Request) string) Option {
 // WithCancellable sets whether the controller may cancel the requests
 // (default true).
 func WithCancellable(on bool) Option {
-	return func(c *config) { c.cancellable = on }
+	return func(c *config) { c.cancellable, c.cancellableSet = on, true }
 }
+
+// WithObjective sets the latency objective of the requests of the given
+// classes (see [WithClass]), or of every request the Handler serves when
+// no class is given: the controller's detector counts such a request late
+// past d rather than past the process-wide objective (moirai.WithSLO,
+// which stays the default, for the quantile that sets). d =
+// moirai.NoObjective gives them none: their latency never counts as a
+// miss, so their misses never make the controller act, though they may
+// still be cancelled. A class's own objective wins over the Handler's; a
+// later option for the same class wins over an earlier one. Negative
+// durations other than NoObjective are ignored.
+func WithObjective(d time.Duration, classes ...string) Option {
+	return func(c *config) {
+		if d < 0 && d != moirai.NoObjective {
+			return
+		}
+		if len(classes) == 0 {
+			c.objective, c.objectiveSet = d, true
+			return
+		}
+		if c.objectives == nil {
+			c.objectives = map[string]time.Duration{}
+		}
+		for _, cl := range classes {
+			c.objectives[cl] = d
+		}
+	}
+}
+
+// WithBackground marks the requests of the given classes, or every
+// request the Handler serves when no class is given, as background work
+// (moirai.Background): nobody waits on them against an objective, so they
+// are never counted as late (their misses never trigger detection), and a
+// cancellable background request is cancelled before any foreground one
+// that would free the contended resource. Use it for routes such as a
+// report or an export that may take seconds and may be retried later.
+func WithBackground(classes ...string) Option {
+	return func(c *config) {
+		if len(classes) == 0 {
+			c.background = true
+			return
+		}
+		if c.backgrounds == nil {
+			c.backgrounds = map[string]bool{}
+		}
+		for _, cl := range classes {
+			c.backgrounds[cl] = true
+		}
+	}
+}
+
+// WithExposedCause makes the body of the 503 that answers a request the
+// controller cancelled carry the cancellation's reason (the text of
+// context.Cause of the request's context) after "server overloaded".
+// Without it, the body says only that the server is overloaded, as a
+// client outside the service should see: the reason names the service's
+// classes, resources and numbers. The application reads the reason from
+// context.Cause either way.
+func WithExposedCause() Option { return func(c *config) { c.exposeCause = true } }
 
 // WithReexecution makes a request that the controller cancels run again
 // once, when the resources it used are free (see the package
@@ -143,7 +228,28 @@ type handler struct {
 }
 
 func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
-	return moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p, Tree: tr}
+	sp := moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p, Tree: tr}
+	h.cfg.apply(&sp, class)
+	return sp
+}
+
+// refined is the spec of outer, a task an outer Handler began, with this
+// Handler's own options applied: the class when WithClass is given, the
+// key when WithKey is, the cancellability when WithCancellable is, the
+// objective and kind of the resulting class.
+func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
+	sp := outer.Spec()
+	if h.cfg.class != nil {
+		sp.Class = h.classOf(r)
+	}
+	if h.cfg.keySet {
+		sp.Key = h.cfg.key(r)
+	}
+	if h.cfg.cancellableSet {
+		sp.Cancellable = h.cfg.cancellable
+	}
+	h.cfg.apply(&sp, sp.Class)
+	return sp
 }
 
 // classOf is r's class: WithClass's, or its route's pattern.
@@ -188,7 +294,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
 		return
 	}
-	class := h.classOf(r)
+	// Nested in a Handler of the same controller: one request, one task.
+	var sp moirai.Spec
+	outer := moirai.From(r.Context())
+	if outer != nil && (taskx.Owner(outer) != h.ctl.Tasks() || taskx.Ended(outer)) {
+		outer = nil
+	}
+	var class string
+	if outer != nil {
+		sp = h.refined(r, outer)
+		class = sp.Class
+	} else {
+		class = h.classOf(r)
+	}
 	if h.cfg.fence != nil {
 		permit, err := h.cfg.fence.Fence().Acquire(r.Context(), h.path(r, class))
 		if err != nil {
@@ -201,6 +319,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer permit.Release()
 		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.fence, class))
+	}
+	if outer != nil {
+		h.serveNested(w, r, outer, sp)
+		return
 	}
 	var tr string
 	var treeIn bool
@@ -225,13 +347,36 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(sw, r.WithContext(ctx))
 	err = outcome(ctx, sw.status)
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
+		// An inner Handler may have refined the task's class.
+		class := t.Spec().Class
 		if h.cfg.tree {
 			if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
 				rejectCulprit(w, h.ctl, class, cu, treeIn)
 				return
 			}
 		}
-		rejectCancelled(w, h.ctl, class)
+		h.rejectCancelled(w, ctx, class)
+	}
+}
+
+// serveNested serves a request whose task outer an outer Handler of the
+// same controller began: it refines outer to sp (this Handler's own
+// options) and serves the request on it, re-executing it when this
+// Handler says so. The outer Handler ends the task; this one answers a
+// cancelled request that its handler left unanswered, with its own
+// options.
+func (h *handler) serveNested(w http.ResponseWriter, r *http.Request, outer *moirai.Task, sp moirai.Spec) {
+	taskx.Refine(outer, sp) // refused when already cancelled: nothing left to refine
+	if h.cfg.reexecute && sp.Cancellable && !outer.Cancelled() && r.Context().Value(retryingKey{}) == nil {
+		if body, ok := h.bufferBody(r); ok {
+			h.serveRetryOn(w, r, body, outer)
+			return
+		}
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.next.ServeHTTP(sw, r)
+	if sw.status == 0 && errors.Is(context.Cause(r.Context()), moirai.ErrCancelled) {
+		h.rejectCancelled(w, r.Context(), outer.Spec().Class)
 	}
 }
 
@@ -292,6 +437,11 @@ func (e errReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
+// retryingKey marks the context of a run that a Handler re-executes when
+// it is cancelled: a Handler nested in it leaves the re-execution to that
+// one rather than re-executing the same work twice.
+type retryingKey struct{}
+
 // errDiscarded is what a cancelled run's function returns: its buffered
 // answer is thrown away and moirai.Retry decides what happens next.
 var errDiscarded = errors.New("httpmw: cancelled run discarded")
@@ -300,7 +450,7 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		bw := newBufferedWriter()
-		req := r.Clone(ctx)
+		req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -313,16 +463,70 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 		return outcome(ctx, bw.status)
 	}
 	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, class, p, tr), run, h.cfg.retry...)
+	h.answerRetry(w, r.Context(), final, err, class)
+}
+
+// answerRetry answers a re-executable request whose runs ended with err,
+// final the run that completed, if one did.
+func (h *handler) answerRetry(w http.ResponseWriter, ctx context.Context, final *bufferedWriter, err error, class string) {
 	switch {
 	case final != nil:
 		final.commit(w)
 	case errors.Is(err, moirai.ErrCancelled):
-		rejectCancelled(w, h.ctl, class) // dropped: no window to run it again
-	case r.Context().Err() != nil:
+		h.rejectCancelledErr(w, err, class) // dropped: no window to run it again
+	case ctx.Err() != nil:
 		// The client went away while the request waited: nobody to answer.
 	default:
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}
+}
+
+// serveRetryOn is serveRetry for a request whose first run is outer, the
+// task an outer Handler began (refined to this Handler's options): the
+// first run serves r on it; a re-execution is a task of its own, begun
+// from the context outer was begun from, whose values are r's (what the
+// layers in between added) wherever it does not set its own.
+func (h *handler) serveRetryOn(w http.ResponseWriter, r *http.Request, body []byte, outer *moirai.Task) {
+	var final *bufferedWriter
+	run := func(ctx context.Context) error {
+		if ctx == outer.Context() {
+			ctx = r.Context() // the first run: outer's, with the values added since
+		} else {
+			ctx = mergedCtx{Context: ctx, values: r.Context()}
+		}
+		bw := newBufferedWriter()
+		req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
+		if body != nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		h.next.ServeHTTP(bw, req)
+		if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+			return fmt.Errorf("%w: %w", errDiscarded, cause)
+		}
+		final = bw
+		return outcome(ctx, bw.status)
+	}
+	opts := make([]any, len(h.cfg.retry))
+	for i, o := range h.cfg.retry {
+		opts[i] = o
+	}
+	err := mwx.RetryOn(h.ctl, outer, run, opts)
+	h.answerRetry(w, taskx.Parent(outer), final, err, outer.Spec().Class)
+}
+
+// mergedCtx is a re-execution's context: its own task, cancellation and
+// deadline, and the values of the request's context it does not hold.
+type mergedCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (c mergedCtx) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.values.Value(key)
 }
 
 // statusWriter records the status a handler wrote. With tree, it drops a

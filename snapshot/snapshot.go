@@ -45,13 +45,16 @@ type Snapshot struct {
 
 // Task is one live task.
 type Task struct {
-	ID          uint64
-	Key         string
-	Class       string
-	Path        string
-	Kind        task.Kind
-	Priority    task.Priority
-	Goal        float64
+	ID       uint64
+	Key      string
+	Class    string
+	Path     string
+	Kind     task.Kind
+	Priority task.Priority
+	Goal     float64
+	// Objective is the task's latency objective (task.Spec.Objective): 0
+	// for the detector's own, task.NoObjective for none.
+	Objective   time.Duration
 	Cancellable bool
 	Cancelled   bool
 	// Blocked is true while the task waits behind another task (for a lock
@@ -75,6 +78,19 @@ type Task struct {
 	PenaltyServed time.Duration
 	Penalties     int64
 	First, N      int32 // the task's entries are Usage[First:First+N]
+}
+
+// HasObjective reports whether the task's misses count: a request whose
+// objective is not task.NoObjective.
+func (t *Task) HasObjective() bool { return t.Kind == task.Request && t.Objective >= 0 }
+
+// ObjectiveOr returns the task's objective, def when it has none of its
+// own (Objective 0).
+func (t *Task) ObjectiveOr(def time.Duration) time.Duration {
+	if t.Objective > 0 {
+		return t.Objective
+	}
+	return def
 }
 
 // Progress returns the task's reported progress as a fraction in [0, 1]
@@ -123,10 +139,14 @@ type Resource struct {
 
 // Completions describes the tasks that ended in a window.
 type Completions struct {
-	Begun   uint64
-	Ended   uint64
-	Failed  uint64 // with an error or after cancellation
-	Exec    time.Duration
+	Begun  uint64
+	Ended  uint64
+	Failed uint64 // with an error or after cancellation
+	Exec   time.Duration
+	// Latency holds the latencies of the ended tasks that have an
+	// objective, each scaled to the controller's objective (see
+	// task.Options.Objective): read against that objective, it counts
+	// every task's miss of its own.
 	Latency latency.Histogram
 }
 

@@ -12,7 +12,7 @@ import (
 // packages call them through internal/taskx. A Task's exported methods
 // are what an application calls.
 func init() {
-	taskrt.Set(&taskrt.Hooks[Task, Usage, ResourceID, Registry, Options, clock.Clock]{
+	taskrt.Set(&taskrt.Hooks[Task, Usage, ResourceID, Registry, Options, clock.Clock, Spec]{
 		WaitBegin: (*Task).waitBegin,
 		WaitEnd:   (*Task).waitEnd,
 		Acquire:   (*Task).acquire,
@@ -42,6 +42,10 @@ func init() {
 
 		Cancel:   (*Task).cancel,
 		Penalize: (*Task).penalize,
+
+		Refine: (*Task).refine,
+		Parent: (*Task).parent,
+		Owner:  func(t *Task) *Registry { return t.reg },
 
 		NewRegistry:  newRegistry,
 		Clock:        func(r *Registry) *clock.Clock { return r.clock },

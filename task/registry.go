@@ -31,6 +31,7 @@ type Registry struct {
 	liveHold    func(ResourceID, int64) (uint64, time.Duration, bool)
 	report      func(error)
 	hookTimeout time.Duration
+	objective   time.Duration
 
 	nextID   atomic.Uint64
 	shards   []shard
@@ -96,6 +97,13 @@ type Options struct {
 	// MaxLive bounds the live tasks (see [Registry.Begin]). Zero means
 	// [DefaultMaxLive]; negative means no bound.
 	MaxLive int
+	// Objective is the default latency objective: a task whose spec has an
+	// objective of its own ends with its latency recorded in
+	// [Totals].Latency scaled by Objective/Spec.Objective, so that one
+	// histogram, read against Objective, counts every task's miss of its
+	// own objective. Zero records latencies as they are (objectives of
+	// their own are then ignored).
+	Objective time.Duration
 }
 
 // DefaultMaxLive is the default bound on a registry's live tasks.
@@ -125,7 +133,7 @@ func newRegistry(clk *clock.Clock, o Options) *Registry {
 	for n < shardsPerCPU*runtime.GOMAXPROCS(0) {
 		n <<= 1
 	}
-	r := &Registry{clock: clk, onEnd: o.OnEnd, report: o.Report, hookTimeout: o.HookTimeout, liveHold: o.LiveHold,
+	r := &Registry{clock: clk, onEnd: o.OnEnd, report: o.Report, hookTimeout: o.HookTimeout, liveHold: o.LiveHold, objective: max(o.Objective, 0),
 		shards: make([]shard, n), mask: uint64(n - 1)}
 	if r.report == nil {
 		r.report = func(error) {}
@@ -265,7 +273,12 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 		sh.failed++
 	}
 	sh.exec += int64(exec)
-	sh.lat.Record(lat)
+	if sp := t.specRef(); sp.HasObjective() {
+		if sp.Objective > 0 && r.objective > 0 && sp.Objective != r.objective {
+			lat = scaleLatency(lat, r.objective, sp.Objective)
+		}
+		sh.lat.Record(lat)
+	}
 	sh.mu.Unlock()
 }
 
@@ -331,11 +344,24 @@ func (r *Registry) Lookup(id uint64) *Task {
 
 // Totals are the cumulative outcomes of the tasks that have ended.
 type Totals struct {
-	Begun   uint64
-	Ended   uint64
-	Failed  uint64        // ended with an error or after being cancelled
-	Exec    time.Duration // execution time of ended tasks
+	Begun  uint64
+	Ended  uint64
+	Failed uint64        // ended with an error or after being cancelled
+	Exec   time.Duration // execution time of ended tasks
+	// Latency holds the latencies of the ended tasks that have an
+	// objective (Spec.HasObjective), each in the scale of the default
+	// objective (see Options.Objective): background tasks and tasks of
+	// NoObjective are counted in Ended but not here.
 	Latency latency.Histogram
+}
+
+// scaleLatency returns lat × def/own, saturating.
+func scaleLatency(lat, def, own time.Duration) time.Duration {
+	v := float64(lat) * float64(def) / float64(own)
+	if v >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(v)
 }
 
 // TotalsInto stores the registry's cumulative totals in dst, reusing its
@@ -419,7 +445,7 @@ func (r *Registry) checkUnended(t *Task, now int64, grace time.Duration) bool {
 		}
 	}
 	r.unended.Add(1)
-	r.report(&UnendedError{ID: t.id, Class: t.spec.Class, Key: t.spec.Key, Age: time.Duration(now - t.begin)})
+	r.report(&UnendedError{ID: t.id, Class: t.specRef().Class, Key: t.specRef().Key, Age: time.Duration(now - t.begin)})
 	// Evict it, as End would have, so that a service that forgets End
 	// keeps a bounded registry: its accounting folds into the totals, its
 	// later events are dropped as late, and its own End, if it ever

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // Kind says what sort of work a task is.
@@ -92,7 +93,22 @@ type Spec struct {
 	// time deferred by others to time running. Zero means [DefaultGoal];
 	// negative, NaN and infinite goals are invalid.
 	Goal float64
+	// Objective is the latency the task is expected to end within: its
+	// route's objective, for the quantile of the controller's objective.
+	// Zero means the controller's (moirai.WithSLO); [NoObjective] means
+	// none: the task's latency never counts as a miss, so its misses never
+	// make a detector fire (a Background task has no objective either,
+	// whatever this field says). Other negative values are invalid.
+	Objective time.Duration
 }
+
+// NoObjective is the [Spec.Objective] of a task whose latency is nobody's
+// objective: it is never counted as a miss.
+const NoObjective time.Duration = -1
+
+// HasObjective reports whether misses of a task of this spec count: it is
+// a request whose objective is not [NoObjective].
+func (s Spec) HasObjective() bool { return s.Kind == Request && s.Objective >= 0 }
 
 // ErrInvalidSpec is wrapped by the errors [Spec.Validate] returns.
 var ErrInvalidSpec = errors.New("task: invalid spec")
@@ -107,13 +123,16 @@ func (s Spec) Validate() error {
 	if s.Kind > Background {
 		return fmt.Errorf("%w: %v", ErrInvalidSpec, s.Kind)
 	}
+	if s.Objective < 0 && s.Objective != NoObjective {
+		return fmt.Errorf("%w: objective %v must be positive (or 0 for the controller's, or NoObjective)", ErrInvalidSpec, s.Objective)
+	}
 	return nil
 }
 
 // normalize returns the spec with invalid or zero fields replaced by their
 // defaults, and the validation error if any field was invalid.
 func (s Spec) normalize() (Spec, error) {
-	if s.Goal >= 0 && s.Goal <= math.MaxFloat64 && s.Kind <= Background {
+	if s.Goal >= 0 && s.Goal <= math.MaxFloat64 && s.Kind <= Background && (s.Objective >= 0 || s.Objective == NoObjective) {
 		if s.Goal == 0 {
 			s.Goal = DefaultGoal
 		}
@@ -125,6 +144,9 @@ func (s Spec) normalize() (Spec, error) {
 	}
 	if s.Kind > Background {
 		s.Kind = Request
+	}
+	if s.Objective < 0 && s.Objective != NoObjective {
+		s.Objective = 0
 	}
 	return s, err
 }

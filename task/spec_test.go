@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -29,6 +30,9 @@ func TestSpecValidate(t *testing.T) {
 		{name: "+Inf goal", spec: task.Spec{Goal: math.Inf(1)}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
 		{name: "-Inf goal", spec: task.Spec{Goal: math.Inf(-1)}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
 		{name: "unknown kind", spec: task.Spec{Kind: task.Background + 1, Goal: 0.7}, wantErr: true, want: task.Spec{Kind: task.Request, Goal: 0.7}},
+		{name: "own objective", spec: task.Spec{Objective: time.Second}, want: task.Spec{Objective: time.Second, Goal: task.DefaultGoal}},
+		{name: "no objective", spec: task.Spec{Objective: task.NoObjective}, want: task.Spec{Objective: task.NoObjective, Goal: task.DefaultGoal}},
+		{name: "negative objective", spec: task.Spec{Objective: -time.Second}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
 		{
 			name: "other fields kept",
 			spec: task.Spec{Key: "tenant-1", Class: "GET /a", Kind: task.Background, Cancellable: true,

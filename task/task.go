@@ -90,6 +90,9 @@ type Task struct {
 	// rare holds the cancel hooks and the cancellation reason, allocated
 	// the first time either is needed.
 	rare atomic.Pointer[rareState]
+	// refined is the spec an inner layer of middleware refined the task
+	// to (see Task.refine), nil until one does.
+	refined atomic.Pointer[Spec]
 
 	id    uint64
 	begin int64 // clock value at Begin
@@ -129,15 +132,48 @@ func (t *Task) ID() uint64 {
 	return t.id
 }
 
-// Spec returns the spec the task began with, after defaults were applied
-// (the zero Spec on a nil task). Middleware calls it to read the class, key
-// or priority a handler's task was begun with.
+// Spec returns the spec the task began with, after defaults were applied,
+// or the one an inner layer of middleware refined it to since (the zero
+// Spec on a nil task). Middleware calls it to read the class, key or
+// priority a handler's task was begun with.
 func (t *Task) Spec() Spec {
 	if t == nil {
 		return Spec{}
 	}
-	return t.spec
+	return *t.specRef()
 }
+
+// specRef returns the task's current spec, not to be modified.
+func (t *Task) specRef() *Spec {
+	if p := t.refined.Load(); p != nil {
+		return p
+	}
+	return &t.spec
+}
+
+// refine replaces the task's spec with s, its invalid fields defaulted:
+// an inner layer of middleware, nested in an outer one that began the
+// task, applies its own route's options (class, objective, kind,
+// cancellability) to the task rather than beginning a second one. The
+// controller's next snapshot, the learners at End and the cancellation's
+// check of Cancellable see the refined spec. A task already cancelled or
+// ended keeps its spec; refine reports whether it took s.
+func (t *Task) refine(s Spec) bool {
+	if t == nil || t.state.Load()&(stateEnded|stateCancelled) != 0 {
+		return false
+	}
+	s, err := s.normalize()
+	if err != nil {
+		t.reg.invalidSpecs.Add(1)
+		t.reg.report(err)
+	}
+	t.refined.Store(&s)
+	return true
+}
+
+// parent returns the context the task was begun from: what a run of the
+// same work after the task's cancellation starts from.
+func (t *Task) parent() context.Context { return t.ctx.parent }
 
 // Context returns the task's own context: the one Begin returned, which is
 // cancelled when the controller cancels the task. Call it where work for
@@ -333,7 +369,7 @@ func (t *Task) cancel(reason string, because error) error {
 	if t == nil {
 		return errors.New("task: cancel of a nil task")
 	}
-	if !t.spec.Cancellable {
+	if !t.specRef().Cancellable {
 		return fmt.Errorf("task: %d is not cancellable", t.id)
 	}
 	if t.ended() {
@@ -422,7 +458,7 @@ func (t *Task) End(err error) {
 			if s&(statePenalized|stateCancelled) == statePenalized {
 				// Ended before its next safe point: the next task of its
 				// class serves the penalty (see carry.go).
-				t.reg.carry.leave(t.spec.Class, time.Duration(t.blk.meta.penalty.Load()), now)
+				t.reg.carry.leave(t.specRef().Class, time.Duration(t.blk.meta.penalty.Load()), now)
 			}
 			t.reg.end(t, now, err, s)
 			if p := t.lazy.Load(); p != nil {
@@ -453,7 +489,7 @@ func (r *Registry) callHook(t *Task, h *hook) {
 			case <-finished:
 			default:
 				r.hookBlocked.Add(1)
-				r.report(fmt.Errorf("task: cancel hook of task %d (%s) still running after %v", t.id, t.spec.Class, r.hookTimeout))
+				r.report(fmt.Errorf("task: cancel hook of task %d (%s) still running after %v", t.id, t.specRef().Class, r.hookTimeout))
 			}
 		})
 	}
@@ -464,7 +500,7 @@ func (r *Registry) callHook(t *Task, h *hook) {
 		}
 		if v := recover(); v != nil {
 			r.hookPanics.Add(1)
-			r.report(fmt.Errorf("task: cancel hook of task %d (%s) panicked: %v\n%s", t.id, t.spec.Class, v, debug.Stack()))
+			r.report(fmt.Errorf("task: cancel hook of task %d (%s) panicked: %v\n%s", t.id, t.specRef().Class, v, debug.Stack()))
 		}
 	}()
 	h.fn()

@@ -81,7 +81,7 @@ func buildHarmlessHeavy(env *bench.Env) (*bench.Service, error) {
 		Culprit: func(ctx context.Context) error {
 			spec := moirai.Spec{Class: "culprit-heavy", Key: bench.HarmlessKey, Cancellable: true}
 			if env.Reexecute {
-				return moirai.Retry(ctx, env.Ctl, spec, report)
+				return moirai.Retry(ctx, env.Ctl, spec, report, env.RetryOptions...)
 			}
 			tctx, t := env.Ctl.Begin(ctx, spec)
 			err := report(tctx)

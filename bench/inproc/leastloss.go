@@ -64,7 +64,7 @@ func reports(ctx context.Context, env *bench.Env, report func(ctx context.Contex
 	run := func(key string) error {
 		spec := moirai.Spec{Class: "culprit-report", Key: key, Cancellable: true}
 		if env.Reexecute {
-			return moirai.Retry(ctx, env.Ctl, spec, report)
+			return moirai.Retry(ctx, env.Ctl, spec, report, env.RetryOptions...)
 		}
 		tctx, t := env.Ctl.Begin(ctx, spec)
 		err := report(tctx)

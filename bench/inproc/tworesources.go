@@ -149,7 +149,7 @@ func buildTwoResources(env *bench.Env) (*bench.Service, error) {
 			batchDone := make(chan error, 1)
 			go func() {
 				if env.Reexecute {
-					batchDone <- moirai.Retry(parent, ctl, spec, batchUpdate)
+					batchDone <- moirai.Retry(parent, ctl, spec, batchUpdate, env.RetryOptions...)
 					return
 				}
 				bctx, bt := ctl.Begin(parent, spec)

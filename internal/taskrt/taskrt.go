@@ -10,12 +10,15 @@
 // types through without naming them here.
 package taskrt
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Hooks are package task's runtime entry points. T is task.Task, U
-// task.Usage, R task.ResourceID, G task.Registry, O task.Options and C the
-// clock type the registry reads.
-type Hooks[T, U any, R ~uint32, G, O, C any] struct {
+// task.Usage, R task.ResourceID, G task.Registry, O task.Options, C the
+// clock type the registry reads and S task.Spec.
+type Hooks[T, U any, R ~uint32, G, O, C, S any] struct {
 	// Accounting events, written by the primitives of package resource.
 	WaitBegin func(t *T, id R)
 	WaitEnd   func(t *T, id R)
@@ -53,6 +56,12 @@ type Hooks[T, U any, R ~uint32, G, O, C any] struct {
 	Cancel   func(t *T, reason string, because error) error
 	Penalize func(t *T, d time.Duration)
 
+	// The middleware's: an inner layer refines the task an outer one
+	// began, and re-executes its work from the context it began from.
+	Refine func(t *T, s S) bool
+	Parent func(t *T) context.Context
+	Owner  func(t *T) *G
+
 	// The registry's plumbing.
 	NewRegistry  func(clk *C, o O) *G
 	Clock        func(g *G) *C
@@ -66,12 +75,12 @@ var hooks any
 
 // Set records package task's hooks. Only package task calls it, once, in
 // its init function.
-func Set[T, U any, R ~uint32, G, O, C any](h *Hooks[T, U, R, G, O, C]) { hooks = h }
+func Set[T, U any, R ~uint32, G, O, C, S any](h *Hooks[T, U, R, G, O, C, S]) { hooks = h }
 
 // Get returns the hooks [Set] recorded. It panics if they were recorded
 // with other types, which would be a mistake in package taskx.
-func Get[T, U any, R ~uint32, G, O, C any]() *Hooks[T, U, R, G, O, C] {
-	return hooks.(*Hooks[T, U, R, G, O, C])
+func Get[T, U any, R ~uint32, G, O, C, S any]() *Hooks[T, U, R, G, O, C, S] {
+	return hooks.(*Hooks[T, U, R, G, O, C, S])
 }
 
 // HolderTagBits is the width of a holder tag (see [HolderTag]).

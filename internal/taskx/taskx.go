@@ -7,6 +7,7 @@
 package taskx
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -16,7 +17,7 @@ import (
 	"github.com/moirai-go/moirai/task"
 )
 
-var h = taskrt.Get[task.Task, task.Usage, task.ResourceID, task.Registry, task.Options, clock.Clock]()
+var h = taskrt.Get[task.Task, task.Usage, task.ResourceID, task.Registry, task.Options, clock.Clock, task.Spec]()
 
 // WaitBegin records that t starts waiting for resource id. Every WaitBegin
 // is followed by one WaitEnd.
@@ -119,6 +120,22 @@ func CancelBecause(t *task.Task, reason string, because error) error {
 
 // Penalize asks t to pause for d at its next safe point.
 func Penalize(t *task.Task, d time.Duration) { h.Penalize(t, d) }
+
+// Refine replaces t's spec with s, as an inner layer of middleware nested
+// in the one that began t does with its own route's options; it reports
+// false, changing nothing, when t is nil, cancelled or ended.
+func Refine(t *task.Task, s task.Spec) bool { return h.Refine(t, s) }
+
+// Parent returns the context t was begun from.
+func Parent(t *task.Task) context.Context { return h.Parent(t) }
+
+// Owner returns the registry t was begun in, nil for a nil t.
+func Owner(t *task.Task) *task.Registry {
+	if t == nil {
+		return nil
+	}
+	return h.Owner(t)
+}
 
 // NewRegistry returns an empty registry reading time from clk (the
 // controller's coarse clock).

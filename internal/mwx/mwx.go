@@ -1,0 +1,20 @@
+// Package mwx is the door through which moirai's middleware (httpmw,
+// grpcmw) reaches the controller's plumbing that applications never call:
+// the re-execution of a request whose first run is the task an outer layer
+// of middleware began. Package moirai fills it in its init function; this
+// package imports only package task, so that moirai can import it.
+package mwx
+
+import (
+	"context"
+
+	"github.com/moirai-go/moirai/task"
+)
+
+// RetryOn is moirai.Retry whose first run is t, a live task of ctl (a
+// *moirai.Controller) that an outer layer began and that the caller has
+// refined to the inner layer's spec: fn runs on t's context; when the
+// controller cancels t, fn is re-executed, as Retry does, as a new task
+// begun from the context t was begun from. RetryOn neither begins nor
+// ends t. opts are moirai.RetryOption values.
+var RetryOn func(ctl any, t *task.Task, fn func(context.Context) error, opts []any) error
