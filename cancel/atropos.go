@@ -401,11 +401,50 @@ func (a *Atropos) contention(s *snapshot.Snapshot) {
 func (a *Atropos) Confirm(s *snapshot.Snapshot) bool {
 	a.contention(s)
 	for i := range s.Resources {
-		if a.confirms(&s.Resources[i], a.levels[i]) {
+		if a.confirms(&s.Resources[i], a.levels[i]) || a.knownHeavy(s, i) >= 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// knownHeavy returns the index of a task that makes lock or queue
+// resource Resources[i] oversubscribed while others wait for it and that
+// belongs to a class known to be heavy on it, or -1. Contention measured
+// over the window lags an overload by the window's length; a newcomer of a
+// class the runtime has seen end having used the resource for the minimum
+// gain or more, which holds what makes the resource full, will keep it
+// full for what is left of its class's use: the resource counts as
+// contended from its first acquisition, and the choice that follows
+// (least loss among the candidates that free enough) takes the newcomer,
+// which has lost nearly nothing yet, rather than the older holder. A
+// class's first task has no history: it is found by the measured
+// contention, as before.
+func (a *Atropos) knownHeavy(s *snapshot.Snapshot, i int) int {
+	r := &s.Resources[i]
+	if r.Waiters <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) || a.variant == CurrentUsage {
+		return -1
+	}
+	floor := a.cfg.minGain.Seconds()
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		if !t.Cancellable || t.Cancelled || t.Blocked {
+			continue
+		}
+		for _, u := range s.UsageOf(ti) {
+			if int(u.Res) != i || u.Held <= 0 {
+				continue
+			}
+			if r.Kind == resource.KindQueue && !oversubscribes(&u, r) {
+				continue
+			}
+			total, ok := a.uses.Total(t.Class, r.Name)
+			if ok && total >= floor && total-estimate.Spent(&u.Usage, r.Capacity) >= floor {
+				return ti
+			}
+		}
+	}
+	return -1
 }
 
 // confirms reports whether resource r at contention level counts as
@@ -424,6 +463,11 @@ type Level struct {
 	// Episode is set when a cancelled task's holds on the resource have
 	// not yet been seen released: it is not decided on (not Contended).
 	Episode bool
+	// KnownHeavy is set when the resource counts as contended before its
+	// level reaches the threshold: a task of a class known to be heavy on
+	// it makes it full while others wait (see Atropos's package
+	// documentation, "Known-heavy classes").
+	KnownHeavy bool
 }
 
 // Candidate is a task the policy considered, with its gains on the
@@ -611,14 +655,18 @@ func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 		r := &s.Resources[i]
 		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
 		l.Contended = a.confirms(r, l.Level)
+		if !l.Contended && a.knownHeavy(s, i) >= 0 {
+			l.Contended, l.KnownHeavy = true, true
+		}
 		if l.Contended && a.inEpisode(r) {
 			l.Contended, l.Episode = false, true
 		}
 		ev.Levels = append(ev.Levels, l)
-		if l.Level >= a.cfg.minContention/10 && !l.Episode {
+		if (l.Level >= a.cfg.minContention/10 || l.KnownHeavy) && !l.Episode {
 			ev.Contended = append(ev.Contended, i)
 		}
-		if l.Contended && (main < 0 || l.Level > ev.Levels[main].Level) {
+		if l.Contended && (main < 0 || l.Level > ev.Levels[main].Level ||
+			(l.Level == ev.Levels[main].Level && ev.Levels[main].KnownHeavy && !l.KnownHeavy)) {
 			main = i
 		}
 	}
@@ -1112,6 +1160,9 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 	if leastLoss {
 		how = "least loss among those that free enough, of " + among
 	}
+	if l := &ev.Levels[ev.Contended[ev.Main]]; l.KnownHeavy {
+		how += fmt.Sprintf("; %s counted as contended before its level reached the threshold: a task of a class known to be heavy on it makes it full while %d wait", l.Resource, l.Waiters)
+	}
 	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
 		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)
 }
@@ -1127,6 +1178,7 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 				slog.Float64("level", round3(l.Level)),
 				slog.Int("waiters", l.Waiters),
 				slog.Bool("contended", l.Contended),
+				slog.Bool("known_heavy", l.KnownHeavy),
 				slog.Bool("episode", l.Episode)))
 		}
 	}

@@ -174,22 +174,35 @@ func TestLeastLossGenerated(t *testing.T) {
 			seeds = append(seeds, i+1)
 		}
 	}
-	var withAnswer, fallbacks int
-	for _, seed := range seeds {
-		ok, hasAnswer, msg := generatedCase(seed)
-		if !ok {
-			t.Fatalf("seed %d (replay with MOIRAI_LEASTLOSS_SEED=%d): %s", seed, seed, msg)
+	for _, fresh := range []bool{false, true} {
+		var withAnswer, fallbacks int
+		for _, seed := range seeds {
+			ok, hasAnswer, msg := generatedCase(seed, fresh)
+			if !ok {
+				t.Fatalf("fresh=%v seed %d (replay with MOIRAI_LEASTLOSS_SEED=%d): %s", fresh, seed, seed, msg)
+			}
+			if hasAnswer {
+				withAnswer++
+			} else {
+				fallbacks++
+			}
 		}
-		if hasAnswer {
-			withAnswer++
+		if fresh {
+			t.Logf("%d fresh overloads (nothing measured yet): %d with a holder of a class known to be heavy, decided at once; %d without, left to the measured contention", len(seeds), withAnswer, fallbacks)
 		} else {
-			fallbacks++
+			t.Logf("%d situations: %d with a least-loss sufficient culprit, all chosen; %d without, a heavy holder chosen", len(seeds), withAnswer, fallbacks)
 		}
 	}
-	t.Logf("%d situations: %d with a least-loss sufficient culprit, all chosen; %d without, a heavy holder chosen", len(seeds), withAnswer, fallbacks)
 }
 
-func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
+// generatedCase builds and checks one generated situation. With fresh,
+// the resource has just been overloaded: its contention level is 0 (the
+// window has measured nothing yet) while light tasks wait. By
+// construction a decision is then due exactly when a heavy holder belongs
+// to a class the policy has seen end (known to be heavy on the resource),
+// and its choice is the same as with the contention measured; hasAnswer
+// reports whether one was due.
+func generatedCase(seed uint64, fresh bool) (ok, hasAnswer bool, msg string) {
 	rng := rand.New(rand.NewPCG(seed, 28))
 	const floor = 25 * ms
 	a := NewAtropos(MultiObjective, WithConfirmation(0), WithMinGain(floor))
@@ -226,7 +239,11 @@ func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
 	} else {
 		heavyUnits[0] = 1
 	}
-	b := newBuilder(0).res("r", resource.KindQueue, capacity, 0.2+0.7*rng.Float64(), 1+rng.IntN(30))
+	level := 0.2 + 0.7*rng.Float64()
+	if fresh {
+		level = 0
+	}
+	b := newBuilder(0).res("r", resource.KindQueue, capacity, level, 1+rng.IntN(30))
 	if kind == 2 {
 		b.s.Resources[0].Kind = resource.KindLock
 	}
@@ -245,6 +262,7 @@ func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
 	}
 	var hs []heavy
 	id := uint64(1)
+	known := false
 	for i, u := range heavyUnits {
 		class := fmt.Sprintf("heavy%d", i)
 		learned := rng.IntN(2) == 0
@@ -252,6 +270,7 @@ func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
 		var hold time.Duration
 		total := time.Duration(2+rng.IntN(8)) * time.Second
 		if learned {
+			known = known || kind == 2 || u >= 2
 			teach(a, &at, class, "r", capacity, u, total)
 			hold = time.Duration(rng.Int64N(int64(total) * 8 / 10))
 		} else if newcomer && kind != 2 && float64(u) > 0 {
@@ -298,6 +317,16 @@ func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
 		}
 	}
 	ev := a.Evaluate(s)
+	if fresh {
+		switch {
+		case !known && ev.Chosen >= 0:
+			return false, false, fmt.Sprintf("decided with nothing measured and no class known to be heavy: %s", ev.Reason)
+		case !known:
+			return true, false, ""
+		case ev.Chosen < 0:
+			return false, true, fmt.Sprintf("nothing chosen (%s) although a holder's class is known to be heavy; want %d", ev.Reason, want)
+		}
+	}
 	if ev.Chosen < 0 {
 		return false, want != 0, fmt.Sprintf("nothing chosen (%s); want %d", ev.Reason, want)
 	}
@@ -318,7 +347,7 @@ func generatedCase(seed uint64) (ok, hasAnswer bool, msg string) {
 		}
 		return false, true, fmt.Sprintf("chose %d (loss %.3f), want %d (loss %.3f); heavy %+v; candidates %+v", got.Task, got.Loss, want, wantLoss, hs, ev.Candidates)
 	}
-	return true, want != 0, ""
+	return true, want != 0 || fresh, ""
 }
 
 // A request of a class whose tasks hold a lock for milliseconds, stalled
