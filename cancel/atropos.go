@@ -180,6 +180,10 @@ type Atropos struct {
 
 	uses     *estimate.Uses
 	episodes map[resKey]episode
+	// others is, per resource, a moving mean (over about a second) of the
+	// units held and waited for by the tasks of classes not known to be
+	// heavy on it: the demand a known-heavy class's tasks leave room for.
+	others map[resKey]float64
 }
 
 // episode is the state of a resource on which a cancelled task held units:
@@ -250,6 +254,7 @@ func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
 	}
 	a.uses = estimate.NewUses(0)
 	a.episodes = map[resKey]episode{}
+	a.others = map[resKey]float64{}
 	return a
 }
 
@@ -277,6 +282,7 @@ func (a *Atropos) Observe(s *snapshot.Snapshot) {
 		a.followEpisodes(s)
 		return // cumulative numbers: no window to add
 	}
+	a.observeOthers(s)
 	if a.sumDelay == nil {
 		a.sumDelay = map[resKey]time.Duration{}
 	}
@@ -408,43 +414,100 @@ func (a *Atropos) Confirm(s *snapshot.Snapshot) bool {
 	return false
 }
 
-// knownHeavy returns the index of a task that makes lock or queue
-// resource Resources[i] oversubscribed while others wait for it and that
-// belongs to a class known to be heavy on it, or -1. Contention measured
-// over the window lags an overload by the window's length; a newcomer of a
-// class the runtime has seen end having used the resource for the minimum
-// gain or more, which holds what makes the resource full, will keep it
-// full for what is left of its class's use: the resource counts as
-// contended from its first acquisition, and the choice that follows
-// (least loss among the candidates that free enough) takes the newcomer,
-// which has lost nearly nothing yet, rather than the older holder. A
-// class's first task has no history: it is found by the measured
-// contention, as before.
+// heavyOn reports whether class is known to be heavy on resource r: the
+// runtime has seen its tasks end having used r for the minimum gain or
+// more.
+func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
+	total, ok := a.uses.Total(class, r.Name)
+	return ok && total >= a.cfg.minGain.Seconds()
+}
+
+// observeOthers updates, per lock and queue resource, the moving mean of
+// the units held and waited for by tasks of classes not known to be heavy
+// on it.
+func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
+	alpha := min(float64(s.Window)/float64(time.Second), 1)
+	demand := make([]float64, len(s.Resources))
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		for _, u := range s.UsageOf(ti) {
+			if u.Res < 0 || int(u.Res) >= len(s.Resources) {
+				continue
+			}
+			r := &s.Resources[u.Res]
+			if r.Kind != resource.KindQueue && r.Kind != resource.KindLock {
+				continue
+			}
+			if n := u.Held + int64(max(u.Waiting, 0)); n > 0 && !a.heavyOn(t.Class, r) {
+				demand[u.Res] += float64(n)
+			}
+		}
+	}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		if r.Kind != resource.KindQueue && r.Kind != resource.KindLock {
+			continue
+		}
+		k := keyOf(r)
+		m, ok := a.others[k]
+		if !ok {
+			m = demand[i]
+		}
+		a.others[k] = m + alpha*(demand[i]-m)
+	}
+	if len(a.others) > 2*len(s.Resources)+64 {
+		for k := range a.others {
+			if !slices.ContainsFunc(s.Resources, func(r snapshot.Resource) bool { return keyOf(&r) == k }) {
+				delete(a.others, k)
+			}
+		}
+	}
+}
+
+// knownHeavy returns the index of a cancellable task of a class known to
+// be heavy on lock or queue resource Resources[i] (see heavyOn), holding
+// it while others wait, when the known-heavy tasks' demand oversubscribes
+// it, or -1. Contention measured over the window lags an overload by the
+// window's length; known-heavy tasks will keep their demand for what is
+// left of their class's use, so when that demand (the units they hold and
+// wait for) leaves the others less than their mean demand a plus √a
+// (square-root headroom, as for re-execution; a lock: any known-heavy
+// holder), the resource counts as contended from the acquisition that
+// made it so, and the choice that follows (least loss among the
+// candidates that free enough) takes the newcomer, which has lost nearly
+// nothing yet, rather than the older holder. A class's first task has no
+// history: it is found by the measured contention, as before; one
+// known-heavy task that leaves the others room is left alone.
 func (a *Atropos) knownHeavy(s *snapshot.Snapshot, i int) int {
 	r := &s.Resources[i]
 	if r.Waiters <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) || a.variant == CurrentUsage {
 		return -1
 	}
 	floor := a.cfg.minGain.Seconds()
+	cand := -1
+	var heavy int64
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
-		if !t.Cancellable || t.Cancelled || t.Blocked {
-			continue
-		}
 		for _, u := range s.UsageOf(ti) {
-			if int(u.Res) != i || u.Held <= 0 {
+			if int(u.Res) != i || u.Held+int64(max(u.Waiting, 0)) <= 0 || !a.heavyOn(t.Class, r) {
 				continue
 			}
-			if r.Kind == resource.KindQueue && !oversubscribes(&u, r) {
-				continue
-			}
-			total, ok := a.uses.Total(t.Class, r.Name)
-			if ok && total >= floor && total-estimate.Spent(&u.Usage, r.Capacity) >= floor {
-				return ti
+			heavy += u.Held + int64(max(u.Waiting, 0))
+			total, _ := a.uses.Total(t.Class, r.Name)
+			if cand < 0 && u.Held > 0 && t.Cancellable && !t.Cancelled && !t.Blocked &&
+				total-estimate.Spent(&u.Usage, r.Capacity) >= floor {
+				cand = ti
 			}
 		}
 	}
-	return -1
+	if cand < 0 || r.Kind == resource.KindLock {
+		return cand
+	}
+	o := a.others[keyOf(r)]
+	if float64(heavy)+o+math.Sqrt(o) <= float64(r.Capacity) {
+		return -1
+	}
+	return cand
 }
 
 // confirms reports whether resource r at contention level counts as
