@@ -527,8 +527,8 @@ type Level struct {
 	// not yet been seen released: it is not decided on (not Contended).
 	Episode bool
 	// KnownHeavy is set when the resource counts as contended before its
-	// level reaches the threshold: a task of a class known to be heavy on
-	// it makes it full while others wait (see Atropos's package
+	// level reaches the threshold: tasks of classes known to be heavy on
+	// it leave the others too little while they wait (see the package
 	// documentation, "Known-heavy classes").
 	KnownHeavy bool
 }
@@ -1224,7 +1224,7 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 		how = "least loss among those that free enough, of " + among
 	}
 	if l := &ev.Levels[ev.Contended[ev.Main]]; l.KnownHeavy {
-		how += fmt.Sprintf("; %s counted as contended before its level reached the threshold: a task of a class known to be heavy on it makes it full while %d wait", l.Resource, l.Waiters)
+		how += fmt.Sprintf("; %s counted as contended before its level reached the threshold: tasks of classes known to be heavy on it leave the others too little while %d wait", l.Resource, l.Waiters)
 	}
 	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
 		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)
