@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -350,6 +351,15 @@ func generatedCase(seed uint64, fresh bool) (ok, hasAnswer bool, msg string) {
 	}
 	ev := a.Evaluate(s)
 	if fresh {
+		// No detector fires (Quiet): the same decision, since only a
+		// known-heavy class may be acted on then, and nothing is
+		// measured anyway.
+		q := *s
+		q.Quiet = true
+		if qe := a.Evaluate(&q); (qe.Chosen >= 0) != (ev.Chosen >= 0) ||
+			(qe.Chosen >= 0 && qe.Candidates[qe.Chosen].Task != ev.Candidates[ev.Chosen].Task) {
+			return false, known, fmt.Sprintf("quiet: %s; not quiet: %s", qe.Reason, ev.Reason)
+		}
 		switch {
 		case !known && ev.Chosen >= 0:
 			return false, false, fmt.Sprintf("decided with nothing measured although the known-heavy demand %d leaves the light load (%d units) room in %d (kind %d): %s", knownDemand, lightHeld, capacity, kind, ev.Reason)
@@ -396,5 +406,32 @@ func TestStalledLightHolderIsNoCulprit(t *testing.T) {
 		build()
 	if ev := a.Evaluate(s); ev.Chosen >= 0 {
 		t.Fatalf("chose %+v; a stalled light request is no culprit", ev.Candidates[ev.Chosen])
+	}
+}
+
+// With no detector firing (Snapshot.Quiet), measured contention decides
+// nothing: only a task of a class known to be heavy is acted on.
+func TestQuietActsOnKnownHeavyOnly(t *testing.T) {
+	a := NewAtropos(MultiObjective, WithMinGain(25*ms))
+	b := newBuilder(5*ms).res("sem", resource.KindQueue, 8, 0.9, 5)
+	b.s.Resources[0].Held = 8
+	b.task(1, "job", true, 0, 0, 2*time.Second, use{res: 0, held: 7, hold: 2 * time.Second})
+	b.task(2, "light", true, 0, 0, 20*ms, use{res: 0, held: 1, hold: 20 * ms})
+	s := b.build()
+	s.Quiet = true
+	if d := a.Decide(s); d != nil {
+		t.Fatalf("quiet, no class known: decided %+v", d)
+	}
+	s.Quiet = false
+	if d := a.Decide(s); d != nil {
+		t.Fatalf("decided at once, before the confirmation time: %+v", d)
+	}
+	var at time.Duration
+	k := NewAtropos(MultiObjective, WithMinGain(25*ms))
+	teach(k, &at, "job", "sem", 8, 7, 3*time.Second)
+	s.Quiet, s.At = true, at+time.Second
+	d := k.Decide(s)
+	if len(d) != 1 || d[0].Task != 1 || !strings.Contains(d[0].Reason, "known to be heavy") {
+		t.Fatalf("quiet, class known to be heavy: decided %+v; want task 1 at once, the reason saying why", d)
 	}
 }
