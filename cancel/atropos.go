@@ -440,9 +440,10 @@ func usageOf(s *snapshot.Snapshot, ti int) []snapshot.Usage {
 
 // heavyOn reports whether class is known to be heavy on resource r: the
 // runtime has seen its tasks end having used r for the minimum gain or
-// more.
+// more, typically (estimate.Uses.Typical: a light class whose tasks
+// were stalled for a while is not heavy).
 func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
-	total, ok := a.uses.Total(class, r.Name)
+	total, ok := a.uses.Typical(class, r.Name)
 	return ok && total >= a.cfg.minGain.Seconds()
 }
 
