@@ -42,9 +42,10 @@
 // loop: snapshot → detect → decide → act → record. It steps every coarse
 // tick (20 ms) while healthy and every fine tick (5 ms), with a precise
 // clock, while a detector fires. With no detector configured, policies run
-// on every tick; continuous policies (policy.Continuous: penalties) run on
-// every tick in any case, and ask for the fine tick while they track
-// interference.
+// on every tick; continuous policies (policy.Continuous: penalties, early
+// action, and targeted cancellation for classes known to be heavy) run on
+// every tick in any case, told by the snapshot (Quiet) when no detector
+// fires, and ask for the fine tick while they track interference.
 //
 // # Targeted cancellation by default
 //

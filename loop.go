@@ -80,6 +80,7 @@ func (c *Controller) step() time.Duration {
 	c.durations.Observe(&c.snap)
 	c.observeLocked()
 	firing := c.detectLocked()
+	c.snap.Quiet = !firing && len(c.cfg.detectors) > 0
 	if firing != c.firing {
 		c.firing = firing
 		c.clock.SetPrecise(firing)

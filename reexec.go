@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +24,13 @@ import (
 // Every step the controller keeps, per resource, a moving mean (over about
 // a second) of its demand: the units held plus the tasks waiting. A
 // re-execution that needs u units of a queue or pool of capacity C fits
-// when nobody waits for it now and mean + u ≤ C. A lock has room for one:
+// when nobody waits for it now and mean + √mean + u ≤ C: the others'
+// demand a, arriving at random, needs a + √a units of what the
+// re-execution leaves (square-root staffing, Halfin–Whitt with β = 1)
+// for few of them to wait, and a queue left exactly a units is at full
+// utilization, where every one of them waits and the wait grows without
+// bound (a parallel request given back 7 slots of 8 beside light requests
+// that keep one busy on average). A lock has room for one:
 // a re-execution fits when nobody holds it or waits for it now and either
 // its expected hold is at most half the objective (the others then wait
 // less than their objective for it) or the lock has been unused for the
@@ -237,8 +244,10 @@ func (c *Controller) fitsLocked(used []usedRes, hold, quiet time.Duration) (bool
 			return false, fmt.Sprintf("%d task(s) wait for %s", r.Waiters, r.Name)
 		case r.Kind == KindQueue && r.Capacity > 1:
 			res := c.reservedLocked(i)
-			if need := c.reexec.load[i] + float64(res+max(u.units, 1)); need > float64(r.Capacity) {
-				return false, fmt.Sprintf("%s: demand %.1f (%d of it re-executions) + %d unit(s) over capacity %d", r.Name, c.reexec.load[i]+float64(res), res, max(u.units, 1), r.Capacity)
+			load := c.reexec.load[i]
+			headroom := math.Sqrt(max(load, 0))
+			if need := load + headroom + float64(res+max(u.units, 1)); need > float64(r.Capacity) {
+				return false, fmt.Sprintf("%s: demand %.1f (+%.1f headroom; %d of it re-executions) + %d unit(s) over capacity %d", r.Name, load+float64(res), headroom, res, max(u.units, 1), r.Capacity)
 			}
 		case r.Kind == KindLock:
 			if r.Holders > 0 || c.reservedLocked(i) > 0 {

@@ -3,6 +3,9 @@ package moirai_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -265,4 +268,102 @@ func readLoad(ctl *moirai.Controller, m *moirai.RWMutex, hold time.Duration) (ch
 		}
 	})
 	return stop, readers
+}
+
+// Generated re-executions of a heavy run beside a light load arriving at
+// random (seeded, replayable): a semaphore of capacity C, light requests
+// holding one unit each for h at rate λ (their demand a = λh), a cancelled
+// run needing u units. By construction, when the run leaves the light
+// requests C − u ≤ a units their queue is at or past full utilization and
+// grows while the run lasts: it must not be re-executed while the load
+// lasts. When it leaves them a + 3√a + 1 units or more, it must be
+// re-executed. Between the two the test asserts nothing.
+func TestReexecutionFitGenerated(t *testing.T) {
+	const seeds = 24
+	refused, admitted := 0, 0
+	for seed := uint64(1); seed <= seeds; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0x5eed))
+		capacity := int64(4 + rng.IntN(13)) // 4–16
+		hold := time.Duration(2+rng.IntN(9)) * time.Millisecond
+		var units int64
+		var rate float64
+		overloads := seed%2 == 1
+		if overloads {
+			// The run leaves at most a: C − u ≤ λh.
+			units = 1 + rng.Int64N(capacity-1)
+			left := float64(capacity - units)
+			rate = (left + rng.Float64()*0.5) / hold.Seconds()
+			rate = max(rate, 0.5/hold.Seconds())
+		} else {
+			// Plenty left: C − u ≥ a + 3√a + 1.
+			a := 0.2 + rng.Float64()*1.3
+			units = capacity - int64(math.Ceil(a+3*math.Sqrt(a)+1))
+			if units < 1 {
+				units, capacity = 1, int64(math.Ceil(a+3*math.Sqrt(a)+1))+1
+			}
+			rate = a / hold.Seconds()
+		}
+		name := fmt.Sprintf("seed %d: capacity %d, run %d units, light %.0f/s × %v (a = %.2f)", seed, capacity, units, rate, hold, rate*hold.Seconds())
+		var ran bool
+		synctest.Test(t, func(t *testing.T) {
+			ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+				moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+			defer ctl.Close()
+			sem := ctl.Semaphore("pool", capacity)
+			stop := make(chan struct{})
+			var light sync.WaitGroup
+			light.Go(func() {
+				lr := rand.New(rand.NewPCG(seed, 1))
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Duration(lr.ExpFloat64() / rate * float64(time.Second))):
+					}
+					light.Go(func() {
+						ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+						p, err := sem.Acquire(ctx, 1)
+						if err == nil {
+							time.Sleep(hold)
+							p.Release()
+						}
+						tk.End(err)
+					})
+				}
+			})
+			time.Sleep(time.Second) // the load's demand is learned
+			job := func(ctx context.Context, run int) error {
+				p, err := sem.Acquire(ctx, units)
+				if err != nil {
+					return err
+				}
+				defer p.Release()
+				if run == 1 {
+					<-ctx.Done()
+					return context.Cause(ctx)
+				}
+				ran = true
+				return nil
+			}
+			out := retryAndCancel(t, ctl, moirai.Spec{Class: "heavy", Kind: moirai.Background, Cancellable: true}, job,
+				moirai.RetryMaxWait(4*time.Second))
+			err := <-out
+			close(stop)
+			light.Wait()
+			if ran != (err == nil) {
+				t.Errorf("%s: ran %v, err %v", name, ran, err)
+			}
+		})
+		switch {
+		case overloads && ran:
+			t.Errorf("%s: re-executed although the run leaves the light load at or past full utilization", name)
+		case !overloads && !ran:
+			t.Errorf("%s: not re-executed although the run leaves it plenty", name)
+		case ran:
+			admitted++
+		default:
+			refused++
+		}
+	}
+	t.Logf("%d refused, %d admitted of %d generated", refused, admitted, seeds)
 }

@@ -180,6 +180,14 @@ type Atropos struct {
 
 	uses     *estimate.Uses
 	episodes map[resKey]episode
+	// others is, per resource, a moving mean (over about a second) of the
+	// units held and waited for by the tasks of classes not known to be
+	// heavy on it: the demand a known-heavy class's tasks leave room for.
+	others map[resKey]float64
+	// khCand and khHeavy are knownHeavy's results for the snapshot being
+	// decided on.
+	khCand  []int
+	khHeavy []int64
 }
 
 // episode is the state of a resource on which a cancelled task held units:
@@ -221,10 +229,18 @@ type keyedDelay struct {
 }
 
 var (
-	_ policy.Policy    = (*Atropos)(nil)
-	_ policy.Observer  = (*Atropos)(nil)
-	_ policy.Confirmer = (*Atropos)(nil)
+	_ policy.Policy     = (*Atropos)(nil)
+	_ policy.Observer   = (*Atropos)(nil)
+	_ policy.Confirmer  = (*Atropos)(nil)
+	_ policy.Continuous = (*Atropos)(nil)
 )
+
+// Watching reports false: the policy decides on every step of the loop
+// (policy.Continuous) so that tasks of classes known to be heavy are
+// acted on at the acquisition that oversubscribes their resource, whether
+// an overload detector fires or not (snapshot.Snapshot.Quiet); everything
+// else waits for a detector, and wants no fine tick of its own.
+func (a *Atropos) Watching() bool { return false }
 
 // NewAtropos returns the policy of the given variant.
 func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
@@ -250,6 +266,7 @@ func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
 	}
 	a.uses = estimate.NewUses(0)
 	a.episodes = map[resKey]episode{}
+	a.others = map[resKey]float64{}
 	return a
 }
 
@@ -277,6 +294,7 @@ func (a *Atropos) Observe(s *snapshot.Snapshot) {
 		a.followEpisodes(s)
 		return // cumulative numbers: no window to add
 	}
+	a.observeOthers(s)
 	if a.sumDelay == nil {
 		a.sumDelay = map[resKey]time.Duration{}
 	}
@@ -400,12 +418,138 @@ func (a *Atropos) contention(s *snapshot.Snapshot) {
 // detector's suspicion into resource overload.
 func (a *Atropos) Confirm(s *snapshot.Snapshot) bool {
 	a.contention(s)
+	a.knownHeavy(s)
 	for i := range s.Resources {
-		if a.confirms(&s.Resources[i], a.levels[i]) {
+		if a.confirms(&s.Resources[i], a.levels[i]) || a.khCand[i] >= 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// usageOf returns the usage of Tasks[ti], or nil when a source gave it
+// out of bounds.
+func usageOf(s *snapshot.Snapshot, ti int) []snapshot.Usage {
+	t := &s.Tasks[ti]
+	first, n := int(t.First), int(t.N)
+	if first < 0 || n < 0 || first+n > len(s.Usage) {
+		return nil
+	}
+	return s.Usage[first : first+n]
+}
+
+// heavyOn reports whether class is known to be heavy on resource r: the
+// runtime has seen its tasks end having used r for the minimum gain or
+// more, typically (estimate.Uses.Typical: a light class whose tasks
+// were stalled for a while is not heavy).
+func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
+	total, ok := a.uses.Typical(class, r.Name)
+	return ok && total >= a.cfg.minGain.Seconds()
+}
+
+// observeOthers updates, per lock and queue resource, the moving mean of
+// the units held and waited for by tasks of classes not known to be heavy
+// on it.
+func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
+	alpha := min(float64(s.Window)/float64(time.Second), 1)
+	demand := make([]float64, len(s.Resources))
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		for _, u := range usageOf(s, ti) {
+			if u.Res < 0 || int(u.Res) >= len(s.Resources) {
+				continue
+			}
+			r := &s.Resources[u.Res]
+			if r.Kind != resource.KindQueue && r.Kind != resource.KindLock {
+				continue
+			}
+			if n := u.Held + int64(max(u.Waiting, 0)); n > 0 && !a.heavyOn(t.Class, r) {
+				demand[u.Res] += float64(n)
+			}
+		}
+	}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		if r.Kind != resource.KindQueue && r.Kind != resource.KindLock {
+			continue
+		}
+		k := keyOf(r)
+		m, ok := a.others[k]
+		if !ok {
+			m = demand[i]
+		}
+		a.others[k] = m + alpha*(demand[i]-m)
+	}
+	if len(a.others) > 2*len(s.Resources)+64 {
+		for k := range a.others {
+			if !slices.ContainsFunc(s.Resources, func(r snapshot.Resource) bool { return keyOf(&r) == k }) {
+				delete(a.others, k)
+			}
+		}
+	}
+}
+
+// knownHeavy fills a.khCand, per resource of s, the index of a
+// cancellable task of a class known to be heavy on that lock or queue
+// resource (see heavyOn), holding it while others wait, when the
+// known-heavy tasks' demand oversubscribes it, or -1. Contention measured
+// over the window lags an overload by the window's length; known-heavy
+// tasks will keep their demand for what is left of their class's use, so
+// when that demand (the units they hold and wait for) leaves the others
+// less than their mean demand a plus √a (square-root headroom, as for
+// re-execution; a lock: any known-heavy holder), the resource counts as
+// contended from the acquisition that made it so, and the choice that
+// follows (least loss among the candidates that free enough) takes the
+// newcomer, which has lost nearly nothing yet, rather than the older
+// holder. A class's first task has no history: it is found by the
+// measured contention, as before; one known-heavy task that leaves the
+// others room is left alone.
+func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
+	n := len(s.Resources)
+	a.khCand = slices.Grow(a.khCand[:0], n)[:n]
+	a.khHeavy = slices.Grow(a.khHeavy[:0], n)[:n]
+	any := false
+	for i := range s.Resources {
+		a.khCand[i], a.khHeavy[i] = -1, 0
+		r := &s.Resources[i]
+		if r.Waiters > 0 && (r.Kind == resource.KindLock || r.Kind == resource.KindQueue) {
+			any = true
+		}
+	}
+	if !any || a.variant == CurrentUsage {
+		return
+	}
+	floor := a.cfg.minGain.Seconds()
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		for _, u := range usageOf(s, ti) {
+			i := int(u.Res)
+			if i < 0 || i >= n {
+				continue
+			}
+			r := &s.Resources[i]
+			d := u.Held + int64(max(u.Waiting, 0))
+			if r.Waiters <= 0 || d <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) || !a.heavyOn(t.Class, r) {
+				continue
+			}
+			a.khHeavy[i] += d
+			total, _ := a.uses.Total(t.Class, r.Name)
+			if a.khCand[i] < 0 && u.Held > 0 && t.Cancellable && !t.Cancelled && !t.Blocked &&
+				total-estimate.Spent(&u.Usage, r.Capacity) >= floor {
+				a.khCand[i] = ti
+			}
+		}
+	}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		if a.khCand[i] < 0 || r.Kind == resource.KindLock {
+			continue
+		}
+		o := a.others[keyOf(r)]
+		if float64(a.khHeavy[i])+o+math.Sqrt(o) <= float64(r.Capacity) {
+			a.khCand[i] = -1
+		}
+	}
 }
 
 // confirms reports whether resource r at contention level counts as
@@ -424,6 +568,11 @@ type Level struct {
 	// Episode is set when a cancelled task's holds on the resource have
 	// not yet been seen released: it is not decided on (not Contended).
 	Episode bool
+	// KnownHeavy is set when the resource counts as contended before its
+	// level reaches the threshold: tasks of classes known to be heavy on
+	// it leave the others too little while they wait (see the package
+	// documentation, "Known-heavy classes").
+	KnownHeavy bool
 }
 
 // Candidate is a task the policy considered, with its gains on the
@@ -511,7 +660,10 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 		return nil
 	}
 	c := &ev.Candidates[ev.Chosen]
-	if a.cfg.confirm > 0 {
+	// The confirmation keeps a victim the scheduler stalled from being
+	// taken for a culprit; a task of a class known to be heavy, making its
+	// resource oversubscribed, is no such victim.
+	if a.cfg.confirm > 0 && !ev.Levels[ev.Contended[ev.Main]].KnownHeavy {
 		if a.pending != c.Task || s.At < a.pendingSince {
 			a.pending, a.pendingSince = c.Task, s.At
 			return nil
@@ -610,19 +762,26 @@ func (a *Atropos) evaluate(s *snapshot.Snapshot, ev *Evaluation, limit int) {
 // contended outside an episode.
 func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 	a.contention(s)
+	a.knownHeavy(s)
 	main := -1
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
-		l.Contended = a.confirms(r, l.Level)
+		// With no detector firing (s.Quiet), only known-heavy tasks are
+		// acted on: measured contention waits for an overload detector.
+		l.Contended = a.confirms(r, l.Level) && !s.Quiet
+		if !l.Contended && a.khCand[i] >= 0 {
+			l.Contended, l.KnownHeavy = true, true
+		}
 		if l.Contended && a.inEpisode(r) {
 			l.Contended, l.Episode = false, true
 		}
 		ev.Levels = append(ev.Levels, l)
-		if l.Level >= a.cfg.minContention/10 && !l.Episode {
+		if ((l.Level >= a.cfg.minContention/10 && !s.Quiet) || l.KnownHeavy) && !l.Episode {
 			ev.Contended = append(ev.Contended, i)
 		}
-		if l.Contended && (main < 0 || l.Level > ev.Levels[main].Level) {
+		if l.Contended && (main < 0 || l.Level > ev.Levels[main].Level ||
+			(l.Level == ev.Levels[main].Level && ev.Levels[main].KnownHeavy && !l.KnownHeavy)) {
 			main = i
 		}
 	}
@@ -1135,6 +1294,9 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 	if c.Background {
 		how = "background work first; " + how
 	}
+	if l := &ev.Levels[ev.Contended[ev.Main]]; l.KnownHeavy {
+		how += fmt.Sprintf("; %s counted as contended before its level reached the threshold: tasks of classes known to be heavy on it leave the others too little while %d wait", l.Resource, l.Waiters)
+	}
 	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
 		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)
 }
@@ -1150,6 +1312,7 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 				slog.Float64("level", round3(l.Level)),
 				slog.Int("waiters", l.Waiters),
 				slog.Bool("contended", l.Contended),
+				slog.Bool("known_heavy", l.KnownHeavy),
 				slog.Bool("episode", l.Episode)))
 		}
 	}

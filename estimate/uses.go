@@ -29,6 +29,7 @@ type Uses struct {
 
 type classUse struct {
 	mean map[string]float64 // resource name → resource-seconds
+	low  map[string]float64 // a lower envelope of the same (see Typical)
 	n    float64
 }
 
@@ -101,13 +102,14 @@ func (u *Uses) record(class string, spent []resSpent) {
 		if len(u.classes) >= u.maxClasses {
 			return
 		}
-		c = &classUse{mean: map[string]float64{}}
+		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
 		u.classes[class] = c
 	}
 	// A resource the task did not use counts as 0 for the class.
 	for name, m := range c.mean {
 		if !hasRes(spent, name) {
 			c.mean[name] = m * (1 - usesWeight)
+			c.low[name] *= 1 - usesWeight
 		}
 	}
 	for _, rs := range spent {
@@ -116,14 +118,40 @@ func (u *Uses) record(class string, spent []resSpent) {
 		case !ok && len(c.mean) >= usesMaxResources:
 			continue
 		case !ok && c.n == 0:
-			c.mean[rs.res] = rs.spent
+			c.mean[rs.res], c.low[rs.res] = rs.spent, rs.spent
 		case !ok:
 			c.mean[rs.res] = usesWeight * rs.spent
+			c.low[rs.res] = usesWeight * rs.spent
 		default:
 			c.mean[rs.res] = m + usesWeight*(rs.spent-m)
+			l := c.low[rs.res]
+			w := usesWeight
+			if rs.spent > l {
+				w = usesRise
+			}
+			c.low[rs.res] = l + w*(rs.spent-l)
 		}
 	}
 	c.n++
+}
+
+// usesRise is the weight of a task that used more than the lower envelope:
+// it takes some 700 such tasks in a row to bring the envelope halfway up.
+const usesRise = usesWeight / 256
+
+// Typical returns a lower estimate of the total use of resource res by a
+// task of class (see [Uses.Total]): it follows a class whose tasks use
+// less at once (weight 1/4) and one whose tasks use more only slowly
+// (weight 1/1024), starting from the first task's use. A few tasks of a
+// light class stalled while they held the resource (the victims of an
+// overload) do not make the class look heavy; a class whose first task was
+// heavy is known to be heavy from its end.
+func (u *Uses) Typical(class, res string) (float64, bool) {
+	c := u.classes[class]
+	if c == nil || c.n == 0 {
+		return 0, false
+	}
+	return c.low[res], true
 }
 
 func hasRes(spent []resSpent, name string) bool {

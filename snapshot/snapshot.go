@@ -34,6 +34,12 @@ type Snapshot struct {
 	Window time.Duration
 	// Precise reports whether the clock was in precise mode.
 	Precise bool
+	// Quiet is set by a controller that has overload detectors when none
+	// of them fires at this step: a policy called on every step (see
+	// policy.Continuous) that acts on overload acts then only where it
+	// needs no detector. A source that does not set it (the zero value)
+	// leaves every policy to decide as on overload.
+	Quiet bool
 
 	Tasks     []Task
 	Resources []Resource // indexed as Usage.Res refers to them

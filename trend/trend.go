@@ -24,10 +24,11 @@
 // others used, 2 waits at odds below 10⁻³ are enough. A suspect whose resource's others suffer is acted on:
 //
 //   - penalized first where a penalty applies (a Memory whose share still
-//     grows: a scan can be slowed at its next page);
+//     grows into the spare part: a scan can be slowed at its next page);
 //   - cancelled when it keeps growing after the penalty, or at once where
-//     no penalty applies (slots already held are not given back by
-//     delaying their holder).
+//     no penalty applies: slots already held, and a Memory's units the
+//     suspect evicts from the others' part (half the capacity a second or
+//     more), are not given back by delaying it.
 //
 // A task that uses much of a resource while the others' rates stay flat is
 // left alone: honest heavy work is not a culprit. The baseline learns only
@@ -280,7 +281,10 @@ func (p *Policy) Decide(s *snapshot.Snapshot) []policy.Decision {
 		}
 		r, sig := &s.Resources[i], p.tr.Resource(i)
 		act := policy.Cancel
-		if p.penalty > 0 && r.Kind == resource.KindMemory && p.acted[t.ID] == 0 {
+		if p.penalty > 0 && r.Kind == resource.KindMemory && p.acted[t.ID] == 0 && st.evicting < minEvicting {
+			// A delay slows a share that grows into the spare part; what
+			// a suspect already evicts of the others' part is not given
+			// back by delaying it, as slots already held are not.
 			act = policy.Penalize
 		}
 		d := policy.Decision{Action: act, Task: t.ID, Class: t.Class,
