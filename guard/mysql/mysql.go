@@ -501,11 +501,14 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 	trxThread := map[string]int64{}
 	// The transactions without an id that hold row locks: the candidate
 	// holders of a lock whose blocking trx is noID.
-	var noIDHolders []int64
+	var noIDHolders, noIDWaiters []int64
 	for _, t := range trxs {
 		if t.ID == noID {
-			if t.State == "RUNNING" && t.RowsLocked > 0 {
+			switch {
+			case t.State == "RUNNING" && t.RowsLocked > 0:
 				noIDHolders = append(noIDHolders, t.Thread)
+			case t.State == "LOCK WAIT":
+				noIDWaiters = append(noIDWaiters, t.Thread)
 			}
 		} else {
 			trxThread[t.ID] = t.Thread
@@ -536,7 +539,12 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 	blockers := map[int64][]int64{}
 	wres := map[int64]Wait{}
 	noIDRows := map[int64]int{} // requester → its rows blocked by noID
+	var noIDReq []Wait          // the rows whose requester has no id
 	for _, w := range waits {
+		if w.Requesting == noID {
+			noIDReq = append(noIDReq, w)
+			continue
+		}
 		req, ok1 := trxThread[w.Requesting]
 		if ok1 && w.Blocking == noID {
 			noIDRows[req]++
@@ -551,7 +559,11 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 		blockers[req] = appendUnique(blockers[req], blk)
 		wres[req] = w
 	}
+	whyReq := resolveNoIDWaiters(noIDReq, noIDWaiters, trxThread, blockers, wres)
 	inferredBy, why := resolveNoID(noIDRows, wres, noIDHolders, mdl, blockers)
+	for req, w := range whyReq {
+		why[req] = w
+	}
 	held := map[[2]any]bool{}
 	for req, w := range wres {
 		addRes(w.Resource)
@@ -745,6 +757,42 @@ func roots(s int64, blockers map[int64][]int64, waiting map[int64]Wait) []int64 
 	}
 	walk(s)
 	return out
+}
+
+// resolveNoIDWaiters gives the waiters without a transaction id (a
+// locking read waiting: requesting_trx_id 0, as its blocking_trx_id when
+// it blocks) their blockers. Which id-less waiter a wait row is for does
+// not show; when all such rows are on one record, every id-less waiter
+// waits for that record, and each gets the blockers of all the rows:
+// queued ones lead, through their own waits, to the record's holders,
+// the roots of every waiter of it. Rows on several records leave them
+// unnamed (the returned reasons). An id-less blocker of an id-less waiter
+// is not named.
+func resolveNoIDWaiters(rows []Wait, waiters []int64, trxThread map[string]int64, blockers map[int64][]int64, wres map[int64]Wait) map[int64]string {
+	why := map[int64]string{}
+	if len(rows) == 0 || len(waiters) == 0 {
+		return why
+	}
+	one := true
+	for _, w := range rows {
+		one = one && w.Resource == rows[0].Resource
+	}
+	for _, z := range waiters {
+		wres[z] = rows[0]
+		if !one {
+			why[z] = fmt.Sprintf("the waiting transaction has no id in INNODB_TRX (a locking read): its wait is one of %d on several records", len(rows))
+			continue
+		}
+		for _, w := range rows {
+			if b, ok := trxThread[w.Blocking]; ok && b != z {
+				blockers[z] = appendUnique(blockers[z], b)
+			}
+		}
+		if len(blockers[z]) == 0 {
+			why[z] = "the waiting transaction and the lock's holder have no id in INNODB_TRX (locking reads)"
+		}
+	}
+	return why
 }
 
 // resolveNoID names the holders of the locks whose blocking trx has no

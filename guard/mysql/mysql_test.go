@@ -232,6 +232,31 @@ func TestSharedHoldersWithoutTrxID(t *testing.T) {
 	}
 }
 
+// Locking reads waiting behind a writer have no transaction id either
+// (requesting_trx_id 0 in every one of their wait rows): all on one row,
+// each is blamed on the writer.
+func TestSharedWaitersWithoutTrxID(t *testing.T) {
+	src, db, ctx := server(t)
+	table(t, ctx, db, "gm_sharedw")
+	a, b, c := newSession(t, ctx, db), newSession(t, ctx, db), newSession(t, ctx, db)
+	a.exec(t, ctx, "BEGIN")
+	a.exec(t, ctx, "UPDATE gm_sharedw SET v = v + 1 WHERE id = 1")
+	for _, w := range []*session{b, c} {
+		w.exec(t, ctx, "BEGIN")
+		w.background(ctx, "SELECT * FROM gm_sharedw WHERE id = 1 LOCK IN SHARE MODE")
+	}
+	obs := until(t, ctx, src, "two locking reads waiting", func(o *guard.Observation) bool {
+		_, okb := waitUse(o, b.id)
+		_, okc := waitUse(o, c.id)
+		return okb && okc
+	})
+	for _, id := range []int64{b.id, c.id} {
+		if u, _ := waitUse(obs, id); !slices.Equal(u.BlockedBy, []int64{a.id}) {
+			t.Errorf("waiter %d: %+v, want blocked by the writer %d", id, u, a.id)
+		}
+	}
+}
+
 func TestFTWRLRootHolder(t *testing.T) {
 	// Only a long writer: on 10.11 FTWRL does not wait for a long SELECT
 	// (it takes the read lock at once and the INSERT then waits for the
