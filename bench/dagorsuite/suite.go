@@ -75,7 +75,7 @@ func (c Controller) Base() string {
 var controllers = []Controller{
 	{Name: "none", Describe: "no admission control: M queues every call"},
 	{Name: "random", Describe: "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random)"},
-	{Name: "codel", Describe: "CoDel as RPC servers run it (baseline.RPCCoDel, \"Fail at Scale\"): once the shortest queueing time of an interval exceeds the target, M rejects the calls that queued longer than twice the target, serving its queue LIFO meanwhile (baseline.LIFOQueue); target 5 ms, interval 100 ms"},
+	{Name: "codel", Describe: "CoDel as RPC servers run it (baseline.RPCCoDel, \"Fail at Scale\"): once its queue has not emptied for an interval, M lets a call queue for the target only (for the interval otherwise), rejecting at the dequeue a call that queued longer and serving its queue LIFO meanwhile (baseline.LIFOQueue); target 5 ms, interval 100 ms"},
 	{Name: "codel-rfc", Describe: "CoDel as RFC 8289 specifies it for packets (baseline.CoDel): drops at interval/√count once the queueing time stays above the target for an interval; target 5 ms, interval 100 ms"},
 	{Name: "sre", Describe: "A throttles its calls client-side (baseline.SRE, K = 2) against M's rejections from a bounded line"},
 	{Name: "dagor", Describe: "M admits by compound priority (admit.DAGOR); A sends priorities and sheds locally by M's level"},
