@@ -171,6 +171,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 				fmtNorm(a.ThroughputNorm), fmtNorm(a.P99Norm), fmtPct(a.DropRate), fmtPct(a.SLOAttainment),
 				a.VictimsCancelled, a.CulpritsCancelled, a.Failed)
 		}
+		markdownTunedNormalized(p, name, rows)
 		p("\n### Sanity check of %s\n\n", mdCode(name))
 		for _, c := range s.Cases {
 			sc := sanityOf(c)
