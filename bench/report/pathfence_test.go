@@ -102,3 +102,30 @@ func TestPathfenceReport(t *testing.T) {
 		t.Errorf("HTML: %v, pathfence figure missing", err)
 	}
 }
+
+func TestPathfenceBaselines(t *testing.T) {
+	row := func(cs, ctl, path string, p99 float64, dropped int, tput float64) bench.Row {
+		return bench.Row{Suite: pathfenceSuite, Case: cs, Controller: ctl, Path: path, P99Ms: p99, Dropped: dropped, Throughput: tput}
+	}
+	rows := pfRows()
+	for _, c := range []struct {
+		ctl       string
+		p99, tput float64
+	}{{"static", 300, 600}, {"limit-8", 40, 500}, {"limit-16", 120, 620}} {
+		for _, path := range []string{"affected", "unaffected", "local"} {
+			rows = append(rows, row("millibottleneck", c.ctl, path, c.p99, 5, 300), row("peak", c.ctl, path, 200, 10, c.tput))
+		}
+	}
+	rows = append(rows, row("millibottleneck", "fixed-12", "unaffected", 20, 0, 400))
+	got := strings.Join(PathfenceBaselines(rows), "\n")
+	for _, want := range []string{
+		"the best per-service limit (limit-8, of static, limit-8, limit-16) 40.0 ms, dropped 5: 60 % lower",
+		"the best fixed split (fixed-12, of fixed-8, fixed-12) 20.0 ms, dropped 0: 20 % lower",
+		// 1800 vs limit-16's 3 × 620
+		"peak: pathfence-sct's throughput 1800/s; the best per-service limit (limit-16) 1860/s: 96.8 % of it",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("baselines lack %q:\n%s", want, got)
+		}
+	}
+}
