@@ -59,6 +59,9 @@ func MarkdownAll(w io.Writer, rs []*bench.Results) error {
 		}
 		markdownResults(p, r, heading)
 	}
+	if len(rs) > 1 {
+		markdownAnchors(p, rs)
+	}
 	return b.Flush()
 }
 
