@@ -50,8 +50,17 @@
 // arriving now may queue, for a queue that drops its requests when their
 // time is up (the paper's queue does; the dagor suite's M waits for a
 // slot no longer than that), and [RPCCoDel.Started] rejects a request that
-// queued longer than the time allowed as it leaves, for a queue that
-// cannot drop. [LIFOQueue] is the worker queue with the LIFO switch.
+// queued longer than the time allowed as it leaves. [LIFOQueue] is the
+// worker queue with the LIFO switch; [WithDequeueCheck] makes it call
+// Started as it hands a request a freed slot, as a worker thread taking
+// requests off its queue does, and hand the slot on at once if Started
+// refuses. Where the check runs matters: made by the request itself once
+// its goroutine runs, it counts the goroutine's scheduling delay as
+// queueing, which on a loaded machine often exceeds the 5 ms target, so
+// that most requests handed a slot were rejected and the slot passed from
+// one late goroutine to the next (the dagor suite's codel fell to 0.1 of
+// DAGOR's success on M1 at 4× that way, under a load average of 14–28 on
+// two cores; TestRPCCoDelTraces replays it with generated wake-up delays).
 //
 // Unlike the RFC's CoDel it needs no drop schedule to converge: under a
 // steady overload it serves every request at most M old and rejects the
