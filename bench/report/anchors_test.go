@@ -21,8 +21,8 @@ func TestAnchors(t *testing.T) {
 	s := md.String()
 	for _, want := range []string{
 		"## Baselines: sources, anchor checks and sweeps",
-		"missed: M1 at 4×: 0.83 of dagor's success (default)",
-		"met: 48.0%–51.0% dropped on 2 lock cases",
+		"run of unknown: missed: M1 at 4×: 0.83 of dagor's success (default)",
+		"met: 48.0%–51.0% dropped on its 2 lock cases",
 		"| breakwater (baseline.Breakwater) | inproc |",
 		"| ignorant, optimal | cpu |",
 	} {
