@@ -48,6 +48,7 @@ type ServerConfig struct {
 	WindowCount int           `json:"window_count"`
 	Threshold   time.Duration `json:"threshold"`
 	SREWindow   time.Duration `json:"sre_window,omitempty"`
+	SREK        float64       `json:"sre_k,omitempty"` // sre's K (zero: 2)
 	// CoDelTarget and CoDelInterval are codel's and codel-rfc's setting
 	// (zero: their defaults, 5 ms and 100 ms).
 	CoDelTarget   time.Duration `json:"codel_target,omitempty"`
@@ -62,6 +63,9 @@ func (c *ServerConfig) check() error {
 	}
 	if _, ok := controllerByName(c.Controller); !ok {
 		return fmt.Errorf("dagor suite: unknown controller %q", c.Controller)
+	}
+	if c.SREK != 0 && !(c.SREK >= 1 && c.SREK <= 100) {
+		return fmt.Errorf("dagor suite: sre's K %g: want 0 (the default) or a number in [1, 100]", c.SREK)
 	}
 	if c.CoDelTarget < 0 || c.CoDelInterval < 0 {
 		return fmt.Errorf("dagor suite: CoDel target %v and interval %v: want durations ≥ 0", c.CoDelTarget, c.CoDelInterval)
@@ -207,7 +211,11 @@ func serverA(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 	}
 	var sre *baseline.SRE
 	if cfg.Controller == "sre" {
-		sre = baseline.NewSRE(baseline.DefaultSREK, cfg.SREWindow)
+		k := cfg.SREK
+		if k == 0 {
+			k = baseline.DefaultSREK
+		}
+		sre = baseline.NewSRE(k, cfg.SREWindow)
 	}
 	start := time.Now()
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithPriority(prio))))
