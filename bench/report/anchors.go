@@ -36,7 +36,7 @@ var anchors = []anchor{
 		"not swept (its detection is DAGOR's)", anchorRandom},
 	{"sre (baseline.SRE, K = 2)", "dagor", "Google SRE book, client-side throttling",
 		"TestSREThrottlesWhenRejected checks the book's rejection probability; no figure in the book",
-		"not swept (K = 2 is the book's)", nil},
+		"sre@sweep: K = 1.1, 1.5, 3 beside the book's 2", nil},
 	{"protego (baseline.Protego)", "inproc", "Cho et al., NSDI'23, as the Atropos paper runs it",
 		"the Atropos paper: it drops about half the requests on the lock cases",
 		"protego@sweep: budget 0.5× and 2× the objective", anchorProtego},
