@@ -188,9 +188,10 @@
 //     suite sweeps it (sre@sweep: 1.1, 1.5, 3).
 //   - [Protego]: the Atropos paper reports it dropping about half the
 //     requests on the lock cases; the report's anchor table records it per
-//     run on the in-process cases whose one resource is a lock (45–51 % on
-//     table-lock, backup-lock, wal-group and kv-range, about 26 % on
-//     undo-purge and compaction-rwlock). Its budget is the case's
+//     run on the in-process cases whose one resource is a lock (in the
+//     sweep's run 44–49 % on table-lock, backup-lock, wal-group and
+//     kv-range, 26 % on undo-purge and compaction-rwlock: not everywhere
+//     the paper's half). Its budget is the case's
 //     objective, as in the paper; protego@sweep runs 0.5× and 2× of it.
 //   - [Breakwater]: its paper's figures are for µs-scale RPCs with credits
 //     at the clients, which an in-process server does not have, so no
