@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,25 @@ func TestSelect(t *testing.T) {
 	}
 	if _, err := bench.SelectControllers("none,nope"); !errors.Is(err, bench.ErrUnknown) || !strings.Contains(err.Error(), "none") {
 		t.Errorf("unknown controller: %v", err)
+	}
+	tuned, err := bench.SelectControllers("codel,codel@sweep,breakwater@2ms,protego@2x,codel@10ms/100ms")
+	var names []string
+	for _, c := range tuned {
+		names = append(names, c.Name)
+	}
+	want := []string{"codel", "codel@1ms/50ms", "codel@10ms/100ms", "codel@20ms/200ms", "breakwater@2ms", "protego@2x"}
+	if err != nil || !slices.Equal(names, want) {
+		t.Errorf("tuned controllers = %v, %v; want %v", names, err, want)
+	}
+	for _, c := range tuned {
+		if strings.Contains(c.Name, "@") && (c.Tune != nil || c.Admitter == nil && c.Name != "protego@2x") {
+			t.Errorf("%s: Tune %v, Admitter %v", c.Name, c.Tune != nil, c.Admitter != nil)
+		}
+	}
+	for _, bad := range []string{"none@1ms", "codel@fast", "codel@-1ms/100ms", "breakwater@0s", "protego@2", "protego@0x", "nope@sweep"} {
+		if _, err := bench.SelectControllers(bad); err == nil {
+			t.Errorf("SelectControllers(%q): no error", bad)
+		}
 	}
 	cs, err := bench.SelectCases("test", "lock")
 	if err != nil || len(cs) != 1 || cs[0].Name != "lock" {

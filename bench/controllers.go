@@ -32,6 +32,12 @@ type Controller struct {
 	// request the controller cancels is re-executed once the resources it
 	// used are free, as Atropos does.
 	Reexecute bool
+	// Tune, if set, makes the controller tunable: it returns the
+	// controller at a setting, named NAME@SETTING, or an error for a
+	// setting it does not take. Sweep is the grid NAME@sweep expands to,
+	// the default left out (it is the controller's own row).
+	Tune  func(setting string) (Controller, error)
+	Sweep []string
 }
 
 var (
@@ -57,9 +63,52 @@ func Controllers() []Controller {
 }
 
 // SelectControllers resolves a comma-separated list of controller names,
-// or "all". Unknown names are an error that lists the valid ones.
+// or "all". Unknown names are an error that lists the valid ones. A
+// tunable controller (one with Tune) also takes NAME@SETTING, and
+// NAME@sweep for its grid of settings.
 func SelectControllers(list string) ([]Controller, error) {
-	return SelectByName(list, "controller", Controllers(), func(c Controller) string { return c.Name })
+	if list == "" || list == "all" {
+		return Controllers(), nil
+	}
+	var out []Controller
+	add := func(c Controller) {
+		if !slices.ContainsFunc(out, func(o Controller) bool { return o.Name == c.Name }) {
+			out = append(out, c)
+		}
+	}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		base, setting, tuned := strings.Cut(n, "@")
+		if !tuned {
+			cs, err := SelectByName(n, "controller", Controllers(), func(c Controller) string { return c.Name })
+			if err != nil {
+				return nil, err
+			}
+			add(cs[0])
+			continue
+		}
+		cs, err := SelectByName(base, "controller", Controllers(), func(c Controller) string { return c.Name })
+		if err != nil {
+			return nil, err
+		}
+		c := cs[0]
+		if c.Tune == nil {
+			return nil, fmt.Errorf("%w: controller %q takes no setting", ErrUnknown, base)
+		}
+		settings := []string{setting}
+		if setting == "sweep" {
+			settings = c.Sweep
+		}
+		for _, st := range settings {
+			t, err := c.Tune(st)
+			if err != nil {
+				return nil, fmt.Errorf("controller %q: %w", base+"@"+st, err)
+			}
+			t.Name, t.Tune, t.Sweep = base+"@"+st, nil, nil
+			add(t)
+		}
+	}
+	return out, nil
 }
 
 // harnessTicks are the loop periods of every run: fine enough that a

@@ -119,6 +119,7 @@ type Controller struct {
 	Pool       string
 	Overcommit float64
 	Tolerance  float64
+	Fixed      int // the static pool's size (Pool "static")
 }
 
 // Controllers returns ignorant, optimal, and friendly with O of 1
@@ -142,9 +143,32 @@ func SelectCases(list string) ([]Case, error) {
 }
 
 // SelectControllers resolves a comma-separated list of controller names,
-// or "all".
+// or "all". static-N, a static pool of N workers in every process that
+// runs work (1 ≤ N ≤ 64), is accepted too, for a sweep of the fixed pools
+// between optimal's size and ignorant's.
 func SelectControllers(list string) ([]Controller, error) {
-	return bench.SelectByName(list, "controller of suite cpu", Controllers(), func(c Controller) string { return c.Name })
+	var out, static []Controller
+	var named []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if k, ok := strings.CutPrefix(n, "static-"); ok {
+			size, err := strconv.Atoi(k)
+			if err != nil || size < 1 || size > 64 {
+				return nil, fmt.Errorf("%w: controller %q of suite cpu: want static-N, 1 ≤ N ≤ 64", bench.ErrUnknown, n)
+			}
+			static = append(static, Controller{Name: n, Pool: "static", Fixed: size, Describe: fmt.Sprintf("static pool of %d workers", size)})
+			continue
+		}
+		named = append(named, n)
+	}
+	if len(named) > 0 || len(static) == 0 {
+		var err error
+		out, err = bench.SelectByName(strings.Join(named, ","), "controller of suite cpu", Controllers(), func(c Controller) string { return c.Name })
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(out, static...), nil
 }
 
 // Options configure an invocation of the suite.
@@ -385,7 +409,7 @@ func runOne(ctx context.Context, o Options, c Case, ctl Controller, rate float64
 	var t0 time.Time
 	for i := range n {
 		cfg := WorkerConfig{
-			Pool: ctl.Pool, Overcommit: ctl.Overcommit, Tolerance: ctl.Tolerance, K: c.K, Index: i, Seed: o.Seed,
+			Pool: ctl.Pool, Overcommit: ctl.Overcommit, Tolerance: ctl.Tolerance, Fixed: ctl.Fixed, K: c.K, Index: i, Seed: o.Seed,
 			Rate: rate, Fib: o.Fib, StartAt: startAt.UnixNano(), Duration: o.Duration, Warmup: o.Warmup,
 			Optimal: optimal, Case: c.Name, Controller: ctl.Name,
 		}

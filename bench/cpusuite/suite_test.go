@@ -299,3 +299,15 @@ func TestCheck(t *testing.T) {
 		t.Error("check without optimal's rounds")
 	}
 }
+
+func TestSelectStatic(t *testing.T) {
+	got, err := SelectControllers("optimal,static-3,static-1")
+	if err != nil || len(got) != 3 || got[0].Name != "optimal" || got[1].Pool != "static" || got[1].Fixed != 3 || got[2].Fixed != 1 {
+		t.Fatalf("SelectControllers = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"static-0", "static-x", "static-65", "nope"} {
+		if _, err := SelectControllers(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

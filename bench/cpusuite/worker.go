@@ -19,7 +19,8 @@ import (
 // WorkerConfig is what one process of a run is told to do. The parent
 // passes it as JSON to the child's command line.
 type WorkerConfig struct {
-	// Pool is "ignorant", "optimal", "friendly" or "hog"; Overcommit is O for
+	// Pool is "ignorant", "optimal", "static" (Fixed workers), "friendly"
+	// or "hog"; Overcommit is O for
 	// friendly; K the number of processes of the run.
 	Pool       string  `json:"pool"`
 	Overcommit float64 `json:"overcommit,omitempty"`
@@ -43,6 +44,7 @@ type WorkerConfig struct {
 	// Optimal is the size of the optimal pool (0: budget / K); Case and
 	// Controller name the run, for the trace's file names.
 	Optimal    int    `json:"optimal,omitempty"`
+	Fixed      int    `json:"fixed,omitempty"` // the static pool's size
 	Case       string `json:"case,omitempty"`
 	Controller string `json:"controller,omitempty"`
 }
@@ -223,6 +225,11 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 			n = max(1, int(math.Round(budget/float64(c.K))))
 		}
 		opts = append(opts, cpu.WithFixed(n))
+	case "static":
+		if c.Fixed < 1 {
+			return nil, fmt.Errorf("cpusuite: a static pool of %d workers", c.Fixed)
+		}
+		opts = append(opts, cpu.WithFixed(c.Fixed))
 	case "hog":
 		return hog(ctx, c, budget)
 	case "friendly":

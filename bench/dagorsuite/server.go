@@ -48,6 +48,7 @@ type ServerConfig struct {
 	WindowCount int           `json:"window_count"`
 	Threshold   time.Duration `json:"threshold"`
 	SREWindow   time.Duration `json:"sre_window,omitempty"`
+	SREK        float64       `json:"sre_k,omitempty"` // sre's K (zero: 2)
 	// CoDelTarget and CoDelInterval are codel's and codel-rfc's setting
 	// (zero: their defaults, 5 ms and 100 ms).
 	CoDelTarget   time.Duration `json:"codel_target,omitempty"`
@@ -62,6 +63,9 @@ func (c *ServerConfig) check() error {
 	}
 	if _, ok := controllerByName(c.Controller); !ok {
 		return fmt.Errorf("dagor suite: unknown controller %q", c.Controller)
+	}
+	if c.SREK != 0 && !(c.SREK >= 1 && c.SREK <= 100) {
+		return fmt.Errorf("dagor suite: sre's K %g: want 0 (the default) or a number in [1, 100]", c.SREK)
 	}
 	if c.CoDelTarget < 0 || c.CoDelInterval < 0 {
 		return fmt.Errorf("dagor suite: CoDel target %v and interval %v: want durations ≥ 0", c.CoDelTarget, c.CoDelInterval)
@@ -147,24 +151,28 @@ func work(cfg ServerConfig) workFunc {
 // serverMCoDel is M under CoDel as RPC servers run it ("Fail at
 // Scale"): its worker slots behind an adaptive-LIFO queue, switched to LIFO
 // while baseline.RPCCoDel says overloaded, each call queueing no longer
-// than the timeout RPCCoDel gives it at arrival and rejected if it did. It
-// runs without the moirai middleware, as a server using that CoDel would.
+// than the timeout RPCCoDel gives it at arrival. As a worker thread does,
+// the queue asks RPCCoDel at the dequeue, when it hands a call a freed
+// slot, whether the call queued too long, and rejects it there and hands
+// the slot on if it did: the time the call's goroutine then takes to run
+// is not counted as queueing (on a loaded machine it is often longer than
+// the 5 ms target, and a check made by the call itself once running
+// rejected nearly every call handed a slot). It runs without the moirai
+// middleware, as a server using that CoDel would.
 func serverMCoDel(cfg ServerConfig) (*grpc.Server, *grpc.ServiceDesc) {
 	codel := baseline.NewRPCCoDel(baseline.WithRPCCoDelTarget(cfg.CoDelTarget), baseline.WithRPCCoDelInterval(cfg.CoDelInterval))
 	epoch := time.Now()
-	q := baseline.NewLIFOQueue(cfg.Workers, func() bool { return codel.Overloaded(time.Since(epoch)) })
+	clock := func() time.Duration { return time.Since(epoch) }
+	q := baseline.NewLIFOQueue(cfg.Workers, func() bool { return codel.Overloaded(clock()) },
+		baseline.WithDequeueCheck(clock, codel.Started))
 	rejected := status.Error(codes.ResourceExhausted, "overloaded: call rejected by CoDel")
 	icpt := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		arrived := time.Since(epoch)
+		arrived := clock()
 		codel.Admit(arrived)
 		qctx, cancel := context.WithTimeout(ctx, codel.Timeout(arrived))
 		err := q.Enter(qctx)
 		cancel()
-		now := time.Since(epoch)
-		if ok := codel.Started(now, now-arrived); err != nil || !ok {
-			if err == nil {
-				_ = q.Release()
-			}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, status.FromContextError(ctx.Err()).Err()
 			}
@@ -203,7 +211,11 @@ func serverA(ctl *moirai.Controller, cfg ServerConfig) (*grpc.Server, *grpc.Serv
 	}
 	var sre *baseline.SRE
 	if cfg.Controller == "sre" {
-		sre = baseline.NewSRE(baseline.DefaultSREK, cfg.SREWindow)
+		k := cfg.SREK
+		if k == 0 {
+			k = baseline.DefaultSREK
+		}
+		sre = baseline.NewSRE(k, cfg.SREWindow)
 	}
 	start := time.Now()
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithPriority(prio))))

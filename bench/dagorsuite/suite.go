@@ -63,6 +63,8 @@ func (c Case) meanCalls() float64 {
 type Controller struct {
 	Name, Describe   string
 	Target, Interval time.Duration
+	// K is sre's setting, sre@K (zero: the SRE book's 2).
+	K float64
 }
 
 // Base is the controller's name without its setting: "codel" for
@@ -75,7 +77,7 @@ func (c Controller) Base() string {
 var controllers = []Controller{
 	{Name: "none", Describe: "no admission control: M queues every call"},
 	{Name: "random", Describe: "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random)"},
-	{Name: "codel", Describe: "CoDel as RPC servers run it (baseline.RPCCoDel, \"Fail at Scale\"): once the shortest queueing time of an interval exceeds the target, M rejects the calls that queued longer than twice the target, serving its queue LIFO meanwhile (baseline.LIFOQueue); target 5 ms, interval 100 ms"},
+	{Name: "codel", Describe: "CoDel as RPC servers run it (baseline.RPCCoDel, \"Fail at Scale\"): once its queue has not emptied for an interval, M lets a call queue for the target only (for the interval otherwise), rejecting at the dequeue a call that queued longer and serving its queue LIFO meanwhile (baseline.LIFOQueue); target 5 ms, interval 100 ms"},
 	{Name: "codel-rfc", Describe: "CoDel as RFC 8289 specifies it for packets (baseline.CoDel): drops at interval/√count once the queueing time stays above the target for an interval; target 5 ms, interval 100 ms"},
 	{Name: "sre", Describe: "A throttles its calls client-side (baseline.SRE, K = 2) against M's rejections from a bounded line"},
 	{Name: "dagor", Describe: "M admits by compound priority (admit.DAGOR); A sends priorities and sheds locally by M's level"},
@@ -84,6 +86,22 @@ var controllers = []Controller{
 
 // tunable says whether a controller takes a setting, NAME@TARGET/INTERVAL.
 func tunable(base string) bool { return base == "codel" || base == "codel-rfc" }
+
+// SweepK is the grid sre@sweep expands to: the multiplier K of the SRE
+// book's client-side throttling, its 2 left out (sre's own row).
+var SweepK = []float64{1.1, 1.5, 3}
+
+// TunedSRE returns sre with multiplier k, named sre@K.
+func TunedSRE(k float64) (Controller, error) {
+	c, _ := controllerByName("sre")
+	if !(k >= 1) || k > 100 {
+		return Controller{}, fmt.Errorf("controller sre@%g: want K in [1, 100]", k)
+	}
+	c.Name = "sre@" + strconv.FormatFloat(k, 'g', -1, 64)
+	c.Describe += fmt.Sprintf("; here K = %g", k)
+	c.K = k
+	return c, nil
+}
 
 // SweepTargets and SweepIntervals are the grid NAME@sweep expands to for a
 // tunable controller.
@@ -125,6 +143,28 @@ func parseController(n string) ([]Controller, error) {
 	base, setting, tuned := strings.Cut(n, "@")
 	if !tuned {
 		return bench.SelectByName(n, "controller of suite dagor", Controllers(), func(c Controller) string { return c.Name })
+	}
+	if base == "sre" {
+		if setting == "sweep" {
+			var out []Controller
+			for _, k := range SweepK {
+				c, err := TunedSRE(k)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, c)
+			}
+			return out, nil
+		}
+		k, err := strconv.ParseFloat(setting, 64)
+		if err != nil {
+			return nil, fmt.Errorf("controller %q: want sre@K (e.g. sre@1.5) or sre@sweep", n)
+		}
+		c, err := TunedSRE(k)
+		if err != nil {
+			return nil, err
+		}
+		return []Controller{c}, nil
 	}
 	if setting == "sweep" {
 		var out []Controller
@@ -348,7 +388,7 @@ type outcome struct {
 // startPair starts M and A under one controller and connects to A; stop
 // undoes all of it.
 func startPair(ctx context.Context, o Options, ctl Controller) (cc *grpc.ClientConn, stop func(), err error) {
-	base := ServerConfig{Controller: ctl.Base(), CoDelTarget: ctl.Target, CoDelInterval: ctl.Interval, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
+	base := ServerConfig{Controller: ctl.Base(), CoDelTarget: ctl.Target, CoDelInterval: ctl.Interval, SREK: ctl.K, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
 		Window: o.Window, WindowCount: o.WindowCount, Threshold: o.Threshold, SREWindow: 2 * time.Second,
 		Key: o.Seed ^ 0x9e3779b97f4a7c15, Deadline: o.Deadline}
 	var stops []func() error

@@ -89,10 +89,17 @@ func TestSelectControllers(t *testing.T) {
 	if c := got[len(got)-1]; c.Name != "codel" || c.Target != 0 {
 		t.Errorf("default codel: %+v", c)
 	}
-	for _, bad := range []string{"dagor@1ms/1ms", "codel@1ms", "codel@x/1ms", "codel@0s/1ms", "codel@1ms/20s", "nope@sweep"} {
+	sre, err := SelectControllers("sre,sre@sweep,sre@1.5")
+	if err != nil || len(sre) != 1+len(SweepK) || sre[0].K != 0 || sre[1].Name != "sre@1.1" || sre[1].Base() != "sre" || sre[2].K != 1.5 {
+		t.Errorf("sre settings: %+v, %v", sre, err)
+	}
+	for _, bad := range []string{"dagor@1ms/1ms", "codel@1ms", "codel@x/1ms", "codel@0s/1ms", "codel@1ms/20s", "nope@sweep", "sre@0.5", "sre@x", "sre@1ms/1ms"} {
 		if _, err := SelectControllers(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+	if err := Serve(t.Context(), ServerConfig{Role: RoleA, Controller: "sre", Downstream: "127.0.0.1:1", SREK: 0.5}, func(string) { t.Fatal("ready with K 0.5") }); err == nil {
+		t.Error("sre's K 0.5 accepted")
 	}
 	cfg := ServerConfig{Role: RoleM, Controller: "codel", Workers: 1, Service: time.Millisecond, CoDelTarget: -1}
 	if err := Serve(t.Context(), cfg, func(string) { t.Fatal("ready with a negative target") }); err == nil {

@@ -85,10 +85,10 @@ func MySQLCases() []MySQLCase {
 // MySQLControllers are the MariaDB suite's competitors.
 func MySQLControllers() []Controller {
 	return []Controller{
-		{"none", "no control"},
-		{"timeout", "max_statement_time, innodb_lock_wait_timeout and lock_wait_timeout for every session, as operators set them"},
-		{"ptkill", "the real pt-kill: --busy-time --victims oldest --kill-query --interval 1"},
-		{"guard", "moirai guard in-process with the guard/mysql source"},
+		{Name: "none", Describe: "no control"},
+		{Name: "timeout", Describe: "max_statement_time, innodb_lock_wait_timeout and lock_wait_timeout for every session, as operators set them"},
+		{Name: "ptkill", Describe: "the real pt-kill: --busy-time --victims oldest --kill-query --interval 1"},
+		{Name: "guard", Describe: "moirai guard in-process with the guard/mysql source"},
 	}
 }
 
@@ -271,7 +271,7 @@ func ExecuteMySQL(ctx context.Context, opt Options) (*bench.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctls, err := selectByName(MySQLControllers(), opt.Controllers, func(c Controller) string { return c.Name })
+	ctls, err := SelectControllers(MySQLControllers(), opt.Controllers)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +377,8 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 	if err != nil {
 		return nil, err
 	}
-	r := &myRun{opt: opt, db: db, timeout: ctl.Name == "timeout"}
+	opt = ctl.apply(opt)
+	r := &myRun{opt: opt, db: db, timeout: ctl.Base() == "timeout"}
 	init := ""
 	if r.timeout {
 		init = opt.mysqlTimeouts()
@@ -414,7 +415,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 		culprit = func(ctx context.Context) error { return c.run(ctx, r) }
 	}
 	b := startBeside(runCtx, time.Duration(warm)*time.Second, culprit, func() (func() (int, int, error), error) {
-		switch ctl.Name {
+		switch ctl.Base() {
 		case "guard":
 			return startMyGuard(runCtx, opt, c.Name, r)
 		case "ptkill":
@@ -446,7 +447,7 @@ func runMy(ctx context.Context, opt *Options, dir string, db *sql.DB, c *MySQLCa
 		return nil, err
 	}
 	m := sb.measure(time.Duration(secs-warm) * time.Second)
-	b.account(m, ctl.Name, r.culprits.count(), sb.Ignored)
+	b.account(m, ctl.Base(), r.culprits.count(), sb.Ignored)
 	return m, nil
 }
 

@@ -42,8 +42,15 @@ type Case struct {
 	run func(ctx context.Context, r *pgRun) error
 }
 
-// Controller is one competitor.
-type Controller struct{ Name, Describe string }
+// Controller is one competitor. The timeout and ptkill controllers take a
+// setting (see SelectControllers): their values then override the
+// Options' for their runs.
+type Controller struct {
+	Name, Describe string
+	// StatementTimeout, LockTimeout (timeout) and BusyTime (ptkill): zero
+	// takes the Options' value.
+	StatementTimeout, LockTimeout, BusyTime time.Duration
+}
 
 // PostgresCases are the PostgreSQL cases of the catalogue (bench/CASES.md).
 func PostgresCases() []Case {
@@ -80,10 +87,10 @@ func PostgresCases() []Case {
 // PostgresControllers are the competitors.
 func PostgresControllers() []Controller {
 	return []Controller{
-		{"none", "no control"},
-		{"timeout", "statement_timeout and lock_timeout for every session, as operators set them"},
-		{"ptkill", "pt-kill's rule as a SQL loop: every second, cancel the oldest statement busy longer than --busy-time"},
-		{"guard", "moirai guard in-process with the guard/postgres source"},
+		{Name: "none", Describe: "no control"},
+		{Name: "timeout", Describe: "statement_timeout and lock_timeout for every session, as operators set them"},
+		{Name: "ptkill", Describe: "pt-kill's rule as a SQL loop: every second, cancel the oldest statement busy longer than --busy-time"},
+		{Name: "guard", Describe: "moirai guard in-process with the guard/postgres source"},
 	}
 }
 
@@ -260,7 +267,7 @@ func Execute(ctx context.Context, opt Options) (*bench.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctls, err := selectByName(PostgresControllers(), opt.Controllers, func(c Controller) string { return c.Name })
+	ctls, err := SelectControllers(PostgresControllers(), opt.Controllers)
 	if err != nil {
 		return nil, err
 	}
@@ -566,7 +573,8 @@ func (m *measure) sloAttainment(slo time.Duration) float64 {
 // runPG runs pgbench for Duration, the culprit (if any) after Warmup, and
 // the controller.
 func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl Controller) (*measure, error) {
-	r := &pgRun{opt: opt, timeout: ctl.Name == "timeout"}
+	opt = ctl.apply(opt)
+	r := &pgRun{opt: opt, timeout: ctl.Base() == "timeout"}
 	prefix := filepath.Join(dir, fmt.Sprintf("log-%d", time.Now().UnixNano()))
 	secs := int(math.Ceil(opt.Duration.Seconds()))
 	args := []string{"-n", "-f", script, "-c", strconv.Itoa(opt.Clients), "-j", "1", "-T", strconv.Itoa(secs),
@@ -596,7 +604,7 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 		culprit = func(ctx context.Context) error { return c.run(ctx, r) }
 	}
 	b := startBeside(runCtx, opt.Warmup, culprit, func() (func() (int, int, error), error) {
-		switch ctl.Name {
+		switch ctl.Base() {
 		case "guard":
 			return startGuard(runCtx, opt, c.Name, r)
 		case "ptkill":
@@ -628,7 +636,7 @@ func runPG(ctx context.Context, opt *Options, dir, script string, c *Case, ctl C
 	m.window = opt.Duration - opt.Warmup
 	aborted := strings.Count(stderr.String(), "aborted in command")
 	m.failed += aborted
-	b.account(m, ctl.Name, r.culprits.count(), aborted)
+	b.account(m, ctl.Base(), r.culprits.count(), aborted)
 	return m, nil
 }
 

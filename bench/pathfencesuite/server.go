@@ -228,8 +228,11 @@ func serverU(ctx context.Context, ctl *moirai.Controller, cfg ServerConfig, lim 
 	var icpts []grpc.UnaryServerInterceptor
 	var f *fence.Fence
 	switch kind.name {
-	case "shared", "static":
+	case "shared", "static", "limit":
 		opts = append(opts, grpcmw.WithQueue(ctl.Queue("u-workers", int64(cfg.Pool), int64(cfg.Backlog))))
+		if kind.name == "limit" {
+			icpts = append(icpts, limiterInterceptor(newFixedLimit(kind.permits)))
+		}
 		if kind.name == "static" {
 			if lim == nil {
 				cleanup()
@@ -338,13 +341,33 @@ func parseController(name string) (controllerKind, error) {
 	case "shared", "static", "pathfence", "pathfence-sct":
 		return controllerKind{name: name}, nil
 	}
-	if k, ok := strings.CutPrefix(name, "fixed-"); ok {
-		n, err := strconv.Atoi(k)
-		if err == nil && n >= 1 && n <= 1000 {
-			return controllerKind{name: "fixed", permits: n}, nil
+	for _, prefix := range []string{"fixed", "limit"} {
+		if k, ok := strings.CutPrefix(name, prefix+"-"); ok {
+			n, err := strconv.Atoi(k)
+			if err == nil && n >= 1 && n <= 1000 {
+				return controllerKind{name: prefix, permits: n}, nil
+			}
 		}
 	}
-	return controllerKind{}, fmt.Errorf("pathfence suite: unknown controller %q (want shared, static, pathfence, pathfence-sct or fixed-K)", name)
+	return controllerKind{}, fmt.Errorf("pathfence suite: unknown controller %q (want shared, static, pathfence, pathfence-sct, fixed-K or limit-N)", name)
+}
+
+// fixedLimit is a static per-service concurrency limit (limit-N): at most
+// n calls in U at once, the others rejected at arrival; the fixed
+// counterpart of the static controller's Vegas limit.
+type fixedLimit struct {
+	n      int64
+	inside atomic.Int64
+}
+
+func newFixedLimit(n int) *fixedLimit { return &fixedLimit{n: int64(n)} }
+
+func (l *fixedLimit) Acquire(context.Context) (func(bool), bool) {
+	if l.inside.Add(1) > l.n {
+		l.inside.Add(-1)
+		return nil, false
+	}
+	return func(bool) { l.inside.Add(-1) }, true
 }
 
 // packPermits packs three reservations' permits (each below 1,000) in one

@@ -79,7 +79,8 @@ var controllers = []Controller{
 }
 
 // Controllers returns the suite's named controllers; fixed-K (path fences
-// of K permits per path) are accepted too, for a sweep.
+// of K permits per path) and limit-N (a static per-service limit of N, the
+// static controller's fixed counterpart) are accepted too, for sweeps.
 func Controllers() []Controller { return slices.Clone(controllers) }
 
 // SelectCases resolves a comma-separated list of case names, or "all".
@@ -88,13 +89,17 @@ func SelectCases(list string) ([]Case, error) {
 }
 
 // SelectControllers resolves a comma-separated list of controller names,
-// or "all" (the named ones); fixed-K names are accepted as they come.
+// or "all" (the named ones); fixed-K and limit-N names are accepted as
+// they come.
 func SelectControllers(list string) ([]Controller, error) {
 	var out []Controller
 	var named []string
 	for _, n := range splitList(list) {
 		if k, err := parseController(n); err == nil && k.name == "fixed" {
 			out = append(out, Controller{n, fmt.Sprintf("path fences of %d permits per path", k.permits)})
+			continue
+		} else if err == nil && k.name == "limit" {
+			out = append(out, Controller{n, fmt.Sprintf("the pool behind a static per-service concurrency limit of %d, the rest rejected at arrival", k.permits)})
 			continue
 		}
 		named = append(named, n)

@@ -67,7 +67,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := SelectControllers("shared,bogus"); !errors.Is(err, bench.ErrUnknown) {
 		t.Errorf("unknown controller: %v", err)
 	}
-	got, err := SelectControllers("fixed-4,pathfence-sct,fixed-12")
+	got, err := SelectControllers("fixed-4,pathfence-sct,limit-16,fixed-12")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,21 @@ func TestBadInput(t *testing.T) {
 	for _, c := range got {
 		names = append(names, c.Name)
 	}
-	if d := cmp.Diff([]string{"pathfence-sct", "fixed-4", "fixed-12"}, names); d != "" {
+	if d := cmp.Diff([]string{"pathfence-sct", "fixed-4", "limit-16", "fixed-12"}, names); d != "" {
 		t.Errorf("controllers (-want +got):\n%s", d)
+	}
+	if _, err := SelectControllers("limit-0"); err == nil {
+		t.Error("limit-0: no error")
+	}
+	l := newFixedLimit(2)
+	d1, ok1 := l.Acquire(t.Context())
+	_, ok2 := l.Acquire(t.Context())
+	if _, ok3 := l.Acquire(t.Context()); !ok1 || !ok2 || ok3 {
+		t.Errorf("limit of 2: acquired %v, %v, %v", ok1, ok2, ok3)
+	}
+	d1(true)
+	if _, ok := l.Acquire(t.Context()); !ok {
+		t.Error("limit of 2: no room after a release")
 	}
 	if all, _ := SelectControllers("all"); len(all) != len(controllers) {
 		t.Errorf("all: %d controllers", len(all))

@@ -174,6 +174,53 @@ func markdownCPU(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 			mdText(cpuStatus(row, rows)))
 	}
 	p("\n")
+	if b := CPUBaselines(rows); len(b) > 0 {
+		p("### Static pools at their best\n\n")
+		p("friendly-o1 against the static pool (ignorant, optimal or a static-N of the sweep) with the lowest work p99 on each case, ")
+		p("and that pool's throughput beside it.\n\n")
+		for _, line := range b {
+			p("- %s\n", mdText(line))
+		}
+		p("\n")
+	}
+}
+
+// CPUBaselines compares friendly-o1 on each case with the static pool
+// of the lowest work p99 there (ignorant, optimal, static-N): one line per
+// case that has both.
+func CPUBaselines(rows []bench.Row) []string {
+	var out []string
+	var cases []string
+	for _, r := range rows {
+		if !slices.Contains(cases, r.Case) {
+			cases = append(cases, r.Case)
+		}
+	}
+	for _, cs := range cases {
+		var fr, best bench.Row
+		var okF, okB bool
+		var static []string
+		for _, r := range rows {
+			if r.Case != cs || r.Error != "" {
+				continue
+			}
+			switch {
+			case r.Controller == "friendly-o1":
+				fr, okF = r, true
+			case r.Controller == "ignorant" || r.Controller == "optimal" || strings.HasPrefix(r.Controller, "static-"):
+				static = append(static, r.Controller)
+				if !okB || r.P99Ms < best.P99Ms {
+					best, okB = r, true
+				}
+			}
+		}
+		if !okF || !okB || best.P99Ms <= 0 || best.Throughput <= 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: friendly-o1 p99 %.1f ms, %.0f/s; the best static pool (%s, of %s) %.1f ms, %.0f/s: p99 %.2f×, throughput %.2f×",
+			cs, fr.P99Ms, fr.Throughput, best.Controller, strings.Join(static, ", "), best.P99Ms, best.Throughput, fr.P99Ms/best.P99Ms, fr.Throughput/best.Throughput))
+	}
+	return out
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

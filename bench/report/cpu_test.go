@@ -94,3 +94,18 @@ func TestMarkdownAll(t *testing.T) {
 		t.Error("MarkdownAll of nothing succeeded")
 	}
 }
+
+func TestCPUBaselines(t *testing.T) {
+	row := func(cs, ctl string, p99, tput float64) bench.Row {
+		return bench.Row{Suite: cpuSuite, Case: cs, Controller: ctl, P99Ms: p99, Throughput: tput}
+	}
+	rows := []bench.Row{
+		row("k2", "ignorant", 20, 400), row("k2", "optimal", 10, 380), row("k2", "static-2", 8, 390), row("k2", "friendly-o1", 12, 395),
+		row("k3", "ignorant", 20, 400), // no friendly row: no line
+	}
+	got := CPUBaselines(rows)
+	want := "k2: friendly-o1 p99 12.0 ms, 395/s; the best static pool (static-2, of ignorant, optimal, static-2) 8.0 ms, 390/s: p99 1.50×, throughput 1.01×"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("CPUBaselines = %q, want [%q]", got, want)
+	}
+}

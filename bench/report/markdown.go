@@ -59,6 +59,9 @@ func MarkdownAll(w io.Writer, rs []*bench.Results) error {
 		}
 		markdownResults(p, r, heading)
 	}
+	if len(rs) > 1 {
+		markdownAnchors(p, rs)
+	}
 	return b.Flush()
 }
 
@@ -171,6 +174,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 				fmtNorm(a.ThroughputNorm), fmtNorm(a.P99Norm), fmtPct(a.DropRate), fmtPct(a.SLOAttainment),
 				a.VictimsCancelled, a.CulpritsCancelled, a.Failed)
 		}
+		markdownTunedNormalized(p, name, rows)
 		p("\n### Sanity check of %s\n\n", mdCode(name))
 		for _, c := range s.Cases {
 			sc := sanityOf(c)

@@ -146,6 +146,59 @@ func PathfenceTargets(rows []bench.Row) []string {
 	return out
 }
 
+// PathfenceBaselines compares pathfence-sct with the per-service limits
+// at their best: the static controller (Vegas at its library's defaults)
+// and the static limits of the sweep (limit-N), the best of them on the
+// unaffected path in the millibottleneck case (the fewest dropped, then
+// the lowest p99: a limit that rejects more has a lower p99 of what it
+// serves) and on the total throughput at peak, and with the best fixed
+// split (fixed-K, pathfence) on the unaffected path. One line per
+// comparison.
+func PathfenceBaselines(rows []bench.Row) []string {
+	idx := indexPathfence(rows)
+	var limits, fixed []string
+	for _, r := range rows {
+		switch {
+		case (r.Controller == "static" || strings.HasPrefix(r.Controller, "limit-")) && !slices.Contains(limits, r.Controller):
+			limits = append(limits, r.Controller)
+		case (r.Controller == "pathfence" || strings.HasPrefix(r.Controller, "fixed-")) && !slices.Contains(fixed, r.Controller):
+			fixed = append(fixed, r.Controller)
+		}
+	}
+	var out []string
+	const mb, pk = "millibottleneck", "peak"
+	sct, ok := idx[pathKey{mb, "pathfence-sct", "unaffected"}]
+	for _, set := range []struct {
+		what string
+		ctls []string
+	}{{"per-service limit", limits}, {"fixed split", fixed}} {
+		best, found := bench.Row{}, false
+		for _, c := range set.ctls {
+			r, okR := idx[pathKey{mb, c, "unaffected"}]
+			if okR && (!found || r.Dropped < best.Dropped || (r.Dropped == best.Dropped && r.P99Ms < best.P99Ms)) {
+				best, found = r, true
+			}
+		}
+		if ok && found && best.P99Ms > 0 {
+			out = append(out, fmt.Sprintf("millibottleneck: pathfence-sct's unaffected path p99 %.1f ms, dropped %d; the best %s (%s, of %s: fewest dropped, then lowest p99) %.1f ms, dropped %d: pathfence-sct's p99 %.2f× its",
+				sct.P99Ms, sct.Dropped, set.what, best.Controller, strings.Join(set.ctls, ", "), best.P99Ms, best.Dropped, sct.P99Ms/best.P99Ms))
+		}
+	}
+	if t, okT := totalThroughput(idx, pk, "pathfence-sct"); okT {
+		best, bestName := 0.0, ""
+		for _, c := range limits {
+			if x, okX := totalThroughput(idx, pk, c); okX && x > best {
+				best, bestName = x, c
+			}
+		}
+		if bestName != "" {
+			out = append(out, fmt.Sprintf("peak: pathfence-sct's throughput %.0f/s; the best per-service limit (%s) %.0f/s: %.1f %% of it",
+				t, bestName, best, 100*t/best))
+		}
+	}
+	return out
+}
+
 // markdownPathfence writes the pathfence suite's section of RESULTS.md.
 func markdownPathfence(p func(string, ...any), r *bench.Results, rows []bench.Row) {
 	p("A shared service U with a bounded worker pool calls downstream D1 (the *affected* path, where stalls are injected) or D2 (the *unaffected* path), ")
@@ -177,6 +230,13 @@ func markdownPathfence(p func(string, ...any), r *bench.Results, rows []bench.Ro
 			p("\n![%s: p99 latency per path over time](bench/pathfence-%s.svg)\n", mdText(cs), slug(cs))
 			p("\n*Figure: p99 latency of each path over time, one line per controller (the fixed-K sweep left out); shaded: D1's stalls. ")
 			p("Written by `moirai bench report --figures docs/bench`.*\n")
+		}
+		p("\n")
+	}
+	if b := PathfenceBaselines(rows); len(b) > 0 {
+		p("### Baselines at their best\n\n")
+		for _, line := range b {
+			p("- %s\n", mdText(line))
 		}
 		p("\n")
 	}
