@@ -559,7 +559,7 @@ func Build(obs *guard.Observation, trxs []Trx, waits []Wait, mdl []MDL) {
 		blockers[req] = appendUnique(blockers[req], blk)
 		wres[req] = w
 	}
-	whyReq := resolveNoIDWaiters(noIDReq, noIDWaiters, trxThread, blockers, wres)
+	whyReq := resolveNoIDWaiters(noIDReq, noIDWaiters, byID, trxThread, blockers, wres)
 	inferredBy, why := resolveNoID(noIDRows, wres, noIDHolders, mdl, blockers)
 	for req, w := range whyReq {
 		why[req] = w
@@ -762,28 +762,36 @@ func roots(s int64, blockers map[int64][]int64, waiting map[int64]Wait) []int64 
 // resolveNoIDWaiters gives the waiters without a transaction id (a
 // locking read waiting: requesting_trx_id 0, as its blocking_trx_id when
 // it blocks) their blockers. Which id-less waiter a wait row is for does
-// not show; when all such rows are on one record, every id-less waiter
-// waits for that record, and each gets the blockers of all the rows:
-// queued ones lead, through their own waits, to the record's holders,
-// the roots of every waiter of it. Rows on several records leave them
-// unnamed (the returned reasons). An id-less blocker of an id-less waiter
-// is not named.
-func resolveNoIDWaiters(rows []Wait, waiters []int64, trxThread map[string]int64, blockers map[int64][]int64, wres map[int64]Wait) map[int64]string {
+// not show; a waiter's statement (it waits in it) names its table, so
+// its rows are among those on that table, and when those are all on one
+// record it waits for that record: it gets the blockers of all of them
+// (queued ones lead, through their own waits, to the record's holders,
+// the roots of every waiter of it). Rows on several records of its table
+// leave it unnamed (the returned reasons). An id-less blocker of an
+// id-less waiter is not named.
+func resolveNoIDWaiters(rows []Wait, waiters []int64, byID map[int64]*guard.Session, trxThread map[string]int64, blockers map[int64][]int64, wres map[int64]Wait) map[int64]string {
 	why := map[int64]string{}
-	if len(rows) == 0 || len(waiters) == 0 {
-		return why
-	}
-	one := true
-	for _, w := range rows {
-		one = one && w.Resource == rows[0].Resource
-	}
 	for _, z := range waiters {
-		wres[z] = rows[0]
+		s := byID[z]
+		var mine []Wait
+		for _, w := range rows {
+			if s != nil && namesTable(s.Query, s.Database, w.Table) {
+				mine = append(mine, w)
+			}
+		}
+		if len(mine) == 0 {
+			continue // not seen waiting in the rows (the views' caches differ)
+		}
+		wres[z] = mine[0]
+		one := true
+		for _, w := range mine {
+			one = one && w.Resource == mine[0].Resource
+		}
 		if !one {
-			why[z] = fmt.Sprintf("the waiting transaction has no id in INNODB_TRX (a locking read): its wait is one of %d on several records", len(rows))
+			why[z] = fmt.Sprintf("the waiting transaction has no id in INNODB_TRX (a locking read): its wait is one of %d on several records of %s", len(mine), mine[0].Table)
 			continue
 		}
-		for _, w := range rows {
+		for _, w := range mine {
 			if b, ok := trxThread[w.Blocking]; ok && b != z {
 				blockers[z] = appendUnique(blockers[z], b)
 			}

@@ -529,3 +529,70 @@ func TestRandomNoIDHolders(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomNoIDWaiters: locking reads waiting without a transaction id
+// (requesting_trx_id 0 in every row) on 1–3 tables, one or two records a
+// table, each record held by a writer with an id, with id-less waiters of
+// other tables and rows shuffled: a waiter is blamed on its record's
+// writer exactly when its table's rows are all on one record, on nobody
+// (with the reason) otherwise, and never on another session.
+// MOIRAI_SEED replays one.
+func TestRandomNoIDWaiters(t *testing.T) {
+	for _, seed := range seeds.Of(t, 300) {
+		r := rand.New(rand.NewPCG(seed, 6))
+		obs := &guard.Observation{Skipped: map[string]int{}}
+		var trxs []Trx
+		var waits []Wait
+		id := int64(0)
+		session := func(q string) int64 {
+			id++
+			s, _ := ParseSession(proc(id, "Query", 1000, "Statistics", q, 100+id), t0)
+			obs.Sessions = append(obs.Sessions, s)
+			return id
+		}
+		writerOf := map[int64]int64{} // waiter → its record's writer
+		oneRecord := map[string]bool{}
+		for ti := range 1 + r.IntN(3) {
+			table := fmt.Sprintf("gm_w%d", ti)
+			records := 1 + r.IntN(2)
+			oneRecord[table] = records == 1
+			for rec := range records {
+				w := session(fmt.Sprintf("UPDATE %s SET v = v + 1 WHERE id = %d", table, rec))
+				trxs = append(trxs, Trx{ID: fmt.Sprint("t", w), Thread: w, Started: t0, State: "RUNNING", RowsLocked: 1})
+				res := fmt.Sprintf("row:test.%s/%d:3:%d", table, ti+5, rec+2)
+				for range 1 + r.IntN(4) {
+					z := session(fmt.Sprintf("SELECT v FROM %s WHERE id = %d LOCK IN SHARE MODE", table, rec))
+					trxs = append(trxs, Trx{ID: noID, Thread: z, Started: t0, State: "LOCK WAIT"})
+					waits = append(waits, Wait{Requesting: noID, Blocking: fmt.Sprint("t", w), Resource: res, Mode: "S", Table: "test." + table})
+					writerOf[z] = w
+				}
+			}
+		}
+		r.Shuffle(len(waits), func(i, j int) { waits[i], waits[j] = waits[j], waits[i] })
+		r.Shuffle(len(trxs), func(i, j int) { trxs[i], trxs[j] = trxs[j], trxs[i] })
+		Build(obs, trxs, waits, nil)
+		seen := map[int64]bool{}
+		for _, u := range obs.Uses {
+			if !u.Waiting {
+				continue
+			}
+			seen[u.Session] = true
+			var table string
+			for _, s := range obs.Sessions {
+				if s.ID == u.Session {
+					table = strings.Fields(s.Query)[3]
+				}
+			}
+			named := oneRecord[table]
+			switch {
+			case named && !slices.Equal(u.BlockedBy, []int64{writerOf[u.Session]}):
+				t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): waiter %d on %s blocked by %v, want its writer %d", seed, seed, u.Session, table, u.BlockedBy, writerOf[u.Session])
+			case !named && (len(u.BlockedBy) != 0 || u.Why == ""):
+				t.Fatalf("seed %d (replay: MOIRAI_SEED=%d): waiter %d on %s (two records) blocked by %v, why %q: want nobody, with a reason", seed, seed, u.Session, table, u.BlockedBy, u.Why)
+			}
+		}
+		if len(seen) != len(writerOf) {
+			t.Fatalf("seed %d: %d of %d id-less waiters seen waiting", seed, len(seen), len(writerOf))
+		}
+	}
+}
