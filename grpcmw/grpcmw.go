@@ -19,6 +19,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/tree"
@@ -65,25 +66,12 @@ type config struct {
 	// task an outer one began (see the package documentation, "Nesting").
 	classSet       bool
 	cancellableSet bool
-	objective      time.Duration // every class's, when objectiveSet
-	objectiveSet   bool
-	objectives     map[string]time.Duration // per class
-	background     bool                     // every class is background
-	backgrounds    map[string]bool          // per class
+	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
 }
 
 // apply sets in sp the objective and kind these options give class.
-func (c *config) apply(sp *moirai.Spec, class string) {
-	if d, ok := c.objectives[class]; ok {
-		sp.Objective = d
-	} else if c.objectiveSet {
-		sp.Objective = c.objective
-	}
-	if c.background || c.backgrounds[class] {
-		sp.Kind = moirai.Background
-	}
-}
+func (c *config) apply(sp *moirai.Spec, class string) { c.routes.Apply(sp, class) }
 
 // WithObjective sets the latency objective of the calls of the given
 // classes (see [WithClass]), or of every call when no class is given: the
@@ -95,21 +83,7 @@ func (c *config) apply(sp *moirai.Spec, class string) {
 // a later option for the same class wins over an earlier one. Negative
 // durations other than NoObjective are ignored.
 func WithObjective(d time.Duration, classes ...string) Option {
-	return func(c *config) {
-		if d < 0 && d != moirai.NoObjective {
-			return
-		}
-		if len(classes) == 0 {
-			c.objective, c.objectiveSet = d, true
-			return
-		}
-		if c.objectives == nil {
-			c.objectives = map[string]time.Duration{}
-		}
-		for _, cl := range classes {
-			c.objectives[cl] = d
-		}
-	}
+	return func(c *config) { c.routes.SetObjective(d, classes) }
 }
 
 // WithBackground marks the calls of the given classes, or every call when
@@ -118,18 +92,7 @@ func WithObjective(d time.Duration, classes ...string) Option {
 // cancellable background call is cancelled before any foreground one that
 // would free the contended resource.
 func WithBackground(classes ...string) Option {
-	return func(c *config) {
-		if len(classes) == 0 {
-			c.background = true
-			return
-		}
-		if c.backgrounds == nil {
-			c.backgrounds = map[string]bool{}
-		}
-		for _, cl := range classes {
-			c.backgrounds[cl] = true
-		}
-	}
+	return func(c *config) { c.routes.SetBackground(classes) }
 }
 
 // WithExposedCause makes the UNAVAILABLE status of a call the controller

@@ -41,26 +41,13 @@ type config struct {
 	// an outer one began (see the package documentation, "Nesting").
 	keySet         bool
 	cancellableSet bool
-	objective      time.Duration // every class's, when objectiveSet
-	objectiveSet   bool
-	objectives     map[string]time.Duration // per class
-	background     bool                     // every class is background
-	backgrounds    map[string]bool          // per class
+	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
 }
 
 // apply sets in sp the objective and kind this layer's options give
 // class.
-func (c *config) apply(sp *moirai.Spec, class string) {
-	if d, ok := c.objectives[class]; ok {
-		sp.Objective = d
-	} else if c.objectiveSet {
-		sp.Objective = c.objective
-	}
-	if c.background || c.backgrounds[class] {
-		sp.Kind = moirai.Background
-	}
-}
+func (c *config) apply(sp *moirai.Spec, class string) { c.routes.Apply(sp, class) }
 
 // maxClass bounds the length of a class derived from a request.
 const maxClass = 128
@@ -122,21 +109,7 @@ func WithCancellable(on bool) Option {
 // later option for the same class wins over an earlier one. Negative
 // durations other than NoObjective are ignored.
 func WithObjective(d time.Duration, classes ...string) Option {
-	return func(c *config) {
-		if d < 0 && d != moirai.NoObjective {
-			return
-		}
-		if len(classes) == 0 {
-			c.objective, c.objectiveSet = d, true
-			return
-		}
-		if c.objectives == nil {
-			c.objectives = map[string]time.Duration{}
-		}
-		for _, cl := range classes {
-			c.objectives[cl] = d
-		}
-	}
+	return func(c *config) { c.routes.SetObjective(d, classes) }
 }
 
 // WithBackground marks the requests of the given classes, or every
@@ -147,18 +120,7 @@ func WithObjective(d time.Duration, classes ...string) Option {
 // that would free the contended resource. Use it for routes such as a
 // report or an export that may take seconds and may be retried later.
 func WithBackground(classes ...string) Option {
-	return func(c *config) {
-		if len(classes) == 0 {
-			c.background = true
-			return
-		}
-		if c.backgrounds == nil {
-			c.backgrounds = map[string]bool{}
-		}
-		for _, cl := range classes {
-			c.backgrounds[cl] = true
-		}
-	}
+	return func(c *config) { c.routes.SetBackground(classes) }
 }
 
 // WithExposedCause makes the body of the 503 that answers a request the
@@ -449,21 +411,28 @@ var errDiscarded = errors.New("httpmw: cancelled run discarded")
 func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, class string, p moirai.Priority, tr string) {
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
-		bw := newBufferedWriter()
-		req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
-		if body != nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		}
-		h.next.ServeHTTP(bw, req)
-		if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
-			return fmt.Errorf("%w: %w", errDiscarded, cause)
-		}
-		final = bw
-		return outcome(ctx, bw.status)
+		return h.serveRun(ctx, r, body, &final)
 	}
 	err := moirai.Retry(r.Context(), h.ctl, h.spec(r, class, p, tr), run, h.cfg.retry...)
 	h.answerRetry(w, r.Context(), final, err, class)
+}
+
+// serveRun serves one run of the re-executable request r (its body
+// buffered) on ctx, into a buffer; a run that was not cancelled is left
+// in *final.
+func (h *handler) serveRun(ctx context.Context, r *http.Request, body []byte, final **bufferedWriter) error {
+	bw := newBufferedWriter()
+	req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
+	if body != nil {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	h.next.ServeHTTP(bw, req)
+	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+		return fmt.Errorf("%w: %w", errDiscarded, cause)
+	}
+	*final = bw
+	return outcome(ctx, bw.status)
 }
 
 // answerRetry answers a re-executable request whose runs ended with err,
@@ -494,18 +463,7 @@ func (h *handler) serveRetryOn(w http.ResponseWriter, r *http.Request, body []by
 		} else {
 			ctx = mergedCtx{Context: ctx, values: r.Context()}
 		}
-		bw := newBufferedWriter()
-		req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
-		if body != nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		}
-		h.next.ServeHTTP(bw, req)
-		if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
-			return fmt.Errorf("%w: %w", errDiscarded, cause)
-		}
-		final = bw
-		return outcome(ctx, bw.status)
+		return h.serveRun(ctx, r, body, &final)
 	}
 	opts := make([]any, len(h.cfg.retry))
 	for i, o := range h.cfg.retry {

@@ -1,8 +1,9 @@
 // Package mwx is the door through which moirai's middleware (httpmw,
 // grpcmw) reaches the controller's plumbing that applications never call:
 // the re-execution of a request whose first run is the task an outer layer
-// of middleware began. Package moirai fills it in its init function; this
-// package imports only package task, so that moirai can import it.
+// of middleware began (RetryOn, which package moirai fills in its init
+// function); and the per-class settings both share (Routes). It imports
+// only package task, so that moirai can import it.
 package mwx
 
 import (
