@@ -65,6 +65,10 @@ type Controller struct {
 	Target, Interval time.Duration
 	// K is sre's setting, sre@K (zero: the SRE book's 2).
 	K float64
+	// Window and Threshold are random's setting, random@WINDOW/THRESHOLD
+	// (zero: the suite's detection, DAGOR's): the admission window and the
+	// mean queueing time above which a window counts as overloaded.
+	Window, Threshold time.Duration
 }
 
 // Base is the controller's name without its setting: "codel" for
@@ -103,6 +107,29 @@ func TunedSRE(k float64) (Controller, error) {
 	return c, nil
 }
 
+// SweepWindows and SweepThresholds are the grid random@sweep expands to:
+// the window of random's detection and its queueing-time threshold,
+// around the suite's 100 ms and 20 ms (DAGOR's, scaled to its rates).
+var (
+	SweepWindows    = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+	SweepThresholds = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
+)
+
+// TunedRandom returns random with its detection at window and threshold,
+// named random@WINDOW/THRESHOLD. The window's request count scales with
+// the window, as the suite scales DAGOR's (Options.WindowCount requests
+// per Options.Window).
+func TunedRandom(window, threshold time.Duration) (Controller, error) {
+	c, _ := controllerByName("random")
+	if window < time.Millisecond || window > 10*time.Second || threshold <= 0 || threshold > 10*time.Second {
+		return Controller{}, fmt.Errorf("controller random@%v/%v: want a window in [1ms, 10s] and a threshold in (0, 10s]", window, threshold)
+	}
+	c.Name = fmt.Sprintf("random@%v/%v", window, threshold)
+	c.Describe += fmt.Sprintf("; here a window of %v, a queueing-time threshold of %v", window, threshold)
+	c.Window, c.Threshold = window, threshold
+	return c, nil
+}
+
 // SweepTargets and SweepIntervals are the grid NAME@sweep expands to for a
 // tunable controller.
 var (
@@ -126,7 +153,7 @@ func controllerByName(n string) (Controller, bool) {
 func Tuned(base string, target, interval time.Duration) (Controller, error) {
 	c, ok := controllerByName(base)
 	if !ok || !tunable(base) {
-		return Controller{}, fmt.Errorf("%w: controller %q of suite dagor takes no setting (tunable: codel, codel-rfc)", bench.ErrUnknown, base)
+		return Controller{}, fmt.Errorf("%w: controller %q of suite dagor takes no setting (tunable: codel, codel-rfc, random, sre)", bench.ErrUnknown, base)
 	}
 	if target <= 0 || interval <= 0 || target > 10*time.Second || interval > 10*time.Second {
 		return Controller{}, fmt.Errorf("controller %s: target %v and interval %v: want durations in (0, 10s]", base, target, interval)
@@ -138,11 +165,38 @@ func Tuned(base string, target, interval time.Duration) (Controller, error) {
 }
 
 // parseController resolves one controller name: NAME, NAME@TARGET/INTERVAL
-// or NAME@sweep for a tunable controller.
+// (codel, codel-rfc), random@WINDOW/THRESHOLD, sre@K, or NAME@sweep for a
+// tunable controller.
 func parseController(n string) ([]Controller, error) {
 	base, setting, tuned := strings.Cut(n, "@")
 	if !tuned {
 		return bench.SelectByName(n, "controller of suite dagor", Controllers(), func(c Controller) string { return c.Name })
+	}
+	if base == "random" {
+		if setting == "sweep" {
+			var out []Controller
+			for _, w := range SweepWindows {
+				for _, th := range SweepThresholds {
+					c, err := TunedRandom(w, th)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, c)
+				}
+			}
+			return out, nil
+		}
+		ws, ts, ok := strings.Cut(setting, "/")
+		w, err1 := time.ParseDuration(ws)
+		th, err2 := time.ParseDuration(ts)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("controller %q: want random@WINDOW/THRESHOLD (e.g. random@100ms/20ms) or random@sweep", n)
+		}
+		c, err := TunedRandom(w, th)
+		if err != nil {
+			return nil, err
+		}
+		return []Controller{c}, nil
 	}
 	if base == "sre" {
 		if setting == "sweep" {
@@ -199,8 +253,9 @@ func SelectCases(list string) ([]Case, error) {
 
 // SelectControllers resolves a comma-separated list of controller names,
 // or "all". A tunable controller takes a setting, codel@10ms/100ms (target
-// and interval), or codel@sweep for the grid of SweepTargets ×
-// SweepIntervals.
+// and interval), random@100ms/20ms (window and queueing-time threshold),
+// sre@1.5 (K), or NAME@sweep for its grid (SweepTargets × SweepIntervals,
+// SweepWindows × SweepThresholds, SweepK).
 func SelectControllers(list string) ([]Controller, error) {
 	if list == "" || list == "all" {
 		return Controllers(), nil
@@ -349,7 +404,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 			"optimum":      fmt.Sprintf("min(1, what M completes at its measured saturated rate S over the measured part / the calls the tasks that arrived in it ask for); S = %.0f calls/s (%.3f C), measured before the runs with one-call tasks arriving at 1.25 C and M's line bounded at four times its workers", sat, sat/c),
 			"deadline":     o.Deadline.String() + " per task, from its arrival at A",
 			"users":        fmt.Sprintf("%d, uniformly; business priority one for all tasks", o.Users),
-			"admission":    fmt.Sprintf("DAGOR and random: window %v or %d requests, queueing-time threshold %v; codel and codel-rfc: target 5 ms, interval 100 ms unless the name says NAME@TARGET/INTERVAL", o.Window, o.WindowCount, o.Threshold),
+			"admission":    fmt.Sprintf("DAGOR and random: window %v or %d requests, queueing-time threshold %v, unless the name says random@WINDOW/THRESHOLD (the request count scaled with the window); codel and codel-rfc: target 5 ms, interval 100 ms unless the name says NAME@TARGET/INTERVAL", o.Window, o.WindowCount, o.Threshold),
 			"warm-up":      o.Warmup.String() + " of each run, not measured",
 			"measured":     fmt.Sprintf("%v after the warm-up, %v for the mixed workload (its spread rests on a quarter of the tasks each)", o.Duration, 3*o.Duration),
 			"wasted work":  "M's completed calls that belonged to failed tasks, over all its completed calls",
@@ -391,6 +446,13 @@ func startPair(ctx context.Context, o Options, ctl Controller) (cc *grpc.ClientC
 	base := ServerConfig{Controller: ctl.Base(), CoDelTarget: ctl.Target, CoDelInterval: ctl.Interval, SREK: ctl.K, Workers: o.Workers, Service: o.Service, Backlog: 4 * o.Workers,
 		Window: o.Window, WindowCount: o.WindowCount, Threshold: o.Threshold, SREWindow: 2 * time.Second,
 		Key: o.Seed ^ 0x9e3779b97f4a7c15, Deadline: o.Deadline}
+	if ctl.Window > 0 {
+		base.Window = ctl.Window
+		base.WindowCount = max(1, int(math.Round(float64(o.WindowCount)*float64(ctl.Window)/float64(o.Window))))
+	}
+	if ctl.Threshold > 0 {
+		base.Threshold = ctl.Threshold
+	}
 	var stops []func() error
 	stop = func() {
 		for _, f := range slices.Backward(stops) {

@@ -3,6 +3,7 @@ package dagorsuite
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,60 @@ func TestSelectControllers(t *testing.T) {
 	cfg := ServerConfig{Role: RoleM, Controller: "codel", Workers: 1, Service: time.Millisecond, CoDelTarget: -1}
 	if err := Serve(t.Context(), cfg, func(string) { t.Fatal("ready with a negative target") }); err == nil {
 		t.Error("negative CoDel target accepted")
+	}
+}
+
+func TestSelectRandom(t *testing.T) {
+	got, err := SelectControllers("random,random@50ms/10ms,random@sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// random@50ms/10ms is in the grid too: it appears once.
+	if n := 1 + len(SweepWindows)*len(SweepThresholds); len(got) != n {
+		t.Fatalf("%d controllers, want %d", len(got), n)
+	}
+	if c := got[0]; c.Name != "random" || c.Window != 0 || c.Threshold != 0 {
+		t.Errorf("default random: %+v", c)
+	}
+	if c := got[1]; c.Name != "random@50ms/10ms" || c.Base() != "random" || c.Window != 50*time.Millisecond || c.Threshold != 10*time.Millisecond {
+		t.Errorf("tuned random: %+v", c)
+	}
+	if c := got[len(got)-1]; c.Window != SweepWindows[len(SweepWindows)-1] || c.Threshold != SweepThresholds[len(SweepThresholds)-1] {
+		t.Errorf("last of the sweep: %+v", c)
+	}
+	for _, bad := range []string{"random@100ms", "random@x/20ms", "random@100ms/y", "random@0s/20ms", "random@100ms/0s", "random@100us/20ms", "random@20s/20ms", "random@100ms/11s", "random@1.5"} {
+		_, err := SelectControllers(bad)
+		if err == nil || !strings.Contains(err.Error(), "random@") {
+			t.Errorf("%q: error %v, want one naming random@WINDOW/THRESHOLD", bad, err)
+		}
+	}
+}
+
+// TestRandomSetting checks that a tuned random's setting reaches M's
+// configuration, its window's request count scaled with the window.
+func TestRandomSetting(t *testing.T) {
+	var got []ServerConfig
+	start := func(_ context.Context, cfg ServerConfig) (string, func() error, error) {
+		got = append(got, cfg)
+		return "", nil, errors.New("not started")
+	}
+	o := Options{Start: start}
+	o.defaults()
+	c, err := TunedRandom(200*time.Millisecond, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := startPair(t.Context(), o, c); err == nil {
+		t.Fatal("startPair: no error from a failing start")
+	}
+	if len(got) != 1 || got[0].Controller != "random" || got[0].Window != 200*time.Millisecond || got[0].WindowCount != 2*DefaultWindowCount || got[0].Threshold != 5*time.Millisecond {
+		t.Errorf("M's configuration: %+v", got)
+	}
+	got = nil
+	def, _ := controllerByName("random")
+	startPair(t.Context(), o, def)
+	if len(got) != 1 || got[0].Window != DefaultWindow || got[0].WindowCount != DefaultWindowCount || got[0].Threshold != DefaultThreshold {
+		t.Errorf("default random's configuration: %+v", got)
 	}
 }
 

@@ -346,6 +346,17 @@ func successCell(r bench.Row) string {
 	return fmtPct(r.SuccessRate) + " (" + fmtOfOptimal(r) + ")"
 }
 
+// settingForm says what a tunable controller's setting is made of.
+func settingForm(base string) string {
+	switch base {
+	case "random":
+		return "WINDOW/THRESHOLD (its detection's window and queueing-time threshold)"
+	case "sre":
+		return "K (the multiplier of the accepted requests)"
+	}
+	return "TARGET/INTERVAL"
+}
+
 // markdownSweep writes the success rates of a tunable controller at each
 // of its settings, the best of each column in bold.
 func markdownSweep(p func(string, ...any), rows []bench.Row, base string, cases []string, feeds []float64) {
@@ -372,7 +383,7 @@ func markdownSweep(p func(string, ...any), rows []bench.Row, base string, cases 
 	}
 	idx := indexDagor(rows)
 	p("### Settings of %s: success rate\n\n", mdCode(base))
-	p("Each setting is TARGET/INTERVAL; the best of each column is in bold.\n\n| setting |")
+	p("Each setting is %s; the best of each column is in bold.\n\n| setting |", settingForm(base))
 	for _, c := range cols {
 		p(" %s %s |", mdText(c.cs), fmtFeed(c.f))
 	}

@@ -24,6 +24,7 @@ func dagorRows() []bench.Row {
 		row("M3", "codel@20ms/100ms", 2, 0.25),
 		m4, row("M4", "dagor", 2, 0.3), row("M4", "codel", 2, 0),
 		mixed,
+		row("M3", "random", 4, 0.1), row("M3", "random@50ms/10ms", 4, 0.15), row("M3", "dagor", 4, 0.24),
 		{Suite: dagorSuite, Case: "M1", Controller: "dagor", FeedRatio: 2, Error: "M did not start <b>|"},
 	}
 }
@@ -33,6 +34,7 @@ func TestDagorTargets(t *testing.T) {
 	want := []string{
 		"met: dagor on M1 at 4×: 0.96 of the optimum (target ≥ 0.95)",
 		"met: dagor on M3 at 2×: 0.96 of the optimum (target ≥ 0.95)",
+		"met: dagor on M3 at 4×: 0.96 of the optimum (target ≥ 0.95)",
 		"missed: dagor on M4 at 2×: 0.60 of the optimum (target ≥ 0.95)",
 		"missed: dagor on M4 at 4×: 0.83 of the optimum (target ≥ 0.95)",
 		"met: dagor on M3 at 2×: 2.40 × the success rate of codel (default) (target ≥ 1.5)",
@@ -55,7 +57,8 @@ func TestDagorReports(t *testing.T) {
 	}
 	s := md.String()
 	for _, want := range []string{"### Workload `M4`: success rate", "| 4× | 24.0% | 20.0% (0.83) |", "### Targets of `dagor`", "failed", "1/2/3/4",
-		"`codel` best-tuned |", "30.0% (0.60) at 10ms/100ms |", "### Settings of `codel`: success rate", "| default | **20.0%** | 20.0% | **0.0%** |", "| 10ms/100ms | – | **30.0%** | – |"} {
+		"`codel` best-tuned |", "30.0% (0.60) at 10ms/100ms |", "### Settings of `codel`: success rate", "| default | **20.0%** | 20.0% | **0.0%** |", "| 10ms/100ms | – | **30.0%** | – |",
+		"### Settings of `random`: success rate", "Each setting is WINDOW/THRESHOLD", "| 50ms/10ms | **15.0%** |"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
