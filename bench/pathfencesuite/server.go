@@ -330,16 +330,24 @@ func unary(name string, fn func(ctx context.Context, in int64) (int64, error)) g
 }
 
 // controllerKind is a parsed controller name: fixed-K carries its
-// permits.
+// permits, static@… its Vegas setting.
 type controllerKind struct {
 	name    string
 	permits int
+	vegas   Vegas
 }
 
 func parseController(name string) (controllerKind, error) {
 	switch name {
 	case "shared", "static", "pathfence", "pathfence-sct":
 		return controllerKind{name: name}, nil
+	}
+	if setting, ok := strings.CutPrefix(name, "static@"); ok {
+		v, err := ParseVegas(setting)
+		if err != nil {
+			return controllerKind{}, fmt.Errorf("pathfence suite: controller %q: %w", name, err)
+		}
+		return controllerKind{name: "static", vegas: v}, nil
 	}
 	for _, prefix := range []string{"fixed", "limit"} {
 		if k, ok := strings.CutPrefix(name, prefix+"-"); ok {
@@ -349,7 +357,91 @@ func parseController(name string) (controllerKind, error) {
 			}
 		}
 	}
-	return controllerKind{}, fmt.Errorf("pathfence suite: unknown controller %q (want shared, static, pathfence, pathfence-sct, fixed-K or limit-N)", name)
+	return controllerKind{}, fmt.Errorf("pathfence suite: unknown controller %q (want shared, static, static@ALPHA/BETA/SMOOTHING, pathfence, pathfence-sct, fixed-K or limit-N)", name)
+}
+
+// Vegas is the setting of the static controller's Vegas limit
+// (go-concurrency-limits' limit.VegasLimit), static@ALPHA/BETA/SMOOTHING
+// or static@ALPHA/BETA/SMOOTHING/MAX. Vegas estimates the requests queued
+// in the service as limit × (1 − no-load RTT / RTT) and grows the limit
+// while that estimate is below Alpha × log10(limit), shrinks it above
+// Beta × log10(limit) (the library's defaults, 3 and 6); Smoothing
+// weighs each new limit against the old one (1, the library's default,
+// takes the new one whole); Max caps the limit (0: U's pool, where the
+// limit also starts).
+type Vegas struct {
+	Alpha, Beta int
+	Smoothing   float64
+	Max         int
+}
+
+// DefaultVegas is go-concurrency-limits' Vegas at its defaults, the
+// static controller's.
+var DefaultVegas = Vegas{Alpha: 3, Beta: 6, Smoothing: 1}
+
+// SweepVegas is the grid static@sweep expands to: Vegas's queue
+// thresholds a third and twice the library's, and each of the three
+// with a smoothing of 1, 0.5 and 0.2 (the library's defaults, static,
+// left out).
+var SweepVegas = func() []Vegas {
+	var out []Vegas
+	for _, ab := range [][2]int{{1, 2}, {3, 6}, {6, 12}} {
+		for _, sm := range []float64{1, 0.5, 0.2} {
+			if v := (Vegas{Alpha: ab[0], Beta: ab[1], Smoothing: sm}); v != DefaultVegas {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}()
+
+// String is the setting as static@ takes it.
+func (v Vegas) String() string {
+	s := fmt.Sprintf("%d/%d/%s", v.Alpha, v.Beta, strconv.FormatFloat(v.Smoothing, 'g', -1, 64))
+	if v.Max > 0 {
+		s += "/" + strconv.Itoa(v.Max)
+	}
+	return s
+}
+
+// ParseVegas parses a static controller's setting, ALPHA/BETA/SMOOTHING
+// or ALPHA/BETA/SMOOTHING/MAX: integers 1 ≤ ALPHA < BETA ≤ 100, a
+// smoothing in (0, 1], and a limit of 1 to 1,000.
+func ParseVegas(s string) (Vegas, error) {
+	bad := fmt.Errorf("setting %q: want ALPHA/BETA/SMOOTHING[/MAX] (e.g. static@3/6/0.5), integers 1 ≤ ALPHA < BETA ≤ 100, a smoothing in (0, 1] and a maximum limit of 1 to 1000", s)
+	f := strings.Split(s, "/")
+	if len(f) != 3 && len(f) != 4 {
+		return Vegas{}, bad
+	}
+	var v Vegas
+	var err [4]error
+	v.Alpha, err[0] = strconv.Atoi(f[0])
+	v.Beta, err[1] = strconv.Atoi(f[1])
+	v.Smoothing, err[2] = strconv.ParseFloat(f[2], 64)
+	if len(f) == 4 {
+		v.Max, err[3] = strconv.Atoi(f[3])
+		if err[3] == nil && (v.Max < 1 || v.Max > 1000) {
+			return Vegas{}, bad
+		}
+	}
+	if errors.Join(err[:]...) != nil || v.Alpha < 1 || v.Beta <= v.Alpha || v.Beta > 100 || !(v.Smoothing > 0) || v.Smoothing > 1 {
+		return Vegas{}, bad
+	}
+	return v, nil
+}
+
+// StaticVegas returns the Vegas setting of a static controller's name:
+// DefaultVegas for static, the parsed setting for static@…; ok is false
+// for any other controller.
+func StaticVegas(controller string) (v Vegas, ok bool) {
+	k, err := parseController(controller)
+	if err != nil || k.name != "static" {
+		return Vegas{}, false
+	}
+	if k.vegas == (Vegas{}) {
+		return DefaultVegas, true
+	}
+	return k.vegas, true
 }
 
 // fixedLimit is a static per-service concurrency limit (limit-N): at most

@@ -79,8 +79,10 @@ var controllers = []Controller{
 }
 
 // Controllers returns the suite's named controllers; fixed-K (path fences
-// of K permits per path) and limit-N (a static per-service limit of N, the
-// static controller's fixed counterpart) are accepted too, for sweeps.
+// of K permits per path), limit-N (a static per-service limit of N, the
+// static controller's fixed counterpart) and static@ALPHA/BETA/SMOOTHING
+// (the static controller's Vegas at a setting, Vegas; static@sweep for
+// SweepVegas) are accepted too, for sweeps.
 func Controllers() []Controller { return slices.Clone(controllers) }
 
 // SelectCases resolves a comma-separated list of case names, or "all".
@@ -89,8 +91,8 @@ func SelectCases(list string) ([]Case, error) {
 }
 
 // SelectControllers resolves a comma-separated list of controller names,
-// or "all" (the named ones); fixed-K and limit-N names are accepted as
-// they come.
+// or "all" (the named ones); fixed-K, limit-N and static@… names are
+// accepted as they come, static@sweep expands to SweepVegas.
 func SelectControllers(list string) ([]Controller, error) {
 	var out []Controller
 	var named []string
@@ -101,6 +103,16 @@ func SelectControllers(list string) ([]Controller, error) {
 		} else if err == nil && k.name == "limit" {
 			out = append(out, Controller{n, fmt.Sprintf("the pool behind a static per-service concurrency limit of %d, the rest rejected at arrival", k.permits)})
 			continue
+		} else if err == nil && k.name == "static" && n != "static" {
+			out = append(out, Controller{n, "the pool behind a per-service Vegas limit (go-concurrency-limits) at ALPHA/BETA/SMOOTHING " + k.vegas.String()})
+			continue
+		} else if n == "static@sweep" {
+			for _, v := range SweepVegas {
+				out = append(out, Controller{"static@" + v.String(), "the pool behind a per-service Vegas limit (go-concurrency-limits) at ALPHA/BETA/SMOOTHING " + v.String()})
+			}
+			continue
+		} else if strings.HasPrefix(n, "static@") {
+			return nil, err
 		}
 		named = append(named, n)
 	}
@@ -111,7 +123,13 @@ func SelectControllers(list string) ([]Controller, error) {
 		}
 		out = append(sel, out...)
 	}
-	return out, nil
+	var uniq []Controller
+	for _, c := range out {
+		if !slices.ContainsFunc(uniq, func(u Controller) bool { return u.Name == c.Name }) {
+			uniq = append(uniq, c)
+		}
+	}
+	return uniq, nil
 }
 
 func splitList(list string) []string {
@@ -226,6 +244,7 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 			"downstreams": fmt.Sprintf("D1 and D2: %d workers × %v per call, capacity %.0f calls/s each, each in its own process", o.Workers, o.Service, c),
 			"upstream":    fmt.Sprintf("U: %d workers; a local request takes %v; a line of %d waiting requests (under a fence, each reservation's)", o.Pool, o.Local, o.Backlog),
 			"fences":      fmt.Sprintf("pathfence: %d permits per path, local the rest; pathfence-sct starts there and tunes; fixed-K: K per path", o.Permits),
+			"static":      "Vegas (go-concurrency-limits) in front of U's pool, starting at the pool's size and capped by it; queue thresholds alpha 3 and beta 6 (× log10 of the limit) and smoothing 1, the library's defaults, unless the name says static@ALPHA/BETA/SMOOTHING[/MAX]; samples over windows of 100 ms to 1 s",
 			"stalls":      fmt.Sprintf("millibottleneck: D1 freezes for %v–%v every %v ± 25 %%, from the start of the run", o.StallMin, o.StallMax, o.Period),
 			"load":        fmt.Sprintf("open loop, Poisson arrivals; deadline %v per request; a request that fails (deadline, rejection) is dropped", o.Deadline),
 			"latency":     "mean and p99 of the requests that succeeded; throughput: successes per second",

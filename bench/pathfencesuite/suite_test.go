@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,54 @@ func TestExecuteInProcess(t *testing.T) {
 func TestPackPermits(t *testing.T) {
 	if l, a, b := unpackPermits(packPermits(12, 9, 999)); l != 12 || a != 9 || b != 999 {
 		t.Errorf("unpacked %d %d %d", l, a, b)
+	}
+}
+
+func TestStaticSetting(t *testing.T) {
+	got, err := SelectControllers("static,static@3/6/0.5,static@sweep,static@1/2/0.2/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	// static@3/6/0.5 is in the grid too: once; the defaults (3/6/1) are
+	// static itself, left out of the grid.
+	want := []string{"static", "static@3/6/0.5", "static@1/2/1", "static@1/2/0.5", "static@1/2/0.2", "static@3/6/0.2",
+		"static@6/12/1", "static@6/12/0.5", "static@6/12/0.2", "static@1/2/0.2/16"}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("controllers (-want +got):\n%s", d)
+	}
+	for _, c := range []struct {
+		name string
+		want Vegas
+	}{
+		{"static", DefaultVegas},
+		{"static@1/2/0.2", Vegas{Alpha: 1, Beta: 2, Smoothing: 0.2}},
+		{"static@6/12/1/24", Vegas{Alpha: 6, Beta: 12, Smoothing: 1, Max: 24}},
+	} {
+		v, ok := StaticVegas(c.name)
+		if !ok || v != c.want {
+			t.Errorf("StaticVegas(%q) = %+v, %v; want %+v", c.name, v, ok, c.want)
+		}
+		if s := "static@" + v.String(); c.name != "static" && s != c.name {
+			t.Errorf("%q came back as %q", c.name, s)
+		}
+	}
+	if _, ok := StaticVegas("limit-8"); ok {
+		t.Error("limit-8 taken for a static controller")
+	}
+	for _, bad := range []string{"static@3/6", "static@3/6/0", "static@3/6/1.5", "static@6/3/1", "static@0/6/1", "static@3/200/1",
+		"static@x/6/1", "static@3/6/1/0", "static@3/6/1/2000", "static@3/6/1/8/9", "static@"} {
+		_, err := SelectControllers(bad)
+		if err == nil || !strings.Contains(err.Error(), "ALPHA/BETA/SMOOTHING") {
+			t.Errorf("%q: error %v, want one naming ALPHA/BETA/SMOOTHING", bad, err)
+		}
+	}
+	// A tuned static needs the benchmark module's limiter as static does.
+	cfg := ServerConfig{Role: RoleU, Controller: "static@1/2/0.5", Pool: 8, D1: "127.0.0.1:1", D2: "127.0.0.1:2", Backlog: 1, Permits: 2}
+	if err := Serve(t.Context(), cfg, func(string) { t.Fatal("ready without a limiter") }); err == nil || !strings.Contains(err.Error(), "limiter") {
+		t.Errorf("static@1/2/0.5 without a limiter: %v", err)
 	}
 }

@@ -147,8 +147,9 @@ func PathfenceTargets(rows []bench.Row) []string {
 }
 
 // PathfenceBaselines compares pathfence-sct with the per-service limits
-// at their best: the static controller (Vegas at its library's defaults)
-// and the static limits of the sweep (limit-N), the best of them on the
+// at their best: the static controller (Vegas at its library's defaults),
+// Vegas at the settings of its sweep (static@ALPHA/BETA/SMOOTHING) and
+// the static limits of the sweep (limit-N), the best of them on the
 // unaffected path in the millibottleneck case (the fewest dropped, then
 // the lowest p99: a limit that rejects more has a lower p99 of what it
 // serves) and on the total throughput at peak, and with the best fixed
@@ -159,7 +160,7 @@ func PathfenceBaselines(rows []bench.Row) []string {
 	var limits, fixed []string
 	for _, r := range rows {
 		switch {
-		case (r.Controller == "static" || strings.HasPrefix(r.Controller, "limit-")) && !slices.Contains(limits, r.Controller):
+		case (r.Controller == "static" || strings.HasPrefix(r.Controller, "static@") || strings.HasPrefix(r.Controller, "limit-")) && !slices.Contains(limits, r.Controller):
 			limits = append(limits, r.Controller)
 		case (r.Controller == "pathfence" || strings.HasPrefix(r.Controller, "fixed-")) && !slices.Contains(fixed, r.Controller):
 			fixed = append(fixed, r.Controller)
@@ -228,7 +229,7 @@ func markdownPathfence(p func(string, ...any), r *bench.Results, rows []bench.Ro
 		}
 		if hasPathRuns(r, cs) {
 			p("\n![%s: p99 latency per path over time](bench/pathfence-%s.svg)\n", mdText(cs), slug(cs))
-			p("\n*Figure: p99 latency of each path over time, one line per controller (the fixed-K sweep left out); shaded: D1's stalls. ")
+			p("\n*Figure: p99 latency of each path over time, one line per controller (the sweeps of fixed-K and of static's Vegas settings left out); shaded: D1's stalls. ")
 			p("Written by `moirai bench report --figures docs/bench`.*\n")
 		}
 		p("\n")
@@ -273,7 +274,7 @@ func PathfenceFigures(r *bench.Results) map[string]string {
 
 // pathfenceFigure draws a pathfence case's runs: one panel per path, the
 // p99 latency of each bucket on a log axis, one line per controller (the
-// sweep's fixed-K left out), and the stalls of D1 shaded. It returns "" when the case has no series.
+// sweeps of fixed-K and static@… left out), and the stalls of D1 shaded. It returns "" when the case has no series.
 func pathfenceFigure(c *caseGroup, pal map[string]style, title string) string {
 	byPath := map[string][]*bench.Run{}
 	var tmax time.Duration
@@ -281,7 +282,7 @@ func pathfenceFigure(c *caseGroup, pal map[string]style, title string) string {
 	var stalls []bench.Event
 	for _, run := range c.Runs {
 		// The sweep's fixed reservations would crowd the figure.
-		if run.Path == "" || len(run.Series) == 0 || strings.HasPrefix(run.Controller, "fixed-") {
+		if run.Path == "" || len(run.Series) == 0 || strings.HasPrefix(run.Controller, "fixed-") || strings.HasPrefix(run.Controller, "static@") {
 			continue
 		}
 		byPath[run.Path] = append(byPath[run.Path], run)

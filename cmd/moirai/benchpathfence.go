@@ -68,7 +68,7 @@ func runPathfenceBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error 
 	res, err := pathfencesuite.Execute(cmd.Context(), pathfencesuite.Options{
 		Cases: cases, Controllers: ctls, Warmup: warmup, Duration: duration, Seed: f.seed,
 		Start: func(ctx context.Context, c pathfencesuite.ServerConfig) (string, func() error, error) {
-			if c.Role == pathfencesuite.RoleU && c.Controller == "static" {
+			if _, static := pathfencesuite.StaticVegas(c.Controller); c.Role == pathfencesuite.RoleU && static {
 				bin, err := peers.path(ctx, errOut)
 				if err != nil {
 					return "", nil, err

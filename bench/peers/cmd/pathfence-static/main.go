@@ -1,6 +1,8 @@
 // Command pathfence-static is the upstream U of moirai's pathfence bench
 // suite under its "static" controller: U's one pool of workers behind a
-// per-service adaptive concurrency limit, Vegas from go-concurrency-limits.
+// per-service adaptive concurrency limit, Vegas from go-concurrency-limits,
+// at the library's defaults (static) or at a setting
+// (static@ALPHA/BETA/SMOOTHING[/MAX], pathfencesuite.Vegas).
 // It lives in the benchmark module because the library never imports
 // its peers; `moirai bench run --suite pathfence` builds and runs it.
 //
@@ -23,6 +25,7 @@ import (
 
 	gclcore "github.com/platinummonkey/go-concurrency-limits/core"
 	gcllimit "github.com/platinummonkey/go-concurrency-limits/limit"
+	gclfunctions "github.com/platinummonkey/go-concurrency-limits/limit/functions"
 	gcllimiter "github.com/platinummonkey/go-concurrency-limits/limiter"
 	gclstrategy "github.com/platinummonkey/go-concurrency-limits/strategy"
 
@@ -53,6 +56,19 @@ func (v vegas) Acquire(ctx context.Context) (func(ok bool), bool) {
 	}, true
 }
 
+// newVegas returns the library's Vegas limit at setting v, starting at and
+// capped by maxLimit. The queue thresholds are the library's own form,
+// multiples of log10 of the limit (functions.Log10RootFunction): at the
+// library's defaults, 3 and 6, they are exactly its default alpha and
+// beta, and its threshold, increase and decrease stay its defaults.
+func newVegas(v pathfencesuite.Vegas, maxLimit int) *gcllimit.VegasLimit {
+	log10 := gclfunctions.Log10RootFunction(0)
+	alpha := func(limit int) int { return v.Alpha * log10(limit) }
+	beta := func(limit int) int { return v.Beta * log10(limit) }
+	return gcllimit.NewVegasLimitWithRegistry("pathfence-u", maxLimit, nil, maxLimit, v.Smoothing,
+		alpha, beta, nil, nil, nil, -1, gcllimit.NoopLimitLogger{}, gclcore.EmptyMetricRegistryInstance)
+}
+
 func run() error {
 	config := flag.String("config", "", "the server's configuration, as JSON")
 	flag.Parse()
@@ -60,14 +76,18 @@ func run() error {
 	if err := json.Unmarshal([]byte(*config), &c); err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	if c.Controller != "static" || c.Pool < 1 {
-		return fmt.Errorf("--config: want the static controller's U with a pool, have controller %q and pool %d", c.Controller, c.Pool)
+	v, ok := pathfencesuite.StaticVegas(c.Controller)
+	if !ok || c.Pool < 1 {
+		return fmt.Errorf("--config: want the static controller's U (static or static@ALPHA/BETA/SMOOTHING[/MAX]) with a pool, have controller %q and pool %d", c.Controller, c.Pool)
 	}
-	// The limit starts at the pool's size and may not exceed it: Vegas
-	// lowers it when the requests' round trips grow past the no-load
-	// round trip it has seen.
-	limit := gcllimit.NewVegasLimitWithRegistry("pathfence-u", c.Pool, nil, c.Pool, -1,
-		nil, nil, nil, nil, nil, -1, gcllimit.NoopLimitLogger{}, gclcore.EmptyMetricRegistryInstance)
+	// The limit starts at the pool's size and may not exceed it (nor the
+	// setting's maximum): Vegas lowers it when the requests' round trips
+	// grow past the no-load round trip it has seen.
+	maxLimit := c.Pool
+	if v.Max > 0 {
+		maxLimit = min(v.Max, c.Pool)
+	}
+	limit := newVegas(v, maxLimit)
 	l, err := gcllimiter.NewDefaultLimiter(limit, int64(100*time.Millisecond), int64(time.Second), int64(100*time.Microsecond), 50,
 		gclstrategy.NewSimpleStrategy(c.Pool), gcllimit.NoopLimitLogger{}, gclcore.EmptyMetricRegistryInstance)
 	if err != nil {
