@@ -67,6 +67,14 @@ type Case struct {
 	// controller seeing, so the case must run alone (moirai bench soak
 	// never runs it beside another case).
 	ProcessWide bool
+	// LockExposure is, for a case whose culprit blocks the light requests
+	// behind a lock, the share of the light requests that meet the
+	// culprit's hold with more than their objective of it left to wait:
+	// the requests a victim-dropping baseline (Protego) drops, and no
+	// others. It is about ½ where the culprit holds its lock in one
+	// stretch for half the run, the shape of the Atropos paper's lock
+	// cases; 0 for the cases that are not lock cases.
+	LockExposure float64
 }
 
 // Env is what a case's Build gets.

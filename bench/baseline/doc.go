@@ -28,8 +28,8 @@
 //     interface.
 //
 //   - [Protego]: victim dropping (Cho et al., NSDI'23), a [policy.Policy]
-//     that cancels the requests whose lock and queue waits reached their
-//     latency budget.
+//     that cancels the requests whose wait in progress at a lock or queue
+//     reached the delay budget.
 //
 // RPCCoDel, CoDel, Breakwater and Random implement [admit.Admitter], so the HTTP and
 // gRPC middleware run them where they would run DAGOR; the package admit's
@@ -144,23 +144,29 @@
 //
 // Protego (Cho et al., "Protego: Overload Control for Applications with
 // Unpredictable Lock Contention", NSDI'23, the sibling of Breakwater) drops
-// requests whose lock waits would make them miss their latency objective.
-// The Atropos paper uses it, as here, as a victim-dropping baseline: a task
-// that is waiting now on a lock or a queue, and whose accumulated waits on
-// locks and queues (the wait in progress included) have reached its latency
-// budget, is dropped. Protego drops the victims, never the holders: a task
-// that waits for nothing is never proposed, however long it waited before,
-// and the task that holds the contended lock keeps running.
+// requests whose lock waits would make them miss their latency objective:
+// its active synchronization queue management (ASQM) gives each lock's
+// wait queue a delay budget and aborts a request whose wait there crosses
+// it. The Atropos paper uses it, as here, as a victim-dropping baseline: a
+// task that has been waiting on one lock or queue, in the wait in progress,
+// for the budget or more is dropped. Earlier waits, on that lock or
+// elsewhere, do not count: a job that takes a lock between batches and
+// queues briefly each time (the undo-purge case's purge) is not a victim
+// however much its short waits add up to. Protego drops the victims, never
+// the holders: a task that waits for nothing is never proposed, however
+// long it waited before, and the task that holds the contended lock keeps
+// running.
 //
-// What this Protego does not do: it does not act inside the locks
-// (Protego's active synchronization queue management drops a request from a
-// lock's wait queue the moment its wait crosses the threshold; here the
-// controller's loop decides from snapshots, so a drop lags by up to one
-// tick), it has no admission control of its own (Protego pairs the drops
-// with a throughput-driven admission controller; see [CoDel] and
-// [Breakwater] for admission baselines), and it uses one budget for every task. Only tasks marked
-// cancellable and not already cancelled are proposed; the controller's own
-// safety rules (one cancellation per task, a minimum interval) still apply.
+// What this Protego does not do: it does not act inside the locks (ASQM
+// drops a request from a lock's wait queue the moment its wait crosses the
+// budget; here the controller's loop decides from snapshots, so a drop lags
+// by up to one tick, and the start of a wait is told from the snapshots'
+// count of waits begun), it has no admission control of its own (Protego
+// pairs the drops with a throughput-driven admission controller; see
+// [CoDel] and [Breakwater] for admission baselines), and it uses one
+// budget for every lock and task. Only tasks marked cancellable and not
+// already cancelled are proposed; the controller's own safety rules (one
+// cancellation per task, a minimum interval) still apply.
 //
 // # Anchors and settings
 //
@@ -181,18 +187,25 @@
 //     paper gives a figure of it on RPC requests. Swept like RPCCoDel in
 //     the dagor suite (codel-rfc@sweep).
 //   - [Random]: the DAGOR paper's random shedding, below DAGOR on M²–M⁴ by
-//     more as the calls per task grow; the dagor suite's rows.
+//     more as the calls per task grow; the dagor suite's rows. Its
+//     detection is DAGOR's; the suite sweeps its window and queueing-time
+//     threshold (random@sweep: 50, 100, 200 ms × 5, 10, 20, 40 ms) and
+//     reports its best setting per workload beside the default.
 //   - [SRE]: TestSREThrottlesWhenRejected checks the SRE book's rejection
 //     probability; its shape, near the optimum on one-call tasks, is the
 //     dagor suite's M1 rows. K = 2 is the book's setting; the dagor
 //     suite sweeps it (sre@sweep: 1.1, 1.5, 3).
 //   - [Protego]: the Atropos paper reports it dropping about half the
-//     requests on the lock cases; the report's anchor table records it per
-//     run on the in-process cases whose one resource is a lock (in the
-//     sweep's run 44–49 % on table-lock, backup-lock, wal-group and
-//     kv-range, 26 % on undo-purge and compaction-rwlock: not everywhere
-//     the paper's half). Its budget is the case's
-//     objective, as in the paper; protego@sweep runs 0.5× and 2× of it.
+//     requests on the lock cases. It drops the requests that meet the
+//     culprit's hold of the lock with more than their budget of it left,
+//     so the figure holds where the culprit holds its lock in one stretch
+//     for about half the run (table-lock, backup-lock, wal-group,
+//     kv-range); undo-purge (the purge holds the log in 250 ms batches for
+//     about 0.4 of the run) and compaction-rwlock (0.3 of the run) expose
+//     about 30 % of their requests (bench.Case.LockExposure). The report's
+//     anchor table records both per run; TestProtegoWaitInProgress checks
+//     the budget per lock wait. Its budget is the case's objective, as in
+//     the paper; protego@sweep runs 0.5× and 2× of it.
 //   - [Breakwater]: its paper's figures are for µs-scale RPCs with credits
 //     at the clients, which an in-process server does not have, so no
 //     published figure applies; TestBreakwater checks its AIMD law
@@ -207,8 +220,9 @@
 //   - The path-fence suite's fixed-K fences are swept over K (the
 //     fixed-6…fixed-14 rows, the best fixed split named in its report);
 //     its static controller is go-concurrency-limits' Vegas at that
-//     library's defaults, with static per-service limits (limit-N) swept
-//     beside it.
+//     library's defaults, swept over its queue thresholds and smoothing
+//     (static@sweep, pathfencesuite.Vegas), with static per-service
+//     limits (limit-N) beside it.
 //   - The cpu suite's static pools (ignorant, optimal) are the two ends of
 //     a fixed pool's size, the budget and budget / K, and static-N the
 //     sizes between; no paper figure.
@@ -223,7 +237,8 @@
 // compare-and-swap (retried under contention); Breakwater's Started and
 // Done are lock-free except once per control period, and CoDel's Started
 // takes one mutex to run its state machine. None of them allocates.
-// A Protego holds no state besides its configuration.
+// A Protego's Decide takes a mutex to read and replace where each task's
+// wait in progress began.
 //
 // # Usage
 //

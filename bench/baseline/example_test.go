@@ -153,7 +153,7 @@ func ExampleProtego() {
 	}
 	// Output:
 	// protego cancel 2
-	// waiting on table:orders after 80ms of lock and queue wait, at or above the 50ms budget
+	// waiting on table:orders for 80ms, at or above the 50ms delay budget
 	//   wait=80ms
 	//   lock_wait=80ms
 	//   queue_wait=0s

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
 )
 
 // protegoConfig is what ProtegoOptions set.
@@ -28,15 +30,31 @@ func WithProtegoMaxDrops(n int) ProtegoOption {
 }
 
 // Protego is the Protego-like victim-dropping policy: it cancels the
-// cancellable tasks that are waiting on a lock or a queue and whose
-// accumulated lock and queue wait has reached the latency budget. See the
-// package documentation.
+// cancellable tasks whose wait in progress at one lock or queue has reached
+// the delay budget. See the package documentation.
 //
-// A Protego holds no state besides its configuration; Decide may be called
-// from any goroutine, and concurrently.
+// Decide may be called from any goroutine, and concurrently; a Protego
+// remembers, between calls, where each task's wait in progress began.
 type Protego struct {
 	budget time.Duration
 	cfg    protegoConfig
+
+	mu sync.Mutex
+	// marks are, per task and resource seen in the last snapshot, the
+	// task's waits begun there and its accumulated wait there before the
+	// wait in progress (or, when it waited for nothing, all of it).
+	marks map[waitKey]waitMark
+}
+
+type waitKey struct {
+	task uint64
+	res  task.ResourceID
+}
+
+type waitMark struct {
+	waits   int64
+	before  time.Duration
+	waiting bool
 }
 
 var _ policy.Policy = (*Protego)(nil)
@@ -44,9 +62,13 @@ var _ policy.Policy = (*Protego)(nil)
 // NewProtego returns the Protego-like victim-dropping policy: Decide
 // proposes to cancel every cancellable, not yet cancelled task that is
 // waiting now on a resource of kind [resource.KindLock] or
-// [resource.KindQueue] and whose waits on such resources, the wait in
-// progress included, add up to budget or more. NewProtego panics if budget
-// is not positive, as time.NewTicker does for its period.
+// [resource.KindQueue] and has waited there, in this one wait, for budget
+// or more: Protego's delay budget per lock, which its active
+// synchronization queue management enforces on each lock's wait queue.
+// Earlier waits, there or elsewhere, do not count: a task that queues
+// briefly many times (a background job taking a lock between batches) is
+// not a victim however much its short waits add up to. NewProtego panics
+// if budget is not positive, as time.NewTicker does for its period.
 func NewProtego(budget time.Duration, opts ...ProtegoOption) *Protego {
 	if budget <= 0 {
 		panic("cancel: non-positive Protego budget")
@@ -61,8 +83,40 @@ func NewProtego(budget time.Duration, opts ...ProtegoOption) *Protego {
 // Name returns "protego".
 func (p *Protego) Name() string { return "protego" }
 
-// Budget returns the latency budget.
+// Budget returns the delay budget.
 func (p *Protego) Budget() time.Duration { return p.budget }
+
+// current returns how long the wait in progress of u (a usage entry of
+// the task with ID id) has lasted, and records where it began. A wait
+// whose start fell between two snapshots is told from the count of waits
+// begun: when one wait began since the last snapshot, the accumulated wait
+// then is what came before it; a task first seen in its first wait waited
+// all of its accumulated wait in it; for one first seen later, the
+// earlier waits are taken to be as long as the mean.
+func (p *Protego) current(next map[waitKey]waitMark, id uint64, u task.Usage) time.Duration {
+	k := waitKey{id, u.Resource}
+	if u.Waiting <= 0 {
+		next[k] = waitMark{waits: u.Waits, before: u.Wait}
+		return 0
+	}
+	m, seen := p.marks[k]
+	switch {
+	case seen && m.waiting && u.Waits == m.waits:
+		// The same wait as at the last snapshot.
+	case seen && !m.waiting && u.Waits == m.waits+1:
+		m = waitMark{waits: u.Waits, before: m.before, waiting: true}
+	case seen:
+		// More than one wait began since: the ones that ended in between
+		// lasted less than the time between the snapshots.
+		m = waitMark{waits: u.Waits, before: m.before, waiting: true}
+	case u.Waits <= 1:
+		m = waitMark{waits: u.Waits, waiting: true}
+	default:
+		m = waitMark{waits: u.Waits, before: u.Wait * time.Duration(u.Waits-1) / time.Duration(u.Waits), waiting: true}
+	}
+	next[k] = m
+	return max(u.Wait-m.before, 0)
+}
 
 // Decide returns one [policy.Cancel] decision for each task to drop, in
 // increasing order of task ID, or nil if there is none. Usage entries that
@@ -70,15 +124,16 @@ func (p *Protego) Budget() time.Duration { return p.budget }
 func (p *Protego) Decide(s *snapshot.Snapshot) []policy.Decision {
 	type victim struct {
 		i           int
-		lock, queue time.Duration
-		on          string // a resource waited on now
+		wait        time.Duration // the wait in progress over the budget
+		lock, queue time.Duration // every wait, for the record
+		on          string        // where it waits
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := make(map[waitKey]waitMark, len(p.marks))
 	var victims []victim
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
-		if !t.Cancellable || t.Cancelled {
-			continue
-		}
 		first, n := int(t.First), int(t.N)
 		if first < 0 || n <= 0 || first+n > len(s.Usage) {
 			continue
@@ -97,15 +152,16 @@ func (p *Protego) Decide(s *snapshot.Snapshot) []policy.Decision {
 			default:
 				continue
 			}
-			if u.Waiting > 0 && v.on == "" {
-				v.on = r.Name
+			if w := p.current(next, t.ID, u.Usage); w >= p.budget && w > v.wait {
+				v.wait, v.on = w, r.Name
 			}
 		}
-		if v.on == "" || v.lock+v.queue < p.budget {
+		if v.on == "" || !t.Cancellable || t.Cancelled {
 			continue
 		}
 		victims = append(victims, v)
 	}
+	p.marks = next
 	if len(victims) == 0 {
 		return nil
 	}
@@ -118,15 +174,13 @@ func (p *Protego) Decide(s *snapshot.Snapshot) []policy.Decision {
 	out := make([]policy.Decision, 0, len(victims))
 	for _, v := range victims {
 		t := &s.Tasks[v.i]
-		wait := v.lock + v.queue
 		out = append(out, policy.Decision{
 			Policy: p.Name(),
 			Action: policy.Cancel,
 			Task:   t.ID,
-			Reason: fmt.Sprintf("waiting on %s after %v of lock and queue wait, at or above the %v budget",
-				v.on, wait, p.budget),
+			Reason: fmt.Sprintf("waiting on %s for %v, at or above the %v delay budget", v.on, v.wait, p.budget),
 			Details: []slog.Attr{
-				slog.Duration("wait", wait),
+				slog.Duration("wait", v.wait),
 				slog.Duration("lock_wait", v.lock),
 				slog.Duration("queue_wait", v.queue),
 				slog.Duration("budget", p.budget),

@@ -136,15 +136,19 @@ func TestProtegoDecide(t *testing.T) {
 			want: []decision{{Task: 1, Details: details(50*ms, 50*ms, 0, "table:orders")}},
 		},
 		{
-			name: "lock and queue waits add up; past waits count once waiting again",
+			name: "the budget is per lock: earlier waits elsewhere do not add up",
 			snap: build(
 				tk{id: 7, cancellable: true, use: []use{
 					waited(slots, 20*ms),
 					waited(lockB, 10*ms),
 					waiting(lockA, 25*ms),
 				}},
+				tk{id: 8, cancellable: true, use: []use{
+					waited(slots, 20*ms),
+					waiting(lockA, 55*ms),
+				}},
 			),
-			want: []decision{{Task: 7, Details: details(55*ms, 35*ms, 20*ms, "table:orders")}},
+			want: []decision{{Task: 8, Details: details(55*ms, 55*ms, 20*ms, "table:orders")}},
 		},
 		{
 			name: "waiting for a worker slot",
@@ -355,5 +359,59 @@ func TestProtegoName(t *testing.T) {
 	p := baseline.NewProtego(time.Second)
 	if p.Name() != "protego" || p.Budget() != time.Second {
 		t.Errorf("Name() = %q, Budget() = %v", p.Name(), p.Budget())
+	}
+}
+
+// step is one snapshot of a task's use of lockA: its waits begun, its
+// accumulated wait, and whether it waits now.
+type step struct {
+	waits   int64
+	wait    time.Duration
+	waiting bool
+}
+
+func snapAt(id uint64, st step) *snapshot.Snapshot {
+	u := waited(lockA, st.wait)
+	u.waiting = st.waiting
+	s := build(tk{id: id, cancellable: true, use: []use{u}})
+	s.Usage[0].Waits = st.waits
+	return s
+}
+
+// TestProtegoWaitInProgress checks, over successive snapshots, that only
+// the wait in progress at a lock counts against the budget: a task that
+// queues briefly again and again (as a background job taking a lock
+// between batches does) is never dropped, however much its waits add up
+// to, and one wait over the budget is.
+func TestProtegoWaitInProgress(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		steps []step
+		drop  []bool // after each step
+	}{
+		{"short waits adding up past the budget", []step{
+			{1, 20 * ms, true}, {1, 30 * ms, false}, {2, 45 * ms, true}, {2, 60 * ms, false},
+			{3, 75 * ms, true}, {3, 90 * ms, false}, {4, 120 * ms, true},
+		}, []bool{false, false, false, false, false, false, false}},
+		{"one wait past the budget after short ones", []step{
+			{1, 30 * ms, false}, {2, 40 * ms, true}, {2, 79 * ms, true}, {2, 80 * ms, true},
+		}, []bool{false, false, false, true}},
+		{"waits begun and ended between two snapshots", []step{
+			{1, 10 * ms, false}, {3, 40 * ms, true}, {3, 60 * ms, true},
+		}, []bool{false, false, true}},
+		{"first seen in its first wait", []step{{1, 50 * ms, true}}, []bool{true}},
+		{"first seen in a later wait: earlier waits taken as long as the mean", []step{
+			{3, 90 * ms, true}, {3, 110 * ms, true},
+		}, []bool{false, true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := baseline.NewProtego(50 * ms)
+			for i, st := range c.steps {
+				got := len(p.Decide(snapAt(9, st))) > 0
+				if got != c.drop[i] {
+					t.Errorf("step %d (%+v): dropped %v, want %v", i, st, got, c.drop[i])
+				}
+			}
+		})
 	}
 }

@@ -52,7 +52,9 @@ func init() {
 		Culprit:  "a compaction holding the write lock for 0.3 of the run",
 		Victims:  "readers of the map",
 		SLO:      50 * time.Millisecond,
-		Build:    buildCompaction,
+		// The write lock, held for 0.3 of the run in one stretch.
+		LockExposure: 0.3,
+		Build:        buildCompaction,
 	})
 }
 

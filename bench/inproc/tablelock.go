@@ -24,7 +24,9 @@ func init() {
 		Culprit:  "long SELECT … FOR UPDATE-like transaction holding the table lock",
 		Victims:  "inserts into that table",
 		SLO:      50 * time.Millisecond,
-		Build:    buildTableLock,
+		// The table lock, held for half the run in one stretch.
+		LockExposure: 0.5,
+		Build:        buildTableLock,
 	})
 }
 

@@ -35,7 +35,9 @@ func init() {
 		Culprit:  "big group insert holding the log writer",
 		Victims:  "small commits",
 		SLO:      50 * time.Millisecond,
-		Build:    buildWALGroup,
+		// The log writer, held for half the run in one stretch.
+		LockExposure: 0.5,
+		Build:        buildWALGroup,
 	})
 }
 

@@ -33,12 +33,12 @@ var anchors = []anchor{
 		"codel-rfc@sweep, as codel", nil},
 	{"random", "dagor", "the DAGOR paper's random shedding",
 		"the DAGOR paper: below DAGOR on M2–M4, by more as the calls per task grow",
-		"not swept (its detection is DAGOR's)", anchorRandom},
+		"random@sweep: window 50–200 ms × queueing-time threshold 5–40 ms (default DAGOR's detection, 100 ms and 20 ms)", anchorRandom},
 	{"sre (baseline.SRE, K = 2)", "dagor", "Google SRE book, client-side throttling",
 		"TestSREThrottlesWhenRejected checks the book's rejection probability; no figure in the book",
 		"sre@sweep: K = 1.1, 1.5, 3 beside the book's 2", nil},
-	{"protego (baseline.Protego)", "inproc", "Cho et al., NSDI'23, as the Atropos paper runs it",
-		"the Atropos paper: it drops about half the requests on the lock cases",
+	{"protego (baseline.Protego)", "inproc", "Cho et al., NSDI'23 (a delay budget per lock wait), as the Atropos paper runs it",
+		protegoCheck(),
 		"protego@sweep: budget 0.5× and 2× the objective", anchorProtego},
 	{"codel (baseline.CoDel)", "inproc", "RFC 8289",
 		"TestCoDel (the RFC's control law); no published figure for in-process worker slots",
@@ -52,9 +52,9 @@ var anchors = []anchor{
 	{"ptkill", "postgres, mysql", "Percona Toolkit's pt-kill (--busy-time, --victims oldest)",
 		"none published: the tool itself on MariaDB, its rule as SQL on PostgreSQL",
 		"ptkill@sweep: busy time 1s, 2s, 10s (default 5s)", nil},
-	{"static (Vegas)", "pathfence", "go-concurrency-limits' Vegas limit at its defaults",
-		"none published for this topology; its fixed counterpart limit-N is swept beside it",
-		"limit-N: static per-service limits", nil},
+	{"static (Vegas)", "pathfence", "go-concurrency-limits' Vegas limit at its defaults (alpha 3, beta 6 × log10 of the limit, smoothing 1), starting at and capped by U's pool",
+		"none published for this topology (the library has no paper; TCP Vegas's figures are for congestion windows); TestDefaultVegasIsTheLibrarys checks that static's limit follows the library's defaults sample for sample",
+		"static@sweep: alpha/beta 1/2, 3/6, 6/12 × smoothing 1, 0.5, 0.2; its fixed counterpart limit-N (static per-service limits) beside it; the best of all of them per case in the suite's \"Baselines at their best\"", nil},
 	{"fixed-K", "pathfence", "path fences of fixed reservations",
 		"none: the sweep over K is itself the comparison (the best fixed split)",
 		"fixed-6 … fixed-14", nil},
@@ -84,8 +84,8 @@ func anchorCoDelM1(rows []bench.Row) string {
 	return strings.Join(parts, "; ")
 }
 
-// anchorRandom is random's success over dagor's on M2–M4 at the highest
-// feed the rows hold.
+// anchorRandom is random's success over dagor's on M2–M4 at 4×, at its
+// default and its best setting.
 func anchorRandom(rows []bench.Row) string {
 	idx := indexDagor(rows)
 	var parts []string
@@ -93,8 +93,14 @@ func anchorRandom(rows []bench.Row) string {
 		for _, f := range []float64{4} {
 			d, okD := idx[dagorKey{cs, "dagor", f}]
 			r, okR := idx[dagorKey{cs, "random", f}]
-			if okD && okR && d.Error == "" && r.Error == "" && d.SuccessRate > 0 {
+			if !okD || d.Error != "" || d.SuccessRate <= 0 {
+				continue
+			}
+			if okR && r.Error == "" {
 				parts = append(parts, fmt.Sprintf("%s at %g×: %.2f of dagor's", cs, f, r.SuccessRate/d.SuccessRate))
+			}
+			if b, ok := bestOf(rows, "random", cs, f); ok && b.Controller != "random" {
+				parts = append(parts, fmt.Sprintf("%s at %g×: %.2f best-tuned (%s)", cs, f, b.SuccessRate/d.SuccessRate, b.Controller))
 			}
 		}
 	}
@@ -102,24 +108,66 @@ func anchorRandom(rows []bench.Row) string {
 }
 
 // anchorProtego is the range of protego's drop rate over the in-process
-// lock cases.
+// lock cases the Atropos paper's "about half" covers, those whose culprit
+// holds its lock for about half the run (bench.Case.LockExposure ≈ ½),
+// and its drop rate on the other lock cases beside their exposure.
 func anchorProtego(rows []bench.Row) string {
-	lock := map[string]bool{}
+	exposure := map[string]float64{}
 	for _, c := range bench.Cases("inproc") {
-		// A case whose one resource is a lock (two-resources adds a pool).
-		lock[c.Name] = strings.Contains(c.Resource, "(Lock)") && !strings.Contains(c.Resource, "+")
+		exposure[c.Name] = c.LockExposure
 	}
 	var drops []float64
+	var others []string
 	for _, r := range rows {
-		if r.Controller == "protego" && r.Error == "" && lock[r.Case] {
+		e := exposure[r.Case]
+		if r.Controller != "protego" || r.Error != "" || e <= 0 {
+			continue
+		}
+		if halfExposed(e) {
 			drops = append(drops, r.DropRate)
+		} else {
+			others = append(others, fmt.Sprintf("%s %s (exposed %s)", r.Case, fmtPct(r.DropRate), fmtPct(e)))
 		}
 	}
-	if len(drops) == 0 {
-		return ""
+	var out string
+	if len(drops) > 0 {
+		lo, hi := slices.Min(drops), slices.Max(drops)
+		out = fmt.Sprintf("%s %s–%s dropped on its %d lock cases held about half the run (about half: 35–65 %%)", metWord(lo >= 0.35 && hi <= 0.65), fmtPct(lo), fmtPct(hi), len(drops))
 	}
-	lo, hi := slices.Min(drops), slices.Max(drops)
-	return fmt.Sprintf("%s %s–%s dropped on its %d lock cases (about half: 35–65 %%)", metWord(lo >= 0.35 && hi <= 0.65), fmtPct(lo), fmtPct(hi), len(drops))
+	if len(others) > 0 {
+		if out != "" {
+			out += "; "
+		}
+		out += "outside the anchor: " + strings.Join(others, ", ")
+	}
+	return out
+}
+
+// halfExposed says whether a lock case's exposure is the shape of the
+// Atropos paper's lock cases, about half the requests.
+func halfExposed(e float64) bool { return e >= 0.4 && e <= 0.6 }
+
+// protegoCheck is the text of protego's anchor check: which lock cases
+// the paper's figure applies to, and why not to the others.
+func protegoCheck() string {
+	var half, others []string
+	for _, c := range bench.Cases("inproc") {
+		switch e := c.LockExposure; {
+		case e <= 0:
+		case halfExposed(e):
+			half = append(half, c.Name)
+		default:
+			others = append(others, fmt.Sprintf("%s %s", c.Name, fmtPct(e)))
+		}
+	}
+	s := "the Atropos paper: it drops about half the requests on the lock cases. Protego drops the requests that meet the culprit's hold of the lock with more than their budget of it left (a case's exposure), so the figure applies where the culprit holds its lock in one stretch for about half the run"
+	if len(half) > 0 {
+		s += " (" + strings.Join(half, ", ") + ")"
+	}
+	if len(others) > 0 {
+		s += "; on the other lock cases it should drop their exposure, not half (" + strings.Join(others, ", ") + ": the culprit holds its lock for less of the run, or in batches a request arriving late in meets its budget)"
+	}
+	return s + "; TestProtegoWaitInProgress checks that the budget is per lock wait, so a job queueing briefly between batches is not dropped"
 }
 
 // markdownAnchors writes the table of every baseline's source, anchor
