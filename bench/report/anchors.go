@@ -132,7 +132,11 @@ func anchorProtego(rows []bench.Row) string {
 	var out string
 	if len(drops) > 0 {
 		lo, hi := slices.Min(drops), slices.Max(drops)
-		out = fmt.Sprintf("%s %s–%s dropped on its %d lock cases held about half the run (about half: 35–65 %%)", metWord(lo >= 0.35 && hi <= 0.65), fmtPct(lo), fmtPct(hi), len(drops))
+		cases := "lock cases"
+		if len(drops) == 1 {
+			cases = "lock case"
+		}
+		out = fmt.Sprintf("%s %s–%s dropped on its %d %s held about half the run (about half: 35–65 %%)", metWord(lo >= 0.35 && hi <= 0.65), fmtPct(lo), fmtPct(hi), len(drops), cases)
 	}
 	if len(others) > 0 {
 		if out != "" {

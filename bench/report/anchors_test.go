@@ -44,3 +44,13 @@ func TestAnchors(t *testing.T) {
 		}
 	}
 }
+
+// TestAnchorsComplete checks that every baseline's row says how it is
+// checked (or why it cannot be) and where it is swept.
+func TestAnchorsComplete(t *testing.T) {
+	for _, a := range anchors {
+		if a.source == "" || a.check == "" || a.sweep == "" || strings.HasPrefix(a.sweep, "not swept") {
+			t.Errorf("%s: source %q, check %q, sweep %q", a.baseline, a.source, a.check, a.sweep)
+		}
+	}
+}
