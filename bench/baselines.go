@@ -34,7 +34,7 @@ func init() {
 func protego(scale float64) Controller {
 	c := Controller{
 		Name:     "protego",
-		Describe: "victim dropping: cancel a request whose lock and queue waits reach its latency budget (Protego, NSDI'23)",
+		Describe: "victim dropping: cancel a request whose wait at a lock or queue reaches its latency budget (Protego's delay budget per lock, NSDI'23)",
 		Options: func(slo time.Duration) []moirai.Option {
 			return append(harnessTicks(),
 				moirai.WithPolicy(baseline.NewProtego(time.Duration(scale*float64(slo)))),

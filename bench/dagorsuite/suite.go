@@ -80,7 +80,7 @@ func (c Controller) Base() string {
 
 var controllers = []Controller{
 	{Name: "none", Describe: "no admission control: M queues every call"},
-	{Name: "random", Describe: "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random)"},
+	{Name: "random", Describe: "M sheds a random fraction, adjusted like DAGOR's level from the queueing time (baseline.Random); tunable: random@WINDOW/THRESHOLD, random@sweep"},
 	{Name: "codel", Describe: "CoDel as RPC servers run it (baseline.RPCCoDel, \"Fail at Scale\"): once its queue has not emptied for an interval, M lets a call queue for the target only (for the interval otherwise), rejecting at the dequeue a call that queued longer and serving its queue LIFO meanwhile (baseline.LIFOQueue); target 5 ms, interval 100 ms"},
 	{Name: "codel-rfc", Describe: "CoDel as RFC 8289 specifies it for packets (baseline.CoDel): drops at interval/√count once the queueing time stays above the target for an interval; target 5 ms, interval 100 ms"},
 	{Name: "sre", Describe: "A throttles its calls client-side (baseline.SRE, K = 2) against M's rejections from a bounded line"},
@@ -125,6 +125,7 @@ func TunedRandom(window, threshold time.Duration) (Controller, error) {
 		return Controller{}, fmt.Errorf("controller random@%v/%v: want a window in [1ms, 10s] and a threshold in (0, 10s]", window, threshold)
 	}
 	c.Name = fmt.Sprintf("random@%v/%v", window, threshold)
+	c.Describe, _, _ = strings.Cut(c.Describe, "; tunable:")
 	c.Describe += fmt.Sprintf("; here a window of %v, a queueing-time threshold of %v", window, threshold)
 	c.Window, c.Threshold = window, threshold
 	return c, nil

@@ -73,7 +73,7 @@ type Controller struct {
 
 var controllers = []Controller{
 	{"shared", "one pool of U's workers, one line in front of it"},
-	{"static", "the pool behind a per-service adaptive concurrency limit (Vegas, go-concurrency-limits)"},
+	{"static", "the pool behind a per-service adaptive concurrency limit (Vegas, go-concurrency-limits, at its defaults); tunable: static@ALPHA/BETA/SMOOTHING[/MAX], static@sweep"},
 	{"pathfence", "path fences with fixed reservations, an even split"},
 	{"pathfence-sct", "path fences tuned online by the SCT model (fence.Tuner)"},
 }
