@@ -72,32 +72,34 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 	}
 	info.OK, info.Share, info.Running = true, e.share, e.running
 	info.Free, info.Others = e.free(c.cpus, c.host, c.quantum)
-	next := Next(c.n, c.o*info.Free, c.grow, c.limit)
-	// A neighbour that comes back shows in the last ticks long before it
-	// does over the window: shrink on them too.
-	if r, ok := win.recent(c.short()); ok {
-		free, _ := r.free(c.cpus, c.host, c.quantum)
-		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
-	}
+	next := c.next(win, e, true)
 	// A grow claims CPU the neighbours left over the window; it must
 	// have been left over the last longSpan windows too. A neighbour
 	// whose own arrivals pause for a window (a pool with a queue that
 	// empties now and then) leaves room that is gone a moment later, and
 	// the work a probe starts into it cannot be taken back: it runs
-	// beside the neighbour's, both slower, until it ends.
+	// beside the neighbour's, both slower, until it ends. The long look
+	// leaves the hypervisor's steal out: a CPU stolen in bursts is back
+	// when the window and its last third say so, and waiting four
+	// windows for a burst to leave the average would keep a pool alone
+	// on its host below its CPUs for no neighbour.
 	if next > c.n {
 		if l, ok := win.long(); ok {
-			free, _ := l.free(c.cpus, c.host, c.quantum)
+			free, _ := l.withoutSteal().free(c.cpus, c.host, c.quantum)
 			next = min(next, max(Next(c.n, c.o*free, c.grow, c.limit), c.n))
 		}
 	}
 	switch {
 	case next < c.n:
 		if c.sinceGrow >= 0 {
-			// The probe failed.
 			c.sinceGrow = -1
-			c.backoff = min(c.backoff*2, maxBackoff)
-			c.hold = c.window*c.backoff + c.rng.IntN(c.window*c.backoff+1)
+			// The probe failed, unless only the hypervisor's steal
+			// undid it: no other pool claimed the CPU, so there is
+			// nobody to fall out of step with.
+			if c.next(win, e.withoutSteal(), false) < c.n {
+				c.backoff = min(c.backoff*2, maxBackoff)
+				c.hold = c.window*c.backoff + c.rng.IntN(c.window*c.backoff+1)
+			}
 		}
 		// The window still holds the ticks before the fall: no grow
 		// before it has measured the new count.
@@ -109,4 +111,22 @@ func (c *control) step(win *window, s Sample, running int) StepInfo {
 		c.sinceGrow = 0
 	}
 	return info
+}
+
+// next is the count the window e and its last third call for ([Next]
+// on the CPUs each leaves free); steal false reads the stolen time of
+// both as idle.
+func (c *control) next(win *window, e estimate, steal bool) int {
+	free, _ := e.free(c.cpus, c.host, c.quantum)
+	next := Next(c.n, c.o*free, c.grow, c.limit)
+	// A neighbour that comes back shows in the last ticks long before it
+	// does over the window: shrink on them too.
+	if r, ok := win.recent(c.short()); ok {
+		if !steal {
+			r = r.withoutSteal()
+		}
+		free, _ := r.free(c.cpus, c.host, c.quantum)
+		next = min(next, Next(c.n, c.o*free, c.grow, c.limit))
+	}
+	return next
 }

@@ -175,7 +175,8 @@ type StepInfo struct {
 	// if OK.
 	Share float64
 	// Others is the CPUs the rest of the host wanted over the window
-	// (what it used, corrected for the sharing of a saturated host), Free
+	// (what it used, corrected for the sharing of a saturated host, and
+	// the CPU time the hypervisor stole from the host), Free
 	// what that leaves of the budget: min(budget, host − Others), the
 	// estimate the active count follows. NaN unless OK and the reader
 	// gives the total time. Running is the work the pool ran, on average

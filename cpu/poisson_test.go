@@ -23,6 +23,11 @@ type poissonHost struct {
 	cpus, k, hogs, rogues int
 	item                  float64 // an item's CPU time alone, ms
 	rate                  float64 // arrivals per ms, per process that runs items
+	// steal, when not zero, is the fraction of the time the hypervisor
+	// takes one of the host's CPUs away, in bursts of 10–200 ms at random
+	// (the host's threads then share the CPUs left; /proc/stat counts the
+	// time as steal, part of the total and not of the busy time).
+	steal float64
 }
 
 // poissonRun is what one simulated run measured of the K processes.
@@ -64,7 +69,9 @@ func (h poissonHost) run(seed uint64, ms float64, n []int) poissonRun {
 		ps[i] = p
 	}
 	var lat []float64
-	busy, total, done := 0.0, 0.0, 0
+	busy, total, stolen, done := 0.0, 0.0, 0.0, 0
+	hv := rand.New(rand.NewPCG(seed, 99)) // the hypervisor's bursts
+	stealing, stealUntil := false, 0.0
 	const warm = 1000.0
 	perTick := int(10 / simStep)
 	for step := 0; float64(step)*simStep < ms; step++ {
@@ -78,11 +85,22 @@ func (h poissonHost) run(seed uint64, ms float64, n []int) poissonRun {
 			}
 			threads += min(p.n, len(p.queue))
 		}
-		speed := 1.0
-		if threads > h.cpus {
-			speed = float64(h.cpus) / float64(threads)
+		if h.steal > 0 && now >= stealUntil {
+			// Bursts of 10–200 ms, on for a fraction steal of the time.
+			burst := 10 + 190*hv.Float64()
+			stealing = hv.Float64() < h.steal
+			stealUntil = now + burst
 		}
-		busy += float64(min(threads, h.cpus)) * simStep
+		cpus := float64(h.cpus)
+		if stealing {
+			cpus--
+			stolen += simStep
+		}
+		speed := 1.0
+		if float64(threads) > cpus {
+			speed = cpus / float64(threads)
+		}
+		busy += min(float64(threads), cpus) * simStep
 		total += float64(h.cpus) * simStep
 		for i, p := range ps {
 			run := min(p.n, len(p.queue))
@@ -111,7 +129,7 @@ func (h poissonHost) run(seed uint64, ms float64, n []int) poissonRun {
 		if (step+1)%perTick == 0 {
 			for _, p := range ps {
 				if p.ctl != nil {
-					s := Sample{Self: msTicks(p.self), Busy: msTicks(busy), Total: msTicks(total)}
+					s := Sample{Self: msTicks(p.self), Busy: msTicks(busy), Total: msTicks(total), Steal: msTicks(stolen)}
 					p.ctl.step(p.win, s, min(p.n, len(p.queue)))
 					p.n = p.ctl.n
 				}
@@ -153,7 +171,18 @@ func msTicks(ms float64) time.Duration {
 // came out above 1.3×, by one step of the simulation (4.25 ms against
 // 1.3 · 3.25 ms; 8 against 1.3 · 6): 3 or 4 pools at one worker each,
 // on as many CPUs, whose neighbours' queues emptied together.
-func TestControlPoisson(t *testing.T) {
+func TestControlPoisson(t *testing.T) { poissonHosts(t, 0) }
+
+// TestControlPoissonSteal is TestControlPoisson on hosts whose
+// hypervisor takes one of the CPUs away a fraction of the time (10 % to
+// 50 %), in bursts of 10–200 ms, offered 90 % of what is left on
+// average. Stolen time is counted as time, not as busy time: a pool that
+// reads it as idle CPU grows into a CPU that is not there.
+func TestControlPoissonSteal(t *testing.T) { poissonHosts(t, 1) }
+
+// poissonHosts draws the hosts of TestControlPoisson (with steal, when
+// steal is 1, of TestControlPoissonSteal) and checks the targets on each.
+func poissonHosts(t *testing.T, steal int) {
 	seed, runs := uint64(1), poissonRuns
 	switch v := os.Getenv("MOIRAI_CPU_POISSON"); v {
 	case "":
@@ -169,7 +198,7 @@ func TestControlPoisson(t *testing.T) {
 	for i := range runs {
 		s := seed + uint64(i)
 		t.Run(fmt.Sprint(s), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(s, 5))
+			rng := rand.New(rand.NewPCG(s, 5+uint64(steal)))
 			// Hosts where a static split is the oracle: the CPUs the
 			// hogs leave divide among the processes that run items in
 			// whole workers, or there are at least as many processes as
@@ -189,8 +218,11 @@ func TestControlPoisson(t *testing.T) {
 					break
 				}
 			}
+			if steal > 0 {
+				h.steal = 0.1 + 0.4*rng.Float64()
+			}
 			procs := h.k + h.rogues
-			h.rate = 0.9 * float64(h.cpus-h.hogs) / float64(procs) / h.item
+			h.rate = 0.9 * (float64(h.cpus-h.hogs) - h.steal) / float64(procs) / h.item
 			// The oracle's split: the CPUs the hogs leave, shared
 			// equally among the processes that run items (a rogue
 			// included), at least one worker each.
@@ -200,8 +232,8 @@ func TestControlPoisson(t *testing.T) {
 			}
 			const ms = 20000
 			opt, ig, fr := h.run(s, ms, oracle), h.run(s, ms, ign), h.run(s, ms, make([]int, h.k))
-			what := fmt.Sprintf("%d CPUs, K=%d, %d hogs, %d rogues, items of %.2f ms: p99 %.2f ms (oracle's %.2f, ignorant's %.2f), throughput %.3f/ms (oracle's %.3f, ignorant's %.3f)",
-				h.cpus, h.k, h.hogs, h.rogues, h.item, fr.p99, opt.p99, ig.p99, fr.throughput, opt.throughput, ig.throughput)
+			what := fmt.Sprintf("%d CPUs, K=%d, %d hogs, %d rogues, steal %.2f, items of %.2f ms: p99 %.2f ms (oracle's %.2f, ignorant's %.2f), throughput %.3f/ms (oracle's %.3f, ignorant's %.3f)",
+				h.cpus, h.k, h.hogs, h.rogues, h.steal, h.item, fr.p99, opt.p99, ig.p99, fr.throughput, opt.throughput, ig.throughput)
 			alone := h.k == 1 && h.hogs == 0 && h.rogues == 0
 			switch {
 			case alone && (fr.p99 > 1.05*ig.p99 || fr.throughput < 0.95*ig.throughput):

@@ -104,8 +104,9 @@ type estimate struct {
 	// busy). self, others and busy are the fractions of the host's CPU
 	// time that the process, the rest of the host and all of it kept
 	// busy, NaN when the reader gives no total time. running is the work
-	// the pool ran, on average over the window's ticks.
-	share, self, others, busy, running float64
+	// the pool ran, on average over the window's ticks. steal is the
+	// fraction of the host's time the hypervisor gave to other machines.
+	share, self, others, busy, running, steal float64
 	// total is the host's time over the window (all its CPUs).
 	total time.Duration
 }
@@ -166,6 +167,7 @@ func measure(old, cur point, span float64) estimate {
 		e.self = min(max(float64(dSelf)/float64(dTotal), 0), 1)
 		e.busy = min(max(float64(dBusy)/float64(dTotal), 0), 1)
 		e.others = max(e.busy-e.self, 0)
+		e.steal = min(max(float64(cur.s.Steal-old.s.Steal)/float64(dTotal), 0), 1)
 	}
 	return e
 }
@@ -201,12 +203,17 @@ const saturated = 0.9
 // one. So the self use the correction divides by is taken one quantum
 // high, the most it can be: only a shortfall the counter's rounding
 // cannot explain is read as contention.
+//
+// Time the hypervisor stole is a CPU the host did not have: the stolen
+// CPUs count with the neighbours (steal is part of the total time and
+// not of the busy time, so read as idle it would be room to grow into),
+// and the host is saturated when its busy time fills what was left.
 func (e estimate) free(cpus, host float64, quantum time.Duration) (free, others float64) {
 	if math.IsNaN(e.others) {
 		return math.NaN(), math.NaN()
 	}
 	self, others := e.self*host, e.others*host
-	if e.busy >= saturated && self > 0 {
+	if e.busy >= saturated*(1-e.steal) && self > 0 {
 		if e.total > 0 {
 			self += host * float64(quantum) / float64(e.total)
 		}
@@ -214,6 +221,7 @@ func (e estimate) free(cpus, host float64, quantum time.Duration) (free, others 
 			others *= e.running / self
 		}
 	}
+	others += e.steal * host
 	return min(cpus, max(host-others, 0)), others
 }
 
@@ -227,3 +235,6 @@ func shareOf(dSelf, dBusy time.Duration) float64 {
 	}
 	return min(float64(dSelf)/float64(dBusy), 1)
 }
+
+// withoutSteal is e with the stolen time read as idle.
+func (e estimate) withoutSteal() estimate { e.steal = 0; return e }

@@ -307,3 +307,27 @@ func TestFreeRounding(t *testing.T) {
 		t.Errorf("oversubscribed host: free %v, others %v; want at most 1.25 and at least 0.75", free, others)
 	}
 }
+
+// TestFreeSteal: the time the hypervisor stole is a CPU the host did not
+// have, counted with the neighbours, and the host is saturated when its
+// busy time fills what was left.
+func TestFreeSteal(t *testing.T) {
+	const q = 10 * time.Millisecond
+	// 2 CPUs over 10 ticks (20 ticks of host time): the process used 4
+	// ticks, a neighbour 9, and the hypervisor took 7; the rest idle.
+	e := measure(point{}, point{s: Sample{Self: 4 * q, Busy: 13 * q, Total: 20 * q, Steal: 7 * q}, running: 4}, 10)
+	if free, others := e.free(2, 2, q); math.Abs(others-1.6) > 1e-9 || math.Abs(free-0.4) > 1e-9 {
+		t.Errorf("steal as a neighbour: free %v, others %v; want 0.4 and 1.6", free, others)
+	}
+	if free, _ := e.withoutSteal().free(2, 2, q); math.Abs(free-1.1) > 1e-9 {
+		t.Errorf("steal read as idle: free %v, want 1.1", free)
+	}
+	// Saturated once the steal is taken out: 2 CPUs, half of one stolen
+	// (5 of 20 ticks), 14 busy of the 15 left; the pool ran 2 workers
+	// and got 6 ticks, so its neighbour (8 ticks) wants more than it got.
+	s := measure(point{}, point{s: Sample{Self: 6 * q, Busy: 14 * q, Total: 20 * q, Steal: 5 * q}, running: 20}, 10)
+	_, others := s.free(2, 2, q)
+	if want := 0.8*2/0.7 + 0.5; math.Abs(others-want) > 1e-9 {
+		t.Errorf("saturated beside steal: others %v, want %v (the neighbours' use scaled by running/self, plus the steal)", others, want)
+	}
+}
