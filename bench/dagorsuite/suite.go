@@ -174,30 +174,8 @@ func parseController(n string) ([]Controller, error) {
 		return bench.SelectByName(n, "controller of suite dagor", Controllers(), func(c Controller) string { return c.Name })
 	}
 	if base == "random" {
-		if setting == "sweep" {
-			var out []Controller
-			for _, w := range SweepWindows {
-				for _, th := range SweepThresholds {
-					c, err := TunedRandom(w, th)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, c)
-				}
-			}
-			return out, nil
-		}
-		ws, ts, ok := strings.Cut(setting, "/")
-		w, err1 := time.ParseDuration(ws)
-		th, err2 := time.ParseDuration(ts)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("controller %q: want random@WINDOW/THRESHOLD (e.g. random@100ms/20ms) or random@sweep", n)
-		}
-		c, err := TunedRandom(w, th)
-		if err != nil {
-			return nil, err
-		}
-		return []Controller{c}, nil
+		return durationPair(n, setting, SweepWindows, SweepThresholds, TunedRandom,
+			"want random@WINDOW/THRESHOLD (e.g. random@100ms/20ms) or random@sweep")
 	}
 	if base == "sre" {
 		if setting == "sweep" {
@@ -221,11 +199,20 @@ func parseController(n string) ([]Controller, error) {
 		}
 		return []Controller{c}, nil
 	}
+	return durationPair(n, setting, SweepTargets, SweepIntervals,
+		func(t, i time.Duration) (Controller, error) { return Tuned(base, t, i) },
+		"want NAME@TARGET/INTERVAL (e.g. codel@10ms/100ms) or NAME@sweep")
+}
+
+// durationPair resolves the setting of a controller tuned by two
+// durations, A/B, or sweep for the grid as × bs; usage says what a bad
+// setting should have been.
+func durationPair(n, setting string, as, bs []time.Duration, tuned func(a, b time.Duration) (Controller, error), usage string) ([]Controller, error) {
 	if setting == "sweep" {
 		var out []Controller
-		for _, t := range SweepTargets {
-			for _, i := range SweepIntervals {
-				c, err := Tuned(base, t, i)
+		for _, a := range as {
+			for _, b := range bs {
+				c, err := tuned(a, b)
 				if err != nil {
 					return nil, err
 				}
@@ -234,13 +221,13 @@ func parseController(n string) ([]Controller, error) {
 		}
 		return out, nil
 	}
-	ts, is, ok := strings.Cut(setting, "/")
-	t, err1 := time.ParseDuration(ts)
-	i, err2 := time.ParseDuration(is)
+	as1, bs1, ok := strings.Cut(setting, "/")
+	a, err1 := time.ParseDuration(as1)
+	b, err2 := time.ParseDuration(bs1)
 	if !ok || err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("controller %q: want NAME@TARGET/INTERVAL (e.g. codel@10ms/100ms) or NAME@sweep", n)
+		return nil, fmt.Errorf("controller %q: %s", n, usage)
 	}
-	c, err := Tuned(base, t, i)
+	c, err := tuned(a, b)
 	if err != nil {
 		return nil, err
 	}
