@@ -315,6 +315,13 @@ func TestSkippedTaskNotLearned(t *testing.T) {
 		if u.AtLeast("sleep", "row") {
 			t.Fatal("a task of the class ended on its own: the estimate is still only a bound")
 		}
+		// Known from its ends now: a task of it cancelled while it
+		// stalled (a victim cancelled by mistake) teaches nothing.
+		before, _ := u.Total("sleep", "row")
+		end(11, 5*time.Second, true)
+		if got, _ := u.Total("sleep", "row"); got != before || u.AtLeast("sleep", "row") {
+			t.Fatalf("a cancelled task of a class seen to end moved its estimate: %v (was %v), at least %v", got, before, u.AtLeast("sleep", "row"))
+		}
 	}
 }
 

@@ -18,9 +18,13 @@ import (
 // its whole work: what it used is a lower bound of its class's use, and
 // teaches only that. A task that reported its progress p (Done > 0) says
 // how much more it had to do: its bound is its use divided by p, the
-// whole use its own report implies. Where it used more than the class's estimate, or the
-// class has none, it counts as an ended task of that use; where it used
-// less, or did not use a resource, it teaches nothing. Without this, a
+// whole use its own report implies. Only a class none of whose tasks
+// has ended on its own learns from cancelled ones: where the task used
+// more than the class's estimate, or the class has none, it counts as an
+// ended task of that use; where it used less, or did not use a resource,
+// it teaches nothing. A class seen to end is known from its ends, so a
+// light class's task cancelled by mistake while it stalled does not make
+// the class look heavy. Without this, a
 // class whose every task is cancelled as the culprit of an overload, as
 // a recurring heavy report is, would never be known to be heavy, and each
 // of its tasks would be found afresh by the measured contention, a window
@@ -48,6 +52,8 @@ type classUse struct {
 	// last (see AtLeast).
 	bound map[string]bool
 	n     float64
+	// ended is set once a task of the class has ended on its own.
+	ended bool
 }
 
 type seenUse struct {
@@ -131,6 +137,7 @@ func (u *Uses) record(class string, spent []resSpent) {
 		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
 		u.classes[class] = c
 	}
+	c.ended = true
 	// A resource the task did not use counts as 0 for the class.
 	for name, m := range c.mean {
 		if !hasRes(spent, name) {
@@ -176,6 +183,13 @@ func (u *Uses) recordAtLeast(class string, spent []resSpent, progress float64) {
 		spent = scaled
 	}
 	c := u.classes[class]
+	if c != nil && c.ended {
+		// The class is known from its own ends: one of its tasks
+		// cancelled, as a culprit or by mistake while it stalled,
+		// teaches nothing (a light class's stalled victim would make it
+		// look heavy, and its next tasks culprits).
+		return
+	}
 	var above []resSpent
 	for _, rs := range spent {
 		if c == nil || c.n == 0 {
