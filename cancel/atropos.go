@@ -533,9 +533,12 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 				continue
 			}
 			a.khHeavy[i] += d
+			// What is left of its class's use is worth a cancellation;
+			// a class known only to use at least its estimate (its
+			// tasks are cancelled before they end) may use any more.
 			total, _ := a.uses.Total(t.Class, r.Name)
 			if a.khCand[i] < 0 && u.Held > 0 && t.Cancellable && !t.Cancelled && !t.Blocked &&
-				total-estimate.Spent(&u.Usage, r.Capacity) >= floor {
+				(total-estimate.Spent(&u.Usage, r.Capacity) >= floor || a.uses.AtLeast(t.Class, r.Name)) {
 				a.khCand[i] = ti
 			}
 		}
@@ -568,10 +571,11 @@ type Level struct {
 	// Episode is set when a cancelled task's holds on the resource have
 	// not yet been seen released: it is not decided on (not Contended).
 	Episode bool
-	// KnownHeavy is set when the resource counts as contended before its
-	// level reaches the threshold: tasks of classes known to be heavy on
-	// it leave the others too little while they wait (see the package
-	// documentation, "Known-heavy classes").
+	// KnownHeavy is set when tasks of classes known to be heavy on the
+	// resource leave the others too little while they wait (see the
+	// package documentation, "Known-heavy classes"): it counts as
+	// contended whatever its level, and a decision on it is taken without
+	// the confirmation time.
 	KnownHeavy bool
 }
 
@@ -770,7 +774,11 @@ func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 		// With no detector firing (s.Quiet), only known-heavy tasks are
 		// acted on: measured contention waits for an overload detector.
 		l.Contended = a.confirms(r, l.Level) && !s.Quiet
-		if !l.Contended && a.khCand[i] >= 0 {
+		// Known-heavy tasks that leave the others too little make the
+		// resource contended whatever its level, and the decision on it
+		// needs no confirmation, whether or not the measured contention
+		// has also reached the threshold.
+		if a.khCand[i] >= 0 {
 			l.Contended, l.KnownHeavy = true, true
 		}
 		if l.Contended && a.inEpisode(r) {
@@ -915,7 +923,13 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 		}
 		fut, fs := v*factor, FromProgress
 		if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
-			if total, ok := a.uses.Total(t.Class, r.Name); ok {
+			total, ok := a.uses.Total(t.Class, r.Name)
+			// A class known only to use at least its total (its tasks
+			// were cancelled before they ended): a bound under the
+			// minimum gain says nothing, one over it is a heavy class
+			// with at least the minimum gain left.
+			bound := ok && a.uses.AtLeast(t.Class, r.Name)
+			if ok && !(bound && total < floor[d]) {
 				// A class seen to end: what is left of its use, when it
 				// promises more than the progress does. A task that has
 				// outlived its class's typical use is not about to end:
@@ -931,6 +945,9 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 					fut, fs = max(left, 0), FromClassUse
 				case left > fut:
 					fut, fs = left, FromClassUse
+				}
+				if bound && fut < floor[d] {
+					fut, fs = floor[d], FromClassUse
 				}
 			} else if oversubscribes(u, r) && fut < floor[d] {
 				// No history: the resource's current demand decides.
@@ -1295,7 +1312,11 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 		how = "background work first; " + how
 	}
 	if l := &ev.Levels[ev.Contended[ev.Main]]; l.KnownHeavy {
-		how += fmt.Sprintf("; %s counted as contended before its level reached the threshold: tasks of classes known to be heavy on it leave the others too little while %d wait", l.Resource, l.Waiters)
+		if l.Level < a.cfg.minContention {
+			how += fmt.Sprintf("; %s counted as contended before its level reached the threshold: tasks of classes known to be heavy on it leave the others too little while %d wait", l.Resource, l.Waiters)
+		} else {
+			how += fmt.Sprintf("; decided without confirmation: tasks of classes known to be heavy on %s leave the others too little while %d wait", l.Resource, l.Waiters)
+		}
 	}
 	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
 		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)

@@ -35,18 +35,27 @@
 //
 // Contention measured over the window lags an overload by the window's
 // length, and the work a cancellation throws away grows all that time. A
-// class the policy has seen end having used a lock or queue for the
-// minimum gain or more is known to be heavy on it. When known-heavy tasks
-// hold a lock while others wait, or their demand on a queue (the units
-// they hold and wait for) leaves the other tasks less than their mean
-// demand a plus √a (the square-root headroom re-execution admits by), the
-// resource counts as contended from the acquisition that made it so
-// ([Level].KnownHeavy), and step 3 picks among the candidates as usual:
-// the least loss among those that free enough, which is the newcomer
-// that has used almost nothing yet. A class's first task has no history
-// and is found by the measured contention; a lone known-heavy task that
-// leaves the others room is left alone however full the resource is for
-// a moment.
+// class the policy has seen use a lock or queue for the minimum gain or
+// more is known to be heavy on it: seen end having used that much, or
+// cancelled having used that much already, or having used what its
+// reported progress says is that much in all (package estimate's Uses
+// learns a cancelled task's use as a lower bound of its class's: a
+// recurring culprit, each of whose tasks is cancelled before it ends, is
+// known from its first cancellation on). When known-heavy tasks hold a
+// lock while others wait, or their demand on a queue (the units they hold
+// and wait for) leaves the other tasks less than their mean demand a plus
+// √a (the square-root headroom re-execution admits by), the resource
+// counts as contended from the acquisition that made it so
+// ([Level].KnownHeavy), whether or not its measured level has reached the
+// threshold too, the decision needs no confirmation time, and step 3
+// picks among the candidates as usual: the least loss among those that
+// free enough, which is the newcomer that has used almost nothing yet. A
+// class known only by a lower bound (its tasks are cancelled, never seen
+// to end) has at least the minimum gain left whatever its use so far; a
+// bound under the minimum gain says nothing of the class. A class's first
+// task has no history and is found by the measured contention; a lone
+// known-heavy task that leaves the others room is left alone however full
+// the resource is for a moment.
 //
 // The two ablations of the paper are variants: [Greedy] looks at the most
 // contended resource only and takes its largest gain; [CurrentUsage] runs

@@ -257,8 +257,13 @@ func TestDurationsClassesBounded(t *testing.T) {
 }
 
 // TestSkippedTaskNotLearned: a task chosen for cancellation is not learned
-// when it ends, even when no snapshot showed it cancelled (a database
-// statement cancelled between two polls is simply gone from the next).
+// as a completed task when it ends, even when no snapshot showed it
+// cancelled (a database statement cancelled between two polls is simply
+// gone from the next): durations leave it out, and uses learn only that
+// its class uses at least what it used (AtLeast): a cancelled task that
+// used less than the estimate leaves it as it is, one that used more
+// raises it, and a task of the class that ends on its own makes the
+// estimate an ordinary one again.
 func TestSkippedTaskNotLearned(t *testing.T) {
 	w := 10 * ms
 	res := []snapshot.Resource{{Name: "row", Kind: resource.KindLock, Capacity: 1}}
@@ -273,18 +278,49 @@ func TestSkippedTaskNotLearned(t *testing.T) {
 	}
 	for _, skip := range []bool{false, true} {
 		d, u := NewDurations(0), NewUses(0)
-		s1 := held(0, snapshot.Task{ID: 7, Class: "sleep", Age: 500 * ms})
-		d.Observe(s1)
-		u.Observe(s1)
-		if skip {
-			d.Skip(7)
-			u.Skip(7)
+		at := time.Duration(0)
+		end := func(id uint64, age time.Duration, skip bool) {
+			s1 := held(at, snapshot.Task{ID: id, Class: "sleep", Age: age})
+			d.Observe(s1)
+			u.Observe(s1)
+			if skip {
+				d.Skip(id)
+				u.Skip(id)
+			}
+			at += w
+			d.Observe(snap(at, w))
+			u.Observe(snap(at, w))
+			at += w
 		}
-		d.Observe(snap(w, w))
-		u.Observe(snap(w, w))
-		_, learned := u.Total("sleep", "row")
-		if n := d.Samples("sleep"); (n > 0) == skip || learned == skip {
-			t.Errorf("skip=%v: durations learned %v samples, uses learned %v", skip, n, learned)
+		end(7, 500*ms, skip)
+		got, learned := u.Total("sleep", "row")
+		if n := d.Samples("sleep"); (n > 0) == skip || !learned || got != 0.5 || u.AtLeast("sleep", "row") != skip {
+			t.Fatalf("skip=%v: durations learned %v samples; uses learned %v, %v, at least %v; want 0.5, at least %v", skip, n, got, learned, u.AtLeast("sleep", "row"), skip)
+		}
+		if !skip {
+			continue
+		}
+		end(8, 100*ms, true)
+		if got, _ := u.Total("sleep", "row"); got != 0.5 || !u.AtLeast("sleep", "row") {
+			t.Fatalf("a cancelled task that used less moved the bound: %v, at least %v; want 0.5, true", got, u.AtLeast("sleep", "row"))
+		}
+		if ty, _ := u.Typical("sleep", "row"); ty != 0.5 {
+			t.Fatalf("a cancelled task that used less moved the typical use: %v; want 0.5", ty)
+		}
+		end(9, 900*ms, true)
+		if got, _ := u.Total("sleep", "row"); got != 0.5+usesWeight*0.4 || !u.AtLeast("sleep", "row") {
+			t.Fatalf("a cancelled task that used more: %v, at least %v; want %v, true", got, u.AtLeast("sleep", "row"), 0.5+usesWeight*0.4)
+		}
+		end(10, 200*ms, false)
+		if u.AtLeast("sleep", "row") {
+			t.Fatal("a task of the class ended on its own: the estimate is still only a bound")
+		}
+		// Known from its ends now: a task of it cancelled while it
+		// stalled (a victim cancelled by mistake) teaches nothing.
+		before, _ := u.Total("sleep", "row")
+		end(11, 5*time.Second, true)
+		if got, _ := u.Total("sleep", "row"); got != before || u.AtLeast("sleep", "row") {
+			t.Fatalf("a cancelled task of a class seen to end moved its estimate: %v (was %v), at least %v", got, before, u.AtLeast("sleep", "row"))
 		}
 	}
 }

@@ -1,16 +1,34 @@
 package estimate
 
 import (
+	"math"
+
 	"github.com/moirai-go/moirai/snapshot"
 )
 
 // Uses learns, per task class and resource, the total use of a task of
 // the class that ends: the [Spent] of each of its resources when it was
 // last seen. A task seen in one snapshot and absent from the next has
-// ended; cancelled tasks are left out (they did not do their whole work).
-// The estimate of a class and resource is an exponentially weighted mean
-// (weight 1/4 to the newest task), so it follows a class whose work
-// changes; a class that never used a resource has no estimate for it.
+// ended. The estimate of a class and resource is an exponentially
+// weighted mean (weight 1/4 to the newest task), so it follows a class
+// whose work changes; a class that never used a resource has no estimate
+// for it.
+//
+// A cancelled task (shown cancelled, or named by [Uses.Skip]) did not do
+// its whole work: what it used is a lower bound of its class's use, and
+// teaches only that. A task that reported its progress p (Done > 0) says
+// how much more it had to do: its bound is its use divided by p, the
+// whole use its own report implies. Only a class none of whose tasks
+// has ended on its own learns from cancelled ones: where the task used
+// more than the class's estimate, or the class has none, it counts as an
+// ended task of that use; where it used less, or did not use a resource,
+// it teaches nothing. A class seen to end is known from its ends, so a
+// light class's task cancelled by mistake while it stalled does not make
+// the class look heavy. Without this, a
+// class whose every task is cancelled as the culprit of an overload, as
+// a recurring heavy report is, would never be known to be heavy, and each
+// of its tasks would be found afresh by the measured contention, a window
+// after it started.
 //
 // It is what gives a newcomer its future use: a task of a class whose
 // tasks used 2 s of a pool will, at 0.1 s, still use about 1.9 s, whatever
@@ -30,7 +48,12 @@ type Uses struct {
 type classUse struct {
 	mean map[string]float64 // resource name → resource-seconds
 	low  map[string]float64 // a lower envelope of the same (see Typical)
-	n    float64
+	// bound holds the resources whose estimate a cancelled task raised
+	// last (see AtLeast).
+	bound map[string]bool
+	n     float64
+	// ended is set once a task of the class has ended on its own.
+	ended bool
 }
 
 type seenUse struct {
@@ -38,6 +61,9 @@ type seenUse struct {
 	gen   uint64
 	skip  bool
 	spent []resSpent
+	// progress is the task's reported progress, when it reported some
+	// (0 otherwise): what a cancelled task's use is scaled by.
+	progress float64
 }
 
 type resSpent struct {
@@ -68,6 +94,10 @@ func (u *Uses) Observe(s *snapshot.Snapshot) {
 		t := &s.Tasks[i]
 		st := u.seen[t.ID]
 		st.class, st.gen, st.skip = t.Class, u.gen, t.Cancelled
+		st.progress = 0
+		if p, ok := t.Progress(); ok && p > 0 && !math.IsNaN(p) {
+			st.progress = clampProgress(p)
+		}
 		st.spent = st.spent[:0]
 		first, n := int(t.First), int(t.N)
 		if first >= 0 && n >= 0 && first+n <= len(s.Usage) {
@@ -89,7 +119,9 @@ func (u *Uses) Observe(s *snapshot.Snapshot) {
 			continue
 		}
 		delete(u.seen, id)
-		if !st.skip {
+		if st.skip {
+			u.recordAtLeast(st.class, st.spent, st.progress)
+		} else {
 			u.record(st.class, st.spent)
 		}
 	}
@@ -105,6 +137,7 @@ func (u *Uses) record(class string, spent []resSpent) {
 		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
 		u.classes[class] = c
 	}
+	c.ended = true
 	// A resource the task did not use counts as 0 for the class.
 	for name, m := range c.mean {
 		if !hasRes(spent, name) {
@@ -113,6 +146,7 @@ func (u *Uses) record(class string, spent []resSpent) {
 		}
 	}
 	for _, rs := range spent {
+		delete(c.bound, rs.res)
 		m, ok := c.mean[rs.res]
 		switch {
 		case !ok && len(c.mean) >= usesMaxResources:
@@ -135,6 +169,78 @@ func (u *Uses) record(class string, spent []resSpent) {
 	c.n++
 }
 
+// recordAtLeast adds one cancelled task of class that used spent before
+// its cancellation, having reported progress (0: none): a lower bound of
+// its class's use (see [Uses]). Each resource it used more of than the
+// class's estimate is learned as an ended task's use; the others are left
+// as they are.
+func (u *Uses) recordAtLeast(class string, spent []resSpent, progress float64) {
+	if progress > 0 {
+		scaled := make([]resSpent, len(spent))
+		for i, rs := range spent {
+			scaled[i] = resSpent{rs.res, rs.spent / progress}
+		}
+		spent = scaled
+	}
+	c := u.classes[class]
+	if c != nil && c.ended {
+		// The class is known from its own ends: one of its tasks
+		// cancelled, as a culprit or by mistake while it stalled,
+		// teaches nothing (a light class's stalled victim would make it
+		// look heavy, and its next tasks culprits).
+		return
+	}
+	var above []resSpent
+	for _, rs := range spent {
+		if c == nil || c.n == 0 {
+			above = append(above, rs)
+			continue
+		}
+		if m, ok := c.mean[rs.res]; !ok || rs.spent > m || rs.spent > c.low[rs.res] {
+			above = append(above, rs)
+		}
+	}
+	if len(above) == 0 {
+		return
+	}
+	if c == nil {
+		if len(u.classes) >= u.maxClasses {
+			return
+		}
+		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
+		u.classes[class] = c
+	}
+	if c.bound == nil {
+		c.bound = map[string]bool{}
+	}
+	for _, rs := range above {
+		m, ok := c.mean[rs.res]
+		switch {
+		case !ok && len(c.mean) >= usesMaxResources:
+			continue
+		case !ok && c.n == 0:
+			// The class's first task: the bound is all that is known.
+			c.mean[rs.res], c.low[rs.res] = rs.spent, rs.spent
+			c.bound[rs.res] = true
+		case !ok:
+			c.mean[rs.res] = usesWeight * rs.spent
+			c.low[rs.res] = usesWeight * rs.spent
+			c.bound[rs.res] = true
+		default:
+			if rs.spent > m {
+				c.mean[rs.res] = m + usesWeight*(rs.spent-m)
+				c.bound[rs.res] = true
+			}
+			if l := c.low[rs.res]; rs.spent > l {
+				c.low[rs.res] = l + usesRise*(rs.spent-l)
+			}
+		}
+	}
+	if c.n == 0 {
+		c.n = 1
+	}
+}
+
 // usesRise is the weight of a task that used more than the lower envelope:
 // it takes some 700 such tasks in a row to bring the envelope halfway up.
 const usesRise = usesWeight / 256
@@ -145,7 +251,8 @@ const usesRise = usesWeight / 256
 // (weight 1/1024), starting from the first task's use. A few tasks of a
 // light class stalled while they held the resource (the victims of an
 // overload) do not make the class look heavy; a class whose first task was
-// heavy is known to be heavy from its end.
+// heavy is known to be heavy from its end, or from its cancellation (its
+// use then, or the use its reported progress implies: see [Uses]).
 func (u *Uses) Typical(class, res string) (float64, bool) {
 	c := u.classes[class]
 	if c == nil || c.n == 0 {
@@ -178,6 +285,17 @@ func (u *Uses) Total(class, res string) (float64, bool) {
 	return m, ok
 }
 
+// AtLeast reports whether the estimate of class and res ([Uses.Total]) is
+// only a lower bound: the last task of the class that taught it was
+// cancelled having used more than the class's estimate, and no task of
+// the class has ended on its own having used res since. A class whose
+// tasks are cancelled before they end (a recurring culprit) is known to
+// use at least that much; how much more, nobody has seen.
+func (u *Uses) AtLeast(class, res string) bool {
+	c := u.classes[class]
+	return c != nil && c.bound[res]
+}
+
 // Ended returns the number of tasks of class learned.
 func (u *Uses) Ended(class string) float64 {
 	if c := u.classes[class]; c != nil {
@@ -186,9 +304,10 @@ func (u *Uses) Ended(class string) float64 {
 	return 0
 }
 
-// Skip leaves task id out of what is learned when it ends: a task chosen
-// for cancellation did not do its class's whole work, whether or not a
-// later snapshot shows it cancelled. A task not seen yet is ignored.
+// Skip marks task id as cancelled: a task chosen for cancellation did not
+// do its class's whole work, whether or not a later snapshot shows it
+// cancelled, and its end teaches only a lower bound (see [Uses]). A task
+// not seen yet is ignored.
 func (u *Uses) Skip(id uint64) {
 	if st, ok := u.seen[id]; ok {
 		st.skip = true

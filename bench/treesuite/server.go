@@ -229,7 +229,7 @@ func front(cfg ServerConfig, rec *recorder, b1, b2 *grpc.ClientConn) callFunc {
 // cancelled).
 func invoke(ctx context.Context, cfg ServerConfig, rec *recorder, cc *grpc.ClientConn, req string, countRetries bool) error {
 	for attempt := 0; ; attempt++ {
-		err := cc.Invoke(ctx, methodCall, wrapperspb.String(req), new(wrapperspb.BoolValue))
+		err := cc.Invoke(ctx, methodOf(req), wrapperspb.String(req), new(wrapperspb.BoolValue))
 		if err == nil || status.Code(err) != codes.Unavailable || attempt == cfg.Retries || ctx.Err() != nil {
 			return err
 		}

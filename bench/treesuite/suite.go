@@ -316,7 +316,7 @@ func load(ctx context.Context, o Options, front *grpc.ClientConn, culprit bool) 
 		defer wg.Done()
 		cctx, cancel := context.WithTimeout(ctx, o.CulpritWork+5*time.Second)
 		defer cancel()
-		err := front.Invoke(cctx, methodCall, wrapperspb.String(req), new(wrapperspb.BoolValue))
+		err := front.Invoke(cctx, methodOf(req), wrapperspb.String(req), new(wrapperspb.BoolValue))
 		lat := time.Since(at)
 		if !measure {
 			return
