@@ -65,48 +65,70 @@ func inlineHeld(c, now int64) time.Duration {
 // sema is the weighted FIFO semaphore under Semaphore and Queue. When
 // nobody waits, acquiring is a compare-and-swap; once anyone waits, newcomers
 // queue behind them, so a large request is not starved by small ones.
+//
+// The words every acquisition and release write (cur, and claimed when the
+// named holder changes) have a cache line of their own, apart from the
+// words they only read (size, nwait, clk), which stay in every core's
+// cache while the units word moves between the cores that take units.
 type sema struct {
-	size  atomic.Int64
-	cur   atomic.Int64
-	nwait atomic.Int64 // waiters queued; read without mu by the fast paths
-
-	mu sync.Mutex
-	q  waitQueue
-
-	// clk, when not nil, is the controller's clock, whose coarse value
-	// stamps a holder named in cur; nil: no holder is named there.
-	clk *clock.Clock
+	_   [cacheLine]byte
+	cur atomic.Int64
 	// claimed is the ID of the last task named in cur (stored right after
 	// it is named, and only when it changes). That task has claimed its
 	// accounting entry for the resource (see Mutex.claimed), and the ID
 	// tells two tasks with the same tag (IDs 2²⁹ apart) apart.
 	claimed atomic.Uint64
+	_       [cacheLine - 16]byte
+
+	size  atomic.Int64
+	nwait atomic.Int64 // waiters queued; read without mu by the fast paths
+	// clk, when not nil, is the controller's clock, whose coarse value
+	// stamps a holder named in cur; nil: no holder is named there.
+	clk *clock.Clock
+	_   [cacheLine - 24]byte
+
+	mu sync.Mutex
+	q  waitQueue
 }
+
+// cacheLine is the size of a cache line, by which sema keeps its written
+// words apart from those it only reads.
+const cacheLine = 64
 
 // tryTake takes n units if they are free. While a holder is named, at
 // most iUnitMask units are in use (a semaphore resized beyond that admits
 // more once the holder has released its unit).
 func (s *sema) tryTake(n int64) bool {
+	_, ok := s.tryTakeWord(n)
+	return ok
+}
+
+// tryTakeWord is tryTake, also returning the units word it replaced: the
+// caller tells from it whether its task was the holder named there.
+func (s *sema) tryTakeWord(n int64) (old int64, ok bool) {
 	for {
 		c := s.cur.Load()
 		u := units(c)
 		if u+n > s.size.Load() || c&iFlag != 0 && u+n > iUnitMask {
-			return false
+			return c, false
 		}
 		if s.cur.CompareAndSwap(c, c+n) {
-			return true
+			return c, true
 		}
 	}
 }
 
-// acquire takes n units for t, waiting in FIFO order. onWait, if not nil,
-// is told when the caller starts and stops waiting. On failure it returns
-// the cause and leaves s unchanged.
-func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) error {
-	if s.nwait.Load() == 0 && s.tryTake(n) {
-		return nil
+// acquire takes n units for t, waiting in FIFO order. On success it
+// returns the units word the units were taken from, or -1 when they were
+// granted by another goroutine (after a wait). On failure it returns the
+// cause and leaves s unchanged.
+func (s *sema) acquire(ctx context.Context, t *task.Task, n int64, r *Resource) (int64, error) {
+	if s.nwait.Load() == 0 {
+		if c, ok := s.tryTakeWord(n); ok {
+			return c, nil
+		}
 	}
-	return s.acquireSlow(ctx, t, n, r)
+	return -1, s.acquireSlow(ctx, t, n, r)
 }
 
 // acquireSlow is acquire once the units were not free at once.
@@ -233,8 +255,15 @@ type Permit struct {
 	sem *sema
 	res *Resource
 	t   *task.Task
-	n   int64
+	// n is the units, and pNamed if the unit was taken by naming t in the
+	// units word (it may have moved to t's accounting since, see
+	// pool.unname). A flag in n keeps a Permit four words, which return
+	// in registers.
+	n int64
 }
+
+// pNamed is the flag in Permit.n of a unit taken named.
+const pNamed = 1 << 62
 
 // ErrZeroPermit is returned by Release on a Permit that no Acquire returned.
 var ErrZeroPermit = errors.New("resource: release of a zero Permit")
@@ -247,8 +276,11 @@ func (p Permit) Release() error {
 	if p.sem == nil {
 		return ErrZeroPermit
 	}
-	if p.n == 1 && p.sem.clk != nil && p.t != nil && p.releaseNamed() {
-		return nil
+	if p.n == 1|pNamed {
+		if p.releaseNamed() {
+			return nil
+		}
+		p.n = 1
 	}
 	// The task's accounting first: a permit released twice while others
 	// hold units would otherwise give back their units. res.release counts
@@ -263,8 +295,8 @@ func (p Permit) Release() error {
 	return nil
 }
 
-// releaseNamed gives back the unit of a permit of one unit whose task is
-// named in the units word (the task's only permit of the semaphore then:
+// releaseNamed gives back the unit of a permit taken named whose task is
+// still named in the units word (the task's only permit of the semaphore then:
 // a task named acquiring more moves its named unit to its accounting, see
 // pool.unname), and adds the hold to the task's counters after the release
 // (one atomic add, none for a hold shorter than a millisecond). It returns
@@ -293,7 +325,7 @@ func (p Permit) releaseNamed() bool {
 }
 
 // Units returns how many units the permit holds (0 for a zero Permit).
-func (p Permit) Units() int64 { return p.n }
+func (p Permit) Units() int64 { return p.n &^ pNamed }
 
 // Semaphore is a weighted FIFO semaphore that records, per task, the units
 // held and the time spent waiting. Acquire and Release cost a
@@ -334,31 +366,44 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 			taskx.Claim(t, p.res.id)
 			p.sem.claimed.Store(id)
 		}
-		return Permit{sem: &p.sem, res: p.res, t: t, n: 1}, nil
+		return Permit{sem: &p.sem, res: p.res, t: t, n: 1 | pNamed}, nil
 	}
+	var c int64
 	if backlog > 0 && p.sem.nwait.Load() >= backlog {
-		if !p.sem.tryTake(n) {
+		var ok bool
+		if c, ok = p.sem.tryTakeWord(n); !ok {
 			return Permit{}, fmt.Errorf("%w: %q has %d waiting", ErrRejected, p.res.name, p.sem.nwait.Load())
 		}
-	} else if err := p.sem.acquire(ctx, t, n, p.res); err != nil {
-		return Permit{}, err
+	} else {
+		var err error
+		if c, err = p.sem.acquire(ctx, t, n, p.res); err != nil {
+			return Permit{}, err
+		}
 	}
 	p.res.acquire(t, n)
-	p.unname(t)
+	p.unname(t, c)
 	return Permit{sem: &p.sem, res: p.res, t: t, n: n}, nil
 }
 
-// unname is called after t took units accounted as usual: if t is the
-// holder named in the units word, its named unit moves to its accounting
-// too, so that the time it holds both is counted once. The unit is added
-// to t's accounting before the name is cleared: if the named permit is
-// released meanwhile, the unit is taken back out.
-func (p *pool) unname(t *task.Task) {
+// unname is called after t took units accounted as usual, from the units
+// word c (-1: not known, the units were granted after a wait): if t is
+// the holder named in the units word, its named unit moves to its
+// accounting too, so that the time it holds both is counted once. The
+// unit is added to t's accounting before the name is cleared: if the
+// named permit is released meanwhile, the unit is taken back out.
+//
+// When c is known, t was named in the word after it took its units only
+// if it was named before (nobody is named while other units are held):
+// c tells, without another read of the word.
+func (p *pool) unname(t *task.Task, c int64) {
 	if t == nil || p.sem.clk == nil {
 		return
 	}
-	c := p.sem.cur.Load()
 	tag := taskx.HolderTag(t.ID())
+	if c >= 0 && (c&iFlag == 0 || inlineTag(c) != tag) {
+		return
+	}
+	c = p.sem.cur.Load()
 	if c&iFlag == 0 || inlineTag(c) != tag || p.sem.claimed.Load() != t.ID() {
 		return // t is not named (checking the ID, another task of its tag may be)
 	}
@@ -448,11 +493,15 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (Permit, error) {
 // waits, without waiting.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (Permit, bool) {
 	t := s.res.taskOf(ctx)
-	if n <= 0 || s.sem.nwait.Load() != 0 || !s.sem.tryTake(n) {
+	if n <= 0 || s.sem.nwait.Load() != 0 {
+		return Permit{}, false
+	}
+	c, ok := s.sem.tryTakeWord(n)
+	if !ok {
 		return Permit{}, false
 	}
 	s.res.acquire(t, n)
-	s.unname(t)
+	s.unname(t, c)
 	return Permit{sem: &s.sem, res: s.res, t: t, n: n}, true
 }
 
