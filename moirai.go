@@ -121,8 +121,8 @@ type Controller struct {
 	retries RetryStats
 
 	scratchLive []*task.Task
-	parts       []partial  // per-worker sums of a snapshot build
-	liveTab     []liveHold // per resource: the hold in progress its primitive reports
+	parts       []partial            // per-worker sums of a snapshot build
+	liveTab     []resource.LiveHolds // per resource, the holds in progress its primitive reports, read once per snapshot
 
 	// chain is a snapshot build's charging of chains to their roots.
 	chain chainScratch

@@ -89,6 +89,28 @@ type sema struct {
 
 	mu sync.Mutex
 	q  waitQueue
+	_  [cacheLine]byte
+
+	// slots name holders of one unit beside the one named in cur (see
+	// holderSlot); each has a cache line of its own.
+	slots [nSlots]holderSlot
+}
+
+// nSlots is the number of holder slots of a sema: a task whose ID is j
+// modulo nSlots may be named in slot j.
+const nSlots = 4
+
+// holderSlot names a task holding one unit of a sema whose units word
+// names another holder, or none but counts other units: the task takes
+// its unit in the units word as usual and names itself here, the tag and
+// the millisecond in the same layout as the units word (without units),
+// instead of adding the unit to its accounting; its hold is added to its
+// counters after the release, as the word's holder's is.
+type holderSlot struct {
+	w atomic.Int64 // 0: free
+	// claimed is the ID of the last task named in w (see sema.claimed).
+	claimed atomic.Uint64
+	_       [cacheLine - 16]byte
 }
 
 // cacheLine is the size of a cache line, by which sema keeps its written
@@ -262,8 +284,15 @@ type Permit struct {
 	n int64
 }
 
-// pNamed is the flag in Permit.n of a unit taken named.
-const pNamed = 1 << 62
+// Flags in Permit.n: pNamed for a unit taken named in the units word,
+// pSlot for one taken named in a holder slot (whose index is in the bits
+// from pSlotShift).
+const (
+	pNamed     = 1 << 62
+	pSlot      = 1 << 61
+	pSlotShift = 56
+	pUnits     = 1<<pSlotShift - 1
+)
 
 // ErrZeroPermit is returned by Release on a Permit that no Acquire returned.
 var ErrZeroPermit = errors.New("resource: release of a zero Permit")
@@ -276,8 +305,8 @@ func (p Permit) Release() error {
 	if p.sem == nil {
 		return ErrZeroPermit
 	}
-	if p.n == 1|pNamed {
-		if p.releaseNamed() {
+	if p.n > pUnits {
+		if p.n == 1|pNamed && p.releaseNamed() || p.n&pSlot != 0 && p.releaseSlot() {
 			return nil
 		}
 		p.n = 1
@@ -324,8 +353,29 @@ func (p Permit) releaseNamed() bool {
 	}
 }
 
+// releaseSlot gives back the unit of a permit taken named in a holder
+// slot whose task is still named there, and adds the hold to the task's
+// counters. It returns false, changing nothing, if the slot names another
+// task or none: the unit was moved to the task's accounting (see
+// pool.unname), or released already.
+func (p Permit) releaseSlot() bool {
+	s := p.sem
+	sl := &s.slots[p.n>>pSlotShift&(nSlots-1)]
+	w := sl.w.Load()
+	if w == 0 || inlineTag(w) != taskx.HolderTag(p.t.ID()) || sl.claimed.Load() != p.t.ID() ||
+		!sl.w.CompareAndSwap(w, 0) {
+		return false
+	}
+	// The unit is counted in the units word, so this cannot refuse.
+	s.release(1)
+	if d := inlineHeld(w, s.clk.Coarse()); d > 0 {
+		taskx.AddHold(p.t, p.res.id, d)
+	}
+	return true
+}
+
 // Units returns how many units the permit holds (0 for a zero Permit).
-func (p Permit) Units() int64 { return p.n &^ pNamed }
+func (p Permit) Units() int64 { return p.n & pUnits }
 
 // Semaphore is a weighted FIFO semaphore that records, per task, the units
 // held and the time spent waiting. Acquire and Release cost a
@@ -380,15 +430,70 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 			return Permit{}, err
 		}
 	}
+	if n == 1 && t != nil && p.sem.clk != nil && c >= 0 && (c&iFlag == 0 || inlineTag(c) != taskx.HolderTag(t.ID())) {
+		if pm, ok := p.takeSlot(t); ok {
+			return pm, nil
+		}
+	}
 	p.res.acquire(t, n)
 	p.unname(t, c)
 	return Permit{sem: &p.sem, res: p.res, t: t, n: n}, nil
 }
 
+// takeSlot names t, which has just taken one unit in the units word and
+// is not named there, in its holder slot, if that is free. It reports
+// false, changing nothing, if it is not: the unit is then accounted as
+// usual.
+//
+// A task named in a slot holds no other unit of the semaphore, as one
+// named in the word: if it holds units in its accounting, the named unit
+// moves there at once. The slot is written before the accounting is read,
+// and pool.unname, after a task's accounting is written, reads the slot:
+// of two goroutines of a task, one naming it and one accounting a unit,
+// at least one sees the other's (and moveSlot lets only one of them move
+// the unit).
+func (p *pool) takeSlot(t *task.Task) (Permit, bool) {
+	id := t.ID()
+	j := id & (nSlots - 1)
+	sl := &p.sem.slots[j]
+	w := slotWord(t, p.sem.clk.Coarse())
+	if sl.w.Load() != 0 || !sl.w.CompareAndSwap(0, w) {
+		return Permit{}, false
+	}
+	if id != sl.claimed.Load() {
+		taskx.Claim(t, p.res.id)
+		sl.claimed.Store(id)
+	}
+	if taskx.Units(t, p.res.id) > 0 {
+		p.moveSlot(t, sl, w)
+		return Permit{sem: &p.sem, res: p.res, t: t, n: 1}, true
+	}
+	return Permit{sem: &p.sem, res: p.res, t: t, n: 1 | pSlot | int64(j)<<pSlotShift}, true
+}
+
+// slotWord is the word of a holder slot naming t since now: the units
+// word's layout, without units.
+func slotWord(t *task.Task, now int64) int64 { return inlineWord(t, now) &^ iUnitMask }
+
+// moveSlot moves the unit of t named in slot sl with word w to t's
+// accounting, unless it was released or moved meanwhile.
+func (p *pool) moveSlot(t *task.Task, sl *holderSlot, w int64) {
+	if p.res.acquire(t, 1) != nil {
+		return
+	}
+	if !sl.w.CompareAndSwap(w, 0) {
+		p.res.release(t, 1) // released or moved meanwhile
+		return
+	}
+	if d := inlineHeld(w, p.sem.clk.Coarse()); d > 0 {
+		taskx.AddHold(t, p.res.id, d)
+	}
+}
+
 // unname is called after t took units accounted as usual, from the units
 // word c (-1: not known, the units were granted after a wait): if t is
-// the holder named in the units word, its named unit moves to its
-// accounting too, so that the time it holds both is counted once. The
+// named in the units word or in its holder slot, its named unit moves to
+// its accounting too, so that the time it holds both is counted once. The
 // unit is added to t's accounting before the name is cleared: if the
 // named permit is released meanwhile, the unit is taken back out.
 //
@@ -400,6 +505,10 @@ func (p *pool) unname(t *task.Task, c int64) {
 		return
 	}
 	tag := taskx.HolderTag(t.ID())
+	sl := &p.sem.slots[t.ID()&(nSlots-1)]
+	if w := sl.w.Load(); w != 0 && inlineTag(w) == tag && sl.claimed.Load() == t.ID() {
+		p.moveSlot(t, sl, w)
+	}
 	if c >= 0 && (c&iFlag == 0 || inlineTag(c) != tag) {
 		return
 	}
@@ -424,15 +533,18 @@ func (p *pool) unname(t *task.Task, c int64) {
 	}
 }
 
-// liveHold returns the tag of the task named in the units word and for
-// how long it has held its unit at clock value now (see
-// Resource.LiveHold).
-func (s *sema) liveHold(now int64) (tag uint64, held time.Duration, ok bool) {
-	c := s.cur.Load()
-	if c&iFlag == 0 {
-		return 0, 0, false
+// liveHolds stores in dst the tags of the tasks named in the units word
+// and the holder slots and for how long each has held its unit at clock
+// value now (see Resource.LiveHolds).
+func (s *sema) liveHolds(now int64, dst *LiveHolds) {
+	if c := s.cur.Load(); c&iFlag != 0 {
+		dst.add(inlineTag(c), inlineHeld(c, now))
 	}
-	return inlineTag(c), inlineHeld(c, now), true
+	for i := range s.slots {
+		if w := s.slots[i].w.Load(); w != 0 {
+			dst.add(inlineTag(w), inlineHeld(w, now))
+		}
+	}
 }
 
 // resize is Resize: below 1, it returns an error saying so with format
@@ -465,7 +577,7 @@ func newCoarseSemaphore(r *Resource, size int64, clk *clock.Clock) *Semaphore {
 // clk's coarse value, and reports that holder to the resource.
 func (p *pool) onClock(clk *clock.Clock) {
 	p.sem.clk = clk
-	p.res.live.Store(&liveHolder{fn: p.sem.liveHold})
+	p.res.live.Store(&liveHolder{s: &p.sem})
 }
 
 func init() {
