@@ -366,8 +366,13 @@ func (p Permit) releaseSlot() bool {
 		!sl.w.CompareAndSwap(w, 0) {
 		return false
 	}
-	// The unit is counted in the units word, so this cannot refuse.
-	s.release(1)
+	// The unit is counted in the units word, and so is the unit of a
+	// holder named there: subtracting one never reaches the tag or the
+	// millisecond, nor refuses. One atomic add, without a load first.
+	s.cur.Add(-1)
+	if s.nwait.Load() > 0 {
+		s.notify()
+	}
 	if d := inlineHeld(w, s.clk.Coarse()); d > 0 {
 		taskx.AddHold(p.t, p.res.id, d)
 	}
@@ -408,9 +413,11 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 			return Permit{}, err
 		}
 	}
-	// A load first: under contention the word is seldom 0, and a failed
-	// compare-and-swap costs as much as one that succeeds.
-	if n == 1 && t != nil && p.sem.clk != nil && p.sem.cur.Load() == 0 && p.sem.nwait.Load() == 0 &&
+	// No load of the units word first: when the compare-and-swap fails,
+	// it has brought the word's cache line to this core for writing, and
+	// tryTakeWord's load and compare-and-swap find it there; a load first
+	// would fetch the line once to read and again to write.
+	if n == 1 && t != nil && p.sem.clk != nil && p.sem.nwait.Load() == 0 &&
 		p.sem.size.Load() <= iUnitMask && p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
 		if id := t.ID(); id != p.sem.claimed.Load() {
 			taskx.Claim(t, p.res.id)
