@@ -107,11 +107,16 @@ const nSlots = 4
 // instead of adding the unit to its accounting; its hold is added to its
 // counters after the release, as the word's holder's is.
 type holderSlot struct {
-	w atomic.Int64 // 0: free
+	w atomic.Int64 // 0: free; slotKept; or the holder's name
 	// claimed is the ID of the last task named in w (see sema.claimed).
 	claimed atomic.Uint64
 	_       [cacheLine - 16]byte
 }
+
+// slotKept is the word of a holder slot that keeps a unit: taken by the
+// last holder named there, counted in the units word, and free to its
+// next holder while nobody waits (see holderSlot).
+const slotKept = 1
 
 // cacheLine is the size of a cache line, by which sema keeps its written
 // words apart from those it only reads.
@@ -132,6 +137,9 @@ func (s *sema) tryTakeWord(n int64) (old int64, ok bool) {
 		c := s.cur.Load()
 		u := units(c)
 		if u+n > s.size.Load() || c&iFlag != 0 && u+n > iUnitMask {
+			if s.reclaim() {
+				continue // units kept in holder slots were given back
+			}
 			return c, false
 		}
 		if s.cur.CompareAndSwap(c, c+n) {
@@ -211,7 +219,7 @@ func (s *sema) release(n int64) error {
 		if c&iFlag != 0 {
 			u-- // the named holder's unit
 		}
-		if u < n {
+		if u -= s.kept(); u < n {
 			return overRelease(n, u)
 		}
 		if s.cur.CompareAndSwap(c, c-n) {
@@ -223,6 +231,35 @@ func (s *sema) release(n int64) error {
 	}
 	return nil
 }
+
+// reclaim gives the units kept in holder slots back to the units word
+// (see holderSlot), and reports whether there were any.
+func (s *sema) reclaim() bool {
+	any := false
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if sl.w.Load() == slotKept && sl.w.CompareAndSwap(slotKept, 0) {
+			s.cur.Add(-1) // as in Permit.releaseSlot
+			any = true
+		}
+	}
+	return any
+}
+
+// kept returns how many holder slots keep a unit.
+func (s *sema) kept() int64 {
+	k := int64(0)
+	for i := range s.slots {
+		if s.slots[i].w.Load() == slotKept {
+			k++
+		}
+	}
+	return k
+}
+
+// inUse returns the units held: those counted in the units word but the
+// ones kept in holder slots.
+func (s *sema) inUse() int64 { return max(units(s.cur.Load())-s.kept(), 0) }
 
 func overRelease(n, held int64) error {
 	return fmt.Errorf("released %d units with only %d held", n, held)
@@ -256,6 +293,10 @@ func (s *sema) notifyLocked() {
 func (s *sema) resize(size int64, name string) {
 	s.mu.Lock()
 	s.size.Store(size)
+	if s.reclaim() && s.q.Front() == nil {
+		s.mu.Unlock()
+		return
+	}
 	for w := s.q.Front(); w != nil; {
 		next := s.q.Next(w)
 		if w.n > size {
@@ -362,15 +403,29 @@ func (p Permit) releaseSlot() bool {
 	s := p.sem
 	sl := &s.slots[p.n>>pSlotShift&(nSlots-1)]
 	w := sl.w.Load()
-	if w == 0 || inlineTag(w) != taskx.HolderTag(p.t.ID()) || sl.claimed.Load() != p.t.ID() ||
-		!sl.w.CompareAndSwap(w, 0) {
+	if w&iFlag == 0 || inlineTag(w) != taskx.HolderTag(p.t.ID()) || sl.claimed.Load() != p.t.ID() {
 		return false
 	}
-	// The unit is counted in the units word, and so is the unit of a
-	// holder named there: subtracting one never reaches the tag or the
-	// millisecond, nor refuses. One atomic add, without a load first.
-	s.cur.Add(-1)
-	if s.nwait.Load() > 0 {
+	if s.nwait.Load() == 0 {
+		// Nobody waits: the slot keeps the unit for its next holder.
+		if !sl.w.CompareAndSwap(w, slotKept) {
+			return false
+		}
+		// Read after the slot is written, as acquireSlow counts a waiter
+		// before it reclaims kept units: if one came meanwhile, at least
+		// one of the two sees the other, and the unit goes back.
+		if s.nwait.Load() > 0 && sl.w.CompareAndSwap(slotKept, 0) {
+			s.cur.Add(-1)
+			s.notify()
+		}
+	} else {
+		if !sl.w.CompareAndSwap(w, 0) {
+			return false
+		}
+		// The unit is counted in the units word, and so is the unit of a
+		// holder named there: subtracting one never reaches the tag or
+		// the millisecond, nor refuses.
+		s.cur.Add(-1)
 		s.notify()
 	}
 	if d := inlineHeld(w, s.clk.Coarse()); d > 0 {
@@ -413,17 +468,31 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 			return Permit{}, err
 		}
 	}
-	// No load of the units word first: when the compare-and-swap fails,
-	// it has brought the word's cache line to this core for writing, and
-	// tryTakeWord's load and compare-and-swap find it there; a load first
-	// would fetch the line once to read and again to write.
-	if n == 1 && t != nil && p.sem.clk != nil && p.sem.nwait.Load() == 0 &&
-		p.sem.size.Load() <= iUnitMask && p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
-		if id := t.ID(); id != p.sem.claimed.Load() {
-			taskx.Claim(t, p.res.id)
-			p.sem.claimed.Store(id)
+	if n == 1 && t != nil && p.sem.clk != nil {
+		// One unit of an empty semaphore: the task is named in the units
+		// word. Else a unit kept in the task's holder slot is taken
+		// without writing the units word (which, while the semaphore's
+		// holders take their units from their slots, nobody writes, and
+		// the load finds in every core's cache), unless others wait or
+		// the semaphore was resized below the units in use.
+		if c := p.sem.cur.Load(); c == 0 {
+			if p.sem.nwait.Load() == 0 && p.sem.size.Load() <= iUnitMask &&
+				p.sem.cur.CompareAndSwap(0, inlineWord(t, p.sem.clk.Coarse())) {
+				if id := t.ID(); id != p.sem.claimed.Load() {
+					taskx.Claim(t, p.res.id)
+					p.sem.claimed.Store(id)
+				}
+				return Permit{sem: &p.sem, res: p.res, t: t, n: 1 | pNamed}, nil
+			}
+		} else if sl := &p.sem.slots[t.ID()&(nSlots-1)]; sl.w.Load() == slotKept && p.sem.nwait.Load() == 0 {
+			if units(c) <= p.sem.size.Load() {
+				if pm, ok := p.takeSlot(t, sl, slotKept); ok {
+					return pm, nil
+				}
+			} else {
+				p.sem.reclaim()
+			}
 		}
-		return Permit{sem: &p.sem, res: p.res, t: t, n: 1 | pNamed}, nil
 	}
 	var c int64
 	if backlog > 0 && p.sem.nwait.Load() >= backlog {
@@ -438,7 +507,7 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 		}
 	}
 	if n == 1 && t != nil && p.sem.clk != nil && c >= 0 && (c&iFlag == 0 || inlineTag(c) != taskx.HolderTag(t.ID())) {
-		if pm, ok := p.takeSlot(t); ok {
+		if pm, ok := p.takeSlot(t, &p.sem.slots[t.ID()&(nSlots-1)], 0); ok {
 			return pm, nil
 		}
 	}
@@ -447,10 +516,11 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 	return Permit{sem: &p.sem, res: p.res, t: t, n: n}, nil
 }
 
-// takeSlot names t, which has just taken one unit in the units word and
-// is not named there, in its holder slot, if that is free. It reports
-// false, changing nothing, if it is not: the unit is then accounted as
-// usual.
+// takeSlot names t in its holder slot sl if that holds old: 0 when t has
+// just taken one unit in the units word and is not named there, slotKept
+// when t takes the unit the slot keeps. It reports false, changing
+// nothing, if the slot holds something else: the unit is then accounted
+// as usual (or, for a kept unit, taken as usual).
 //
 // A task named in a slot holds no other unit of the semaphore, as one
 // named in the word: if it holds units in its accounting, the named unit
@@ -459,12 +529,11 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 // of two goroutines of a task, one naming it and one accounting a unit,
 // at least one sees the other's (and moveSlot lets only one of them move
 // the unit).
-func (p *pool) takeSlot(t *task.Task) (Permit, bool) {
+func (p *pool) takeSlot(t *task.Task, sl *holderSlot, old int64) (Permit, bool) {
 	id := t.ID()
 	j := id & (nSlots - 1)
-	sl := &p.sem.slots[j]
 	w := slotWord(t, p.sem.clk.Coarse())
-	if sl.w.Load() != 0 || !sl.w.CompareAndSwap(0, w) {
+	if sl.w.Load() != old || !sl.w.CompareAndSwap(old, w) {
 		return Permit{}, false
 	}
 	if id != sl.claimed.Load() {
@@ -513,7 +582,7 @@ func (p *pool) unname(t *task.Task, c int64) {
 	}
 	tag := taskx.HolderTag(t.ID())
 	sl := &p.sem.slots[t.ID()&(nSlots-1)]
-	if w := sl.w.Load(); w != 0 && inlineTag(w) == tag && sl.claimed.Load() == t.ID() {
+	if w := sl.w.Load(); w&iFlag != 0 && inlineTag(w) == tag && sl.claimed.Load() == t.ID() {
 		p.moveSlot(t, sl, w)
 	}
 	if c >= 0 && (c&iFlag == 0 || inlineTag(c) != tag) {
@@ -548,7 +617,7 @@ func (s *sema) liveHolds(now int64, dst *LiveHolds) {
 		dst.add(inlineTag(c), inlineHeld(c, now))
 	}
 	for i := range s.slots {
-		if w := s.slots[i].w.Load(); w != 0 {
+		if w := s.slots[i].w.Load(); w&iFlag != 0 {
 			dst.add(inlineTag(w), inlineHeld(w, now))
 		}
 	}
@@ -633,7 +702,7 @@ func (s *Semaphore) Resize(size int64) error { return s.resize(size, "semaphore 
 func (s *Semaphore) Size() int64 { return s.sem.size.Load() }
 
 // InUse returns the units held now.
-func (s *Semaphore) InUse() int64 { return units(s.sem.cur.Load()) }
+func (s *Semaphore) InUse() int64 { return s.sem.inUse() }
 
 // Waiting returns the number of acquirers waiting now.
 func (s *Semaphore) Waiting() int64 { return s.sem.nwait.Load() }
