@@ -120,6 +120,148 @@ func TestSlotMoves(t *testing.T) {
 	}
 }
 
+// TestSlotKept: a holder slot keeps its unit after the release while
+// nobody waits, out of InUse and LiveHolds; the slot's next holder takes
+// it; an acquisition that does not fit otherwise, a waiter and a resize
+// take it back.
+func TestSlotKept(t *testing.T) {
+	// kept leaves s with one unit held by a (named in the word) and one
+	// kept in b's slot, b's permit released.
+	kept := func(t *testing.T, e *env, s *resource.Semaphore) (a, b *task.Task, actx, bctx context.Context, pa resource.Permit) {
+		t.Helper()
+		actx, a = e.begin(t, task.Spec{})
+		bctx, b = e.begin(t, task.Spec{})
+		pa = acquire(t, s, actx, 1)
+		if err := acquire(t, s, bctx, 1).Release(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(semState{Size: s.Size(), InUse: 1}, stateOf(s)); diff != "" {
+			t.Fatalf("with a unit kept (-want +got):\n%s", diff)
+		}
+		if h := liveHolds(s, e); h.N != 1 || h.Tag[0] != taskTag(a) {
+			t.Fatalf("LiveHolds = %+v, want a alone", h)
+		}
+		return a, b, actx, bctx, pa
+	}
+	t.Run("taken by the slot's next holder", func(t *testing.T) {
+		e := newEnv(t)
+		s := namedSemaphore(t, e, 2)
+		_, b, _, bctx, _ := kept(t, e, s)
+		p := acquire(t, s, bctx, 1)
+		if _, ok := s.Resource().LiveHold(taskTag(b), e.clk.Now()); !ok {
+			t.Error("b is not named after taking the kept unit")
+		}
+		if got := s.InUse(); got != 2 {
+			t.Errorf("InUse = %d, want 2", got)
+		}
+		if err := p.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Release(); err == nil {
+			t.Error("second Release of a kept unit's permit succeeded")
+		}
+	})
+	t.Run("taken back for a request that does not fit otherwise", func(t *testing.T) {
+		e := newEnv(t)
+		s := namedSemaphore(t, e, 3)
+		kept(t, e, s)
+		ctx, c := e.begin(t, task.Spec{})
+		p, ok := s.TryAcquire(ctx, 2)
+		if !ok {
+			t.Fatal("TryAcquire(2) failed with 1 of 3 units in use")
+		}
+		if got := usage(t, c, s.Resource()).Held; got != 2 {
+			t.Errorf("Held = %d, want 2", got)
+		}
+		if diff := cmp.Diff(semState{Size: 3, InUse: 3}, stateOf(s)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		if err := p.Release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("given to a waiter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			s := namedSemaphore(t, e, 2)
+			_, _, _, _, pa := kept(t, e, s)
+			ctx, _ := e.begin(t, task.Spec{})
+			got := goErr(func() error {
+				p, err := s.Acquire(ctx, 2)
+				if err == nil {
+					err = p.Release()
+				}
+				return err
+			})
+			synctest.Wait()
+			if s.Waiting() != 1 {
+				t.Fatalf("Waiting = %d, want 1", s.Waiting())
+			}
+			if err := pa.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("waiter: %v", err)
+			}
+			if diff := cmp.Diff(semState{Size: 2}, stateOf(s)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	})
+	t.Run("not kept while a waiter waits", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			s := namedSemaphore(t, e, 2)
+			actx, _ := e.begin(t, task.Spec{})
+			bctx, _ := e.begin(t, task.Spec{})
+			pa := acquire(t, s, actx, 1)
+			pb := acquire(t, s, bctx, 1) // named in b's slot
+			ctx, _ := e.begin(t, task.Spec{})
+			got := goErr(func() error {
+				p, err := s.Acquire(ctx, 1)
+				if err == nil {
+					err = p.Release()
+				}
+				return err
+			})
+			synctest.Wait()
+			if err := pb.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("waiter: %v", err)
+			}
+			if err := pa.Release(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("taken back by a resize", func(t *testing.T) {
+		e := newEnv(t)
+		s := namedSemaphore(t, e, 2)
+		_, _, _, bctx, pa := kept(t, e, s)
+		if err := s.Resize(1); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.TryAcquire(bctx, 1); ok {
+			t.Error("TryAcquire succeeded with 1 of 1 unit in use")
+		}
+		if err := pa.Release(); err != nil {
+			t.Fatal(err)
+		}
+		p, ok := s.TryAcquire(bctx, 1)
+		if !ok {
+			t.Fatal("TryAcquire failed on an empty semaphore")
+		}
+		if diff := cmp.Diff(semState{Size: 1, InUse: 1}, stateOf(s)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		if err := p.Release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestSlotModel runs seeded sequences of acquisitions (one or two units,
 // waiting or not), releases, second releases and clock steps by several
 // tasks, some of which share a holder slot, on semaphores of a few
@@ -260,11 +402,12 @@ func slotModel(t *testing.T, seed uint64) {
 }
 
 // TestSlotConcurrent: two goroutines of each of several tasks, whose IDs
-// fall on every slot, take and release one unit of a semaphore of 2 at
-// random, with a TryAcquire inside at times; at the end nothing is in
-// use, nothing was refused, no task holds a unit and nobody is named. It
-// runs under -race for the races between naming a task in its slot and
-// accounting a unit of the same task.
+// fall on every slot, take and release one unit (mostly) or two of a
+// semaphore of 2 at random, with a TryAcquire inside at times; at the end
+// nothing is in use, nothing was refused, no task holds a unit and
+// nobody is named. It runs under -race for the races between naming a
+// task in its slot and accounting a unit of the same task, and between a
+// slot keeping its unit and a waiter (a lost wakeup hangs it).
 func TestSlotConcurrent(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
@@ -279,7 +422,11 @@ func TestSlotConcurrent(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, uint64(2*i+g)))
 					wg.Go(func() {
 						for range 500 {
-							p, err := s.Acquire(ctx, 1)
+							n := int64(1)
+							if rng.IntN(8) == 0 {
+								n = 2
+							}
+							p, err := s.Acquire(ctx, n)
 							if err != nil {
 								t.Errorf("seed %d: Acquire: %v", seed, err)
 								return
