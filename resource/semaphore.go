@@ -14,14 +14,15 @@ import (
 	"github.com/moirai-go/moirai/task"
 )
 
-// The units word of a sema (cur) is the units in use, except while a sole
-// holder is named in it, as a Mutex names its holder: a task that takes
-// one unit of an empty semaphore of at most iUnitMask units, on the
-// controller's clock, takes it and names itself in one compare-and-swap,
-// and its hold is added to its counters after the release. Then the word
-// holds the flag iFlag, the holder's tag, the millisecond (modulo 2²⁵, 9.3
-// hours) it took the unit, and the units in use in its low bits, its own
-// and those others took meanwhile (which their tasks account for as
+// The units word of a sema (cur) is the units taken (in use, or kept in
+// a holder slot, see holderSlot), except while a holder is named in it, as
+// a Mutex names its holder: a task that takes one unit of an empty
+// semaphore of at most iUnitMask units, on the controller's clock, takes
+// it and names itself in one compare-and-swap, and its hold is added to
+// its counters after the release. Then the word holds the flag iFlag, the
+// holder's tag, the millisecond (modulo 2²⁵, 9.3 hours) it took the unit,
+// and the units taken in its low bits, its own and those others took
+// meanwhile (named in holder slots, or accounted by their tasks as
 // usual).
 const (
 	iUnitBits = 8
@@ -66,10 +67,12 @@ func inlineHeld(c, now int64) time.Duration {
 // nobody waits, acquiring is a compare-and-swap; once anyone waits, newcomers
 // queue behind them, so a large request is not starved by small ones.
 //
-// The words every acquisition and release write (cur, and claimed when the
-// named holder changes) have a cache line of their own, apart from the
-// words they only read (size, nwait, clk), which stay in every core's
-// cache while the units word moves between the cores that take units.
+// The units word and claimed (written when the named holder changes) have
+// a cache line of their own, apart from the words the fast paths only read
+// (size, nwait, clk), which stay in every core's cache while the units
+// word moves between the cores that take units; each holder slot has one
+// too, so that holders taking kept units from their own slots do not
+// share a line.
 type sema struct {
 	_   [cacheLine]byte
 	cur atomic.Int64
@@ -105,7 +108,11 @@ const nSlots = 4
 // its unit in the units word as usual and names itself here, the tag and
 // the millisecond in the same layout as the units word (without units),
 // instead of adding the unit to its accounting; its hold is added to its
-// counters after the release, as the word's holder's is.
+// counters after the release, as the word's holder's is. After the
+// release the slot keeps the unit (slotKept, still counted in the units
+// word) while nobody waits, and the slot's next holder takes it with one
+// compare-and-swap on the slot alone; sema.reclaim gives kept units back
+// to the word.
 type holderSlot struct {
 	w atomic.Int64 // 0: free; slotKept; or the holder's name
 	// claimed is the ID of the last task named in w (see sema.claimed).
@@ -440,19 +447,28 @@ func (p Permit) Units() int64 { return p.n & pUnits }
 // Semaphore is a weighted FIFO semaphore that records, per task, the units
 // held and the time spent waiting. Acquire and Release cost a
 // compare-and-swap each when nobody waits. The controller's semaphores and
-// queues also keep that compare-and-swap the only atomic operation of the
-// commonest acquisition, one unit of an empty semaphore of at most 255
-// units: as a [Mutex] names its holder, the units word names that task and
-// the millisecond it took the unit (on the controller's coarse clock), and
-// the hold is added to the task's counters after the release; while the
-// task is named, at most 255 units are in use. Other acquisitions are
-// added to the task's counters as they happen (and a named task that takes
-// more units moves its named unit there). It must be created by
+// queues keep the acquisitions of one unit from the task's counters too,
+// as a [Mutex] does with its holder: the task that takes one unit of an
+// empty semaphore of at most 255 units is named in the units word (its
+// tag and the millisecond it took the unit, on the controller's coarse
+// clock), and while the word is in use a task that takes one unit names
+// itself in one of four holder slots (by its ID), each on a cache line of
+// its own; either hold is added to the task's counters after the release,
+// and [Resource.LiveHolds] reports it meanwhile. A slot keeps its unit
+// after the release while nobody waits, and the slot's next holder takes
+// it without writing the units word: tasks of different slots taking and
+// releasing a unit each do not contend. Kept units are not in use: a
+// request that does not fit without them, a waiter, and Resize take them
+// back. While a task is named in the word, at most 255 units are in use.
+// Other acquisitions (several units, a slot in use, after a wait) are
+// added to the task's counters as they happen, and a named task that
+// holds more units moves its named unit there. It must be created by
 // [NewSemaphore] (or the controller's Semaphore method).
 type Semaphore struct{ pool }
 
 // pool is what a Semaphore and a Queue are: units of a sema accounted to
-// a resource.
+// a resource, the holders of one unit named in the sema when it is on the
+// controller's clock (see Semaphore).
 type pool struct {
 	sem sema
 	res *Resource
