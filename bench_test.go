@@ -165,9 +165,10 @@ func BenchmarkSemaphore(b *testing.B) {
 }
 
 // BenchmarkSemaphoreSecond is BenchmarkSemaphore on a semaphore of 2 units
-// of which another task holds one: the path of a second concurrent holder,
-// which BenchmarkSemaphoreParallel takes half the time, timed without the
-// contention (min-ns/op).
+// of which another task holds one: the path of a second concurrent holder
+// (named in its holder slot, which keeps the unit between iterations),
+// which BenchmarkSemaphoreParallel takes about half the time, timed
+// without the contention (min-ns/op).
 func BenchmarkSemaphoreSecond(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {
 		s := semaphore.NewWeighted(2)

@@ -256,7 +256,8 @@ func (c *Controller) mustRegister(name string, kind resource.Kind, capacity int6
 var newMutex = resrt.NewMutex.(func(*resource.Resource, *clock.Clock) *resource.Mutex)
 
 // newSemaphore and newQueue make the controller's semaphores and queues,
-// which name a sole holder in their units word (see internal/resrt).
+// which name their holders of one unit in their units word and holder
+// slots (see resource.Semaphore and internal/resrt).
 var (
 	newSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
 	newQueue     = resrt.NewQueue.(func(*resource.Resource, int64, int64, *clock.Clock) *resource.Queue)

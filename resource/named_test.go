@@ -18,7 +18,8 @@ import (
 
 // A semaphore on the controller's clock names a sole holder of one unit
 // in its units word (see resource.Semaphore); these tests are about that
-// path. The other semaphore tests use NewSemaphore, which never names one.
+// path, slot_test.go about the holder slots. The other semaphore tests
+// use NewSemaphore, which never names one.
 
 var newNamedSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
 

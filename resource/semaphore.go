@@ -657,16 +657,17 @@ func NewSemaphore(r *Resource, size int64) *Semaphore {
 }
 
 // newCoarseSemaphore is NewSemaphore on the controller's clock: a task
-// taking one unit of the empty semaphore is named in its units word
-// (through internal/resrt).
+// taking one unit is named in its units word or a holder slot (through
+// internal/resrt).
 func newCoarseSemaphore(r *Resource, size int64, clk *clock.Clock) *Semaphore {
 	s := NewSemaphore(r, size)
 	s.onClock(clk)
 	return s
 }
 
-// onClock lets the pool name a sole holder in its units word, stamped by
-// clk's coarse value, and reports that holder to the resource.
+// onClock lets the pool name its holders of one unit in its units word
+// and holder slots, stamped by clk's coarse value, and reports them to
+// the resource.
 func (p *pool) onClock(clk *clock.Clock) {
 	p.sem.clk = clk
 	p.res.live.Store(&liveHolder{s: &p.sem})
