@@ -440,8 +440,7 @@ func (c *Controller) buildLocked(dst *snapshot.Snapshot, live *[]*task.Task, adv
 	c.liveTab = grow(c.liveTab, n)
 	for i := range dst.Resources {
 		r := c.res.ByID(task.ResourceID(i + 1))
-		lh := &c.liveTab[i]
-		lh.tag, lh.held, lh.ok = r.LiveHold(now)
+		r.LiveHolds(now, &c.liveTab[i])
 		e := r.EndedTotals()
 		dst.Resources[i] = snapshot.Resource{
 			ID: r.ID(), Name: r.Name(), Kind: r.Kind(), Capacity: r.Capacity(),

@@ -121,8 +121,8 @@ type Controller struct {
 	retries RetryStats
 
 	scratchLive []*task.Task
-	parts       []partial  // per-worker sums of a snapshot build
-	liveTab     []liveHold // per resource: the hold in progress its primitive reports
+	parts       []partial            // per-worker sums of a snapshot build
+	liveTab     []resource.LiveHolds // per resource, the holds in progress its primitive reports, read once per snapshot
 
 	// chain is a snapshot build's charging of chains to their roots.
 	chain chainScratch
@@ -256,7 +256,8 @@ func (c *Controller) mustRegister(name string, kind resource.Kind, capacity int6
 var newMutex = resrt.NewMutex.(func(*resource.Resource, *clock.Clock) *resource.Mutex)
 
 // newSemaphore and newQueue make the controller's semaphores and queues,
-// which name a sole holder in their units word (see internal/resrt).
+// which name their holders of one unit in their units word and holder
+// slots (see resource.Semaphore and internal/resrt).
 var (
 	newSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
 	newQueue     = resrt.NewQueue.(func(*resource.Resource, int64, int64, *clock.Clock) *resource.Queue)

@@ -53,6 +53,74 @@ func (e *errs) all() []error {
 	return append([]error(nil), e.list...)
 }
 
+// TestSnapshotSeesSemaphoreHolders: the two holders of one unit each of a
+// controller's 2-unit semaphore are named in the semaphore (one in its
+// units word, one in a holder slot), not in their accounting; a snapshot
+// shows both, with their holds in progress, and not the unit the slot
+// keeps after the release.
+func TestSnapshotSeesSemaphoreHolders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New()
+		defer ctl.Close()
+		s := ctl.Semaphore("pool", 2)
+		actx, a := ctl.Begin(context.Background(), moirai.Spec{Class: "a"})
+		defer a.End(nil)
+		bctx, b := ctl.Begin(context.Background(), moirai.Spec{Class: "b"})
+		defer b.End(nil)
+		pa, err := s.Acquire(actx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		pb, err := s.Acquire(bctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+
+		snap := ctl.Snapshot()
+		ri := snap.ResourceByName("pool")
+		if ri < 0 {
+			t.Fatal("resource missing from snapshot")
+		}
+		if r := snap.Resources[ri]; r.Holders != 2 || r.Held != 2 {
+			t.Errorf("resource: holders %d held %d, want 2, 2", r.Holders, r.Held)
+		}
+		holders, _ := snap.Holders(ri)
+		want := map[uint64]time.Duration{a.ID(): 300 * time.Millisecond, b.ID(): 200 * time.Millisecond}
+		if len(holders) != 2 {
+			t.Fatalf("holders = %v, want tasks %d and %d", holders, a.ID(), b.ID())
+		}
+		for _, i := range holders {
+			d, ok := want[snap.Tasks[i].ID]
+			if !ok {
+				t.Errorf("holder %d, want %d or %d", snap.Tasks[i].ID, a.ID(), b.ID())
+				continue
+			}
+			for _, u := range snap.UsageOf(i) {
+				if u.Held != 1 || u.Hold < d-10*time.Millisecond || u.Hold > d+10*time.Millisecond {
+					t.Errorf("task %d usage %+v, want 1 held for about %v", snap.Tasks[i].ID, u, d)
+				}
+			}
+		}
+
+		if err := pb.Release(); err != nil { // b's slot keeps the unit
+			t.Fatal(err)
+		}
+		snap = ctl.Snapshot()
+		if r := snap.Resources[ri]; r.Holders != 1 || r.Held != 1 {
+			t.Errorf("after b's release: holders %d held %d, want 1, 1", r.Holders, r.Held)
+		}
+		if got := s.InUse(); got != 1 {
+			t.Errorf("InUse = %d after b's release, want 1", got)
+		}
+		if err := pa.Release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestSnapshotSeesHoldersAndWaiters checks that a snapshot shows who holds
 // a lock, who waits for it, and for how long.
 func TestSnapshotSeesHoldersAndWaiters(t *testing.T) {

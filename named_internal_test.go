@@ -10,9 +10,10 @@ import (
 	"github.com/moirai-go/moirai/resource"
 )
 
-// The controller's semaphores and queues name a sole holder of one unit in
-// their units word, as its mutexes name their holder, and add the hold to
-// the holder's counters when it ends (see resource.Semaphore). A plain
+// The controller's semaphores and queues name their holders of one unit
+// in their units word and holder slots, as its mutexes name their holder,
+// and add the hold to the holder's counters when it ends (see
+// resource.Semaphore). A plain
 // resource.NewSemaphore accounts every unit in the tasks' own counters,
 // as all semaphores did before. TestNamedSemaphoreSameDecisions runs
 // random scenarios (lockMix on a semaphore of 1 unit, or of 2 units with

@@ -31,14 +31,6 @@ type partial struct {
 	dropped bool
 }
 
-// liveHold is a resource's hold in progress as its primitive reports it
-// (see resource.Resource.LiveHold), read once per snapshot.
-type liveHold struct {
-	tag  uint64
-	held time.Duration
-	ok   bool
-}
-
 type resSum struct {
 	wait, hold       time.Duration
 	waits, evictions int64
@@ -133,9 +125,11 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 			ri := int32(u.Resource) - 1
 			if ri < 0 || ri >= n {
 				ri = -1 // registered after the resources were copied
-			} else if lh := &c.liveTab[ri]; lh.ok && lh.tag == tag {
-				u.Held++
-				u.Hold += lh.held
+			} else if lh := &c.liveTab[ri]; lh.N > 0 {
+				if held, ok := lh.Of(tag); ok {
+					u.Held++
+					u.Hold += held
+				}
 			}
 			region[j] = snapshot.Usage{Usage: u, Task: ti, Res: ri}
 		}

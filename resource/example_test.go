@@ -31,11 +31,12 @@ func ExampleMutex() {
 	}
 	// The mutex names its holder to the controller (its snapshots do the
 	// same for every resource).
-	tag, _, held := r.LiveHold(tasks.Now())
-	fmt.Println("held while locked:", held, "by task", tag == t.ID())
+	var h resource.LiveHolds
+	r.LiveHolds(tasks.Now(), &h)
+	fmt.Println("held while locked:", h.N == 1, "by task", h.Tag[0] == t.ID())
 	mu.Unlock()
-	_, _, held = r.LiveHold(tasks.Now())
-	fmt.Println("held after unlock:", held)
+	r.LiveHolds(tasks.Now(), &h)
+	fmt.Println("held after unlock:", h.N == 1)
 	// Output:
 	// held while locked: true by task true
 	// held after unlock: false

@@ -85,10 +85,10 @@ type Mutex struct {
 }
 
 // NewMutex returns an unlocked mutex accounted to r, reading time from now.
-// The mutex reports its holder to r (see Resource.LiveHold).
+// The mutex reports its holder to r (see Resource.LiveHolds).
 func NewMutex(r *Resource, now func() int64) *Mutex {
 	m := &Mutex{res: r, clock: now}
-	r.live.Store(&liveHolder{fn: m.liveHold})
+	r.live.Store(&liveHolder{m: m})
 	return m
 }
 
@@ -110,19 +110,19 @@ func (m *Mutex) now() int64 {
 	return m.clock()
 }
 
-// liveHold returns the tag of the task holding m and for how long it has
-// held it at clock value now, read from the state word.
-func (m *Mutex) liveHold(now int64) (tag uint64, held time.Duration, ok bool) {
+// liveHolds stores in dst the tag of the task holding m and for how long
+// it has held it at clock value now, read from the state word.
+func (m *Mutex) liveHolds(now int64, dst *LiveHolds) {
 	s := m.state.Load()
 	if s&mLocked == 0 {
-		return 0, 0, false
+		return
 	}
 	nowMs := uint64(now/int64(time.Millisecond)) & (1<<32 - 1)
 	d := (nowMs - s>>sinceShift) & (1<<32 - 1)
 	if d >= 1<<31 {
 		d = 0 // read with an older clock value
 	}
-	return s >> tagShift, time.Duration(d) * time.Millisecond, true
+	dst.add(s>>tagShift, time.Duration(d)*time.Millisecond)
 }
 
 // Resource returns the resource the mutex is accounted to.

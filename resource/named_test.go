@@ -11,19 +11,31 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/internal/resrt"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/task"
 )
 
 // A semaphore on the controller's clock names a sole holder of one unit
 // in its units word (see resource.Semaphore); these tests are about that
-// path. The other semaphore tests use NewSemaphore, which never names one.
+// path, slot_test.go about the holder slots. The other semaphore tests
+// use NewSemaphore, which never names one.
 
 var newNamedSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
 
 func namedSemaphore(t *testing.T, e *env, size int64) *resource.Semaphore {
 	t.Helper()
 	return newNamedSemaphore(e.register(t, "named", resource.KindQueue, size), size, e.clk)
+}
+
+// taskTag is the tag a primitive names tk by.
+func taskTag(tk *task.Task) uint64 { return taskx.HolderTag(tk.ID()) }
+
+// liveHolds returns the holds in progress s reports now.
+func liveHolds(s *resource.Semaphore, e *env) resource.LiveHolds {
+	var h resource.LiveHolds
+	s.Resource().LiveHolds(e.clk.Now(), &h)
+	return h
 }
 
 func TestNamedPermitRelease(t *testing.T) {
@@ -33,8 +45,8 @@ func TestNamedPermitRelease(t *testing.T) {
 			s := namedSemaphore(t, e, 4)
 			ctx, tk := e.begin(t, task.Spec{})
 			p := acquire(t, s, ctx, 1) // named: the semaphore was empty
-			if _, _, ok := s.Resource().LiveHold(e.clk.Now()); !ok {
-				t.Error("LiveHold: no holder named")
+			if _, ok := s.Resource().LiveHold(taskTag(tk), e.clk.Now()); !ok {
+				t.Error("LiveHold: the holder is not named")
 			}
 			for range others {
 				octx, _ := e.begin(t, task.Spec{})
@@ -84,8 +96,8 @@ func TestNamedHold(t *testing.T) {
 		p = acquire(t, s, ctx, 1) // named again
 		sleep(2 * time.Millisecond)
 		q := acquire(t, s, ctx, 2) // the named unit joins the task's accounting
-		if _, _, ok := s.Resource().LiveHold(e.clk.Now()); ok {
-			t.Error("LiveHold: a holder is still named after its second acquisition")
+		if h := liveHolds(s, e); h.N != 0 {
+			t.Errorf("LiveHolds: %d holders still named after the second acquisition", h.N)
 		}
 		sleep(3 * time.Millisecond)
 		if diff := cmp.Diff(task.Usage{Resource: s.Resource().ID(), Held: 3, Hold: 10 * time.Millisecond}, usage(t, tk, s.Resource())); diff != "" {

@@ -63,7 +63,7 @@ func (q *Queue) Resize(slots int64) error { return q.resize(slots, "queue of %d 
 func (q *Queue) Slots() int64 { return q.sem.size.Load() }
 
 // Running returns the slots in use now.
-func (q *Queue) Running() int64 { return units(q.sem.cur.Load()) }
+func (q *Queue) Running() int64 { return q.sem.inUse() }
 
 // Waiting returns the requests waiting for a slot now.
 func (q *Queue) Waiting() int64 { return q.sem.nwait.Load() }

@@ -86,26 +86,75 @@ type Resource struct {
 	resident    atomic.Int64 // KindMemory: units in use now
 	queueLength atomic.Int64 // KindQueue: requests waiting now
 
-	// live reports the hold in progress of a primitive that tracks its
-	// holder itself (Mutex); nil for the others.
+	// live reports the holds in progress of a primitive that tracks its
+	// holders itself (a Mutex, the controller's semaphores and queues);
+	// nil for the others.
 	live atomic.Pointer[liveHolder]
 }
 
+// liveHolder is the primitive whose holds in progress a resource reports:
+// one of the two is set.
 type liveHolder struct {
-	fn func(now int64) (tag uint64, held time.Duration, ok bool)
+	m *Mutex
+	s *sema
 }
 
-// LiveHold reports, for a resource whose primitive tracks its holder
-// itself (a Mutex), the tag of the task holding it (the low 29 bits of its
-// ID) and for how long it has held it at clock value now; ok is false when
-// nobody holds it or the primitive does not track holds this way. Such holds are not in the
-// holder's task accounting until they end: the controller adds them from
-// here, and a task's own readings through task.Options.LiveHold.
-func (r *Resource) LiveHold(now int64) (tag uint64, held time.Duration, ok bool) {
-	if l := r.live.Load(); l != nil {
-		return l.fn(now)
+// MaxLiveHolds is the most holds in progress a primitive tracks itself:
+// a semaphore's holder named in its units word and one in each of its
+// holder slots.
+const MaxLiveHolds = 1 + nSlots
+
+// LiveHolds are the holds in progress of a resource whose primitive tracks
+// its holders itself: the first N entries of Tag and Held.
+type LiveHolds struct {
+	N    int
+	Tag  [MaxLiveHolds]uint64        // the holder's tag: the low 29 bits of its task's ID
+	Held [MaxLiveHolds]time.Duration // how long it has held its unit
+}
+
+// add appends a hold to h.
+func (h *LiveHolds) add(tag uint64, held time.Duration) {
+	h.Tag[h.N], h.Held[h.N] = tag, held
+	h.N++
+}
+
+// Of returns the hold of the task with tag in h; ok is false if h has
+// none. A task has at most one hold of a resource that its primitive
+// tracks itself.
+func (h *LiveHolds) Of(tag uint64) (held time.Duration, ok bool) {
+	for i := range h.N {
+		if h.Tag[i] == tag {
+			return h.Held[i], true
+		}
 	}
-	return 0, 0, false
+	return 0, false
+}
+
+// LiveHolds stores in dst, for a resource whose primitive tracks its
+// holders itself (a Mutex, the controller's semaphores and queues), the
+// tags of the tasks holding it that way and for how long each has held it
+// at clock value now; dst.N is 0 when nobody does or the primitive does
+// not track holds this way. Such holds are not in the holders' task
+// accounting until they end: the controller adds them from here, and a
+// task's own readings through task.Options.LiveHold.
+func (r *Resource) LiveHolds(now int64, dst *LiveHolds) {
+	dst.N = 0
+	if l := r.live.Load(); l != nil {
+		if l.m != nil {
+			l.m.liveHolds(now, dst)
+		} else {
+			l.s.liveHolds(now, dst)
+		}
+	}
+}
+
+// LiveHold returns how long the task with tag (the low 29 bits of its ID)
+// has held the resource at clock value now in a hold its primitive tracks
+// itself (see LiveHolds); ok is false if it holds none.
+func (r *Resource) LiveHold(tag uint64, now int64) (held time.Duration, ok bool) {
+	var h LiveHolds
+	r.LiveHolds(now, &h)
+	return h.Of(tag)
 }
 
 // ID returns the resource's identifier in task accounting.
@@ -333,11 +382,11 @@ func (g *Registry) Lookup(name string) (*Resource, error) {
 }
 
 // LiveHold is Resource.LiveHold by ID, for task.Options.LiveHold.
-func (g *Registry) LiveHold(id task.ResourceID, now int64) (tag uint64, held time.Duration, ok bool) {
+func (g *Registry) LiveHold(id task.ResourceID, tag uint64, now int64) (held time.Duration, ok bool) {
 	if r := g.ByID(id); r != nil {
-		return r.LiveHold(now)
+		return r.LiveHold(tag, now)
 	}
-	return 0, 0, false
+	return 0, false
 }
 
 // ByID returns the resource with the given ID, or nil.

@@ -30,7 +30,8 @@
 // once). Hold and wait times include a hold or wait in progress, read with a
 // single atomic load (see the comment on slot in usage.go). A primitive may
 // instead track its holds in progress itself and add each finished hold
-// itself (resource.Mutex does, to cost what sync.Mutex costs);
+// itself (resource.Mutex does, to cost what sync.Mutex costs, and so do
+// the controller's semaphores for their holders of one unit);
 // [Options.LiveHold] tells the registry about such holds.
 //
 // The counters live in an accounting block that the registry recycles: a

@@ -20,6 +20,7 @@ func init() {
 		Evicted:   (*Task).evicted,
 		Claim:     (*Task).claim,
 		AddHold:   (*Task).addHold,
+		Units:     (*Task).units,
 		Flagged:   (*Task).flagged,
 
 		StateOffset: unsafe.Offsetof(Task{}.state),

@@ -28,7 +28,7 @@ const shardsPerCPU = 4
 type Registry struct {
 	clock       *clock.Clock
 	onEnd       func(*Task, int64, []Usage)
-	liveHold    func(ResourceID, int64) (uint64, time.Duration, bool)
+	liveHold    func(ResourceID, uint64, int64) (time.Duration, bool)
 	report      func(error)
 	hookTimeout time.Duration
 	objective   time.Duration
@@ -87,13 +87,13 @@ type Options struct {
 	// HookTimeout is how long a cancel hook may run before it is reported
 	// as blocked. Zero means one second; negative disables the report.
 	HookTimeout time.Duration
-	// LiveHold reports the hold in progress of a resource whose primitive
-	// tracks its holder itself rather than in the holder's accounting (the
-	// controller passes resource.Registry.LiveHold): the holder's tag (the
-	// low 29 bits of its Task.ID) and how long it has held the resource at
-	// clock value now. The runtime's readings of a task and End's final
-	// accounting add such holds.
-	LiveHold func(id ResourceID, now int64) (tag uint64, held time.Duration, ok bool)
+	// LiveHold reports a hold in progress of a resource whose primitive
+	// tracks its holders itself rather than in their accounting (the
+	// controller passes resource.Registry.LiveHold): whether the task with
+	// tag (the low 29 bits of its Task.ID) holds resource id that way, and
+	// for how long it has held it at clock value now. The runtime's
+	// readings of a task and End's final accounting add such holds.
+	LiveHold func(id ResourceID, tag uint64, now int64) (held time.Duration, ok bool)
 	// MaxLive bounds the live tasks (see [Registry.Begin]). Zero means
 	// [DefaultMaxLive]; negative means no bound.
 	MaxLive int
@@ -246,7 +246,7 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 		if claimed {
 			t.blk.each(t.tag(), now, func(u Usage) {
 				if r.liveHold != nil {
-					if htag, held, ok := r.liveHold(u.Resource, now); ok && htag == tag {
+					if held, ok := r.liveHold(u.Resource, tag, now); ok {
 						u.Held++ // a lock held past End: charge the hold so far
 						u.Hold += held
 					}

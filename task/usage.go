@@ -456,6 +456,24 @@ func (t *Task) claim(id ResourceID) {
 	}
 }
 
+// units returns the units of resource id in the task's accounting (not
+// those of the holds in progress that primitives track themselves).
+func (t *Task) units(id ResourceID) int64 {
+	if t == nil || t.state.Load()&stateEnded != 0 {
+		return 0
+	}
+	s, key := t.firstSlot(id)
+	if s == nil {
+		if s, key = t.slotForSlow(id); s == nil {
+			return 0
+		}
+	}
+	if s.res.Load() != key {
+		return 0
+	}
+	return int64(s.hold.Load() & unitMask)
+}
+
 // addHold adds a finished hold of d to the task's accounting for resource
 // id. It costs one atomic add, none when d ≤ 0.
 func (t *Task) addHold(id ResourceID, d time.Duration) {
@@ -516,7 +534,7 @@ func (t *Task) eachUsage(now int64, fn func(Usage)) {
 	}
 	tag := holderTag(t.id)
 	t.eachSlot(now, func(u Usage) {
-		if htag, held, ok := live(u.Resource, now); ok && htag == tag {
+		if held, ok := live(u.Resource, tag, now); ok {
 			u.Held++
 			u.Hold += held
 		}

@@ -10,8 +10,9 @@ package resrt
 var NewMutex any
 
 // NewSemaphore is func(*resource.Resource, int64, *clock.Clock)
-// *resource.Semaphore: a semaphore that names a sole holder of one unit in
-// its units word, stamped by the coarse value of the controller's clock.
+// *resource.Semaphore: a semaphore that names its holders of one unit in
+// its units word and holder slots, stamped by the coarse value of the
+// controller's clock.
 var NewSemaphore any
 
 // NewQueue is func(*resource.Resource, int64, int64, *clock.Clock)

@@ -29,6 +29,10 @@ type Hooks[T, U any, R ~uint32, G, O, C, S any] struct {
 	// progress itself (resource.Mutex).
 	Claim   func(t *T, id R)
 	AddHold func(t *T, id R, d time.Duration)
+	// Units serves a primitive that names some holders itself and accounts
+	// the others (resource.Semaphore): the units of resource id in t's
+	// accounting.
+	Units func(t *T, id R) int64
 	// Flagged is the one test a primitive makes before it acquires: the
 	// bits FlagBits of the 32-bit state word at offset StateOffset in T,
 	// which taskx reads inline, without a call.

@@ -44,6 +44,10 @@ func Claim(t *task.Task, id task.ResourceID) { h.Claim(t, id) }
 // AddHold adds a finished hold of d to t's accounting for resource id.
 func AddHold(t *task.Task, id task.ResourceID, d time.Duration) { h.AddHold(t, id, d) }
 
+// Units returns the units of resource id in t's accounting, without the
+// holds in progress that primitives track themselves.
+func Units(t *task.Task, id task.ResourceID) int64 { return h.Units(t, id) }
+
 // Flagged reports whether t was cancelled or has a penalty to serve: one
 // load of t's state word, inline, on every acquisition of an instrumented
 // primitive (TestFlaggedInline checks it agrees with the method).
