@@ -342,6 +342,8 @@ type Stats struct {
 	CPUs       float64
 	Overcommit float64
 	Limit      int
+	// Tolerance is the loop's grow margin (see WithTolerance).
+	Tolerance float64
 	// Active is the active count; Running the work running now; Waiting
 	// the work waiting for a worker.
 	Active           int
@@ -364,7 +366,7 @@ type Stats struct {
 // Stats returns the pool's state and counters.
 func (p *Pool) Stats() Stats {
 	return Stats{
-		CPUs: p.cpus, Overcommit: p.cfg.overcommit, Limit: p.limit,
+		CPUs: p.cpus, Overcommit: p.cfg.overcommit, Limit: p.limit, Tolerance: p.cfg.grow,
 		Active: p.Active(), Running: p.q.Running(), Waiting: p.q.Waiting(),
 		Share: math.Float64frombits(p.share.Load()), Free: math.Float64frombits(p.free.Load()),
 		Ticks: p.ticks.Load(), ReadErrors: p.readErrors.Load(), Changes: p.changes.Load(),

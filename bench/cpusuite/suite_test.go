@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/moirai-go/moirai/cpu"
 	"math"
 	"os"
 	"os/exec"
@@ -163,6 +164,13 @@ func TestWorkerSmoke(t *testing.T) {
 		}
 		if r.Completed == 0 || len(r.Work) == 0 || r.Sent == 0 || r.ActiveMean < 1 {
 			t.Errorf("%s: %+v", pool, r)
+		}
+		// The suite's friendly controllers run the library's default grow
+		// margin: a controller's Tolerance of 0 means the default (it was
+		// passed on as a margin of 0, so that friendly-o1 grew at a free
+		// CPU of n + 0 and ran three threads on two CPUs at K = 2).
+		if pool == "friendly" && r.Tolerance != cpu.DefaultGrow {
+			t.Errorf("friendly pool's grow margin %v; want the default %v", r.Tolerance, cpu.DefaultGrow)
 		}
 		// A friendly pool's loop is summed up over the measured part.
 		if l := r.Loop; (pool == "friendly") != (l != nil) || (l != nil && (l.RunQueue < 0 || l.Share < 0 || l.Grows < 0)) {

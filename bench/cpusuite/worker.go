@@ -73,6 +73,8 @@ type WorkerResult struct {
 	// fixed size of a static pool).
 	ActiveMean float64 `json:"active_mean"`
 	Limit      int     `json:"limit"`
+	// Tolerance is a friendly pool's grow margin (cpu.WithTolerance).
+	Tolerance float64 `json:"tolerance,omitempty"`
 	// Ticks counts the friendly pool's loop steps; CPUTime is the
 	// process's own CPU time from the start of arrivals to the end.
 	Ticks   int64         `json:"ticks"`
@@ -233,19 +235,24 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	case "hog":
 		return hog(ctx, c, budget)
 	case "friendly":
-		opts = append(opts, cpu.WithBudget(budget), cpu.WithOvercommit(c.Overcommit), cpu.WithTolerance(c.Tolerance),
-			cpu.WithObserver(func(s cpu.StepInfo) {
-				mu.Lock()
-				activeSum += float64(s.Active)
-				activeN++
-				if loop != nil {
-					loop.observe(s)
-				}
-				if tr != nil {
-					tr.observe(s)
-				}
-				mu.Unlock()
-			}))
+		opts = append(opts, cpu.WithBudget(budget), cpu.WithOvercommit(c.Overcommit))
+		if c.Tolerance > 0 {
+			// 0 is the default, not a tolerance of 0 (a controller
+			// names its tolerance only when it departs from the default).
+			opts = append(opts, cpu.WithTolerance(c.Tolerance))
+		}
+		opts = append(opts, cpu.WithObserver(func(s cpu.StepInfo) {
+			mu.Lock()
+			activeSum += float64(s.Active)
+			activeN++
+			if loop != nil {
+				loop.observe(s)
+			}
+			if tr != nil {
+				tr.observe(s)
+			}
+			mu.Unlock()
+		}))
 		if traceDir != "" {
 			tr = &tracer{start: time.Unix(0, c.StartAt), pool: func() cpu.Stats { return pool.Stats() }}
 		}
@@ -335,7 +342,7 @@ func Worker(ctx context.Context, c WorkerConfig) (*WorkerResult, error) {
 	pool.Close()
 	cpu1 := processCPUTime()
 
-	res := &WorkerResult{Index: c.Index, Limit: st.Limit, Ticks: st.Ticks, Budget: budget,
+	res := &WorkerResult{Index: c.Index, Limit: st.Limit, Tolerance: st.Tolerance, Ticks: st.Ticks, Budget: budget,
 		Measured: (c.Duration - c.Warmup).Seconds(),
 		CPUTime:  cpu1 - cpu0}
 	mu.Lock()
