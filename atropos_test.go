@@ -211,3 +211,59 @@ func busyController() *moirai.Controller {
 		}}),
 		moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 }
+
+// TestKnownHeavyWaiterWakesTheLoop: once a class is known to hold a lock
+// for long (a report that held it 300 ms), the next task of it holding
+// the lock is the culprit as soon as a request waits behind it, and the
+// wait itself steps the loop (policy.Waker): the report is cancelled at
+// the instant the request starts waiting, not at the loop's next tick
+// (here 17 ms later).
+func TestKnownHeavyWaiterWakesTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
+		defer ctl.Close()
+		table := ctl.Mutex("table:orders")
+		report := func(hold time.Duration) (cancelledAt time.Time, err error) {
+			ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "report", Cancellable: true})
+			defer func() { task.End(err) }()
+			if err = table.Lock(ctx); err != nil {
+				return time.Time{}, err
+			}
+			defer table.Unlock()
+			select {
+			case <-time.After(hold):
+				return time.Time{}, nil
+			case <-ctx.Done():
+				return time.Now(), context.Cause(ctx)
+			}
+		}
+		if _, err := report(300 * time.Millisecond); err != nil {
+			t.Fatalf("the first report, alone: %v", err)
+		}
+		// Seen to end, then the second report at 3 ms past a tick of the
+		// loop (20 ms apart from the start), and a request 2 ms later.
+		time.Sleep(100*time.Millisecond - time.Duration(time.Now().UnixNano())%(20*time.Millisecond) + 3*time.Millisecond)
+		var wg sync.WaitGroup
+		var at time.Time
+		var rerr error
+		wg.Go(func() { at, rerr = report(time.Second) })
+		time.Sleep(2 * time.Millisecond)
+		waited := time.Now()
+		ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "insert", Cancellable: true})
+		err := table.Lock(ctx)
+		if err == nil {
+			table.Unlock()
+		}
+		task.End(err)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("the request: %v; want it served", err)
+		}
+		if !errors.Is(rerr, moirai.ErrCancelled) {
+			t.Fatalf("the second report ended with %v; want it cancelled", rerr)
+		}
+		if d := at.Sub(waited); d > time.Millisecond {
+			t.Errorf("the report was cancelled %v after the request began to wait; want at once (the wait steps the loop)", d)
+		}
+	})
+}

@@ -37,20 +37,72 @@ func (c *Controller) run() {
 	tick := time.NewTimer(c.cfg.coarseTick)
 	defer tick.Stop()
 	fast := false
+	var last time.Time // the last step's start
 	for {
 		select {
 		case <-c.done:
+			for _, r := range c.armed {
+				armResource(r, nil)
+			}
 			return
 		case <-clk.C:
 			c.clock.Advance()
-		case <-tick.C:
-			tick.Reset(c.step())
-			if p := c.clock.IsPrecise(); p != fast {
-				fast = p
-				clk.Reset(c.advancePeriod(p))
+			continue
+		case <-c.poke:
+			// A task began to wait on an armed resource: step now, unless
+			// a step ran within pokeGap (the next tick is soon enough).
+			if time.Since(last) < pokeGap {
+				continue
 			}
+		case <-tick.C:
+		}
+		last = time.Now()
+		tick.Reset(c.step())
+		if p := c.clock.IsPrecise(); p != fast {
+			fast = p
+			clk.Reset(c.advancePeriod(p))
 		}
 	}
+}
+
+// pokeGap is the least time between a step and one a waiter's poke runs:
+// a resource stays armed while its known-heavy holder holds it, and each
+// of its waiters pokes.
+const pokeGap = time.Millisecond
+
+// armLocked arms, for the next waits, the resources the policies named
+// at this step (policy.Waker), and disarms the others armed before.
+func (c *Controller) armLocked() {
+	c.wakeOn = c.wakeOn[:0]
+	for _, p := range c.cfg.policies {
+		if w, ok := p.(policy.Waker); ok {
+			c.wakeOn = c.safeWakeOn(p.Name(), w, c.wakeOn)
+		}
+	}
+	for _, r := range c.armed {
+		armResource(r, nil)
+	}
+	c.armed = c.armed[:0]
+	for _, i := range c.wakeOn {
+		if i < 0 || i >= len(c.snap.Resources) {
+			continue
+		}
+		if r := c.res.ByID(c.snap.Resources[i].ID); r != nil {
+			armResource(r, &c.wake)
+			c.armed = append(c.armed, r)
+		}
+	}
+}
+
+// safeWakeOn asks a policy for the resources to arm, recovering a panic.
+func (c *Controller) safeWakeOn(name string, w policy.Waker, dst []int) (out []int) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.report(fmt.Errorf("moirai: %s panicked: %v", name, v))
+			out = dst
+		}
+	}()
+	return w.WakeOn(&c.snap, dst)
 }
 
 // advancePeriod is how often the loop advances the coarse clock: at its
@@ -113,6 +165,7 @@ func (c *Controller) step() time.Duration {
 			watching = true
 		}
 	}
+	c.armLocked()
 	regular := firing && cancels == 0 && !c.confirmedLocked()
 	changed := regular != c.regular
 	c.regular = regular

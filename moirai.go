@@ -126,6 +126,15 @@ type Controller struct {
 
 	// chain is a snapshot build's charging of chains to their roots.
 	chain chainScratch
+
+	// wake is what an armed resource calls as a task begins to wait on
+	// it: a poke, which steps the loop at once (see policy.Waker). armed
+	// are the resources armed now, wakeOn the indexes the policies named
+	// at the last step; loop only.
+	wake   func()
+	poke   chan struct{}
+	armed  []*resource.Resource
+	wakeOn []int
 }
 
 // New returns a running controller.
@@ -173,6 +182,13 @@ func New(opts ...Option) *Controller {
 		ring:      make([]policy.Record, cfg.logSize),
 		stepped:   make(chan struct{}),
 		durations: durations,
+		poke:      make(chan struct{}, 1),
+	}
+	c.wake = func() {
+		select {
+		case c.poke <- struct{}{}:
+		default:
+		}
 	}
 	c.clock.SetResolution(cfg.resolution)
 	c.tasks = taskx.NewRegistry(c.clock, task.Options{
@@ -261,6 +277,7 @@ var newMutex = resrt.NewMutex.(func(*resource.Resource, *clock.Clock) *resource.
 var (
 	newSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
 	newQueue     = resrt.NewQueue.(func(*resource.Resource, int64, int64, *clock.Clock) *resource.Queue)
+	armResource  = resrt.Arm.(func(*resource.Resource, *func()))
 )
 
 // Mutex returns a new instrumented mutex on a lock resource called name.

@@ -232,6 +232,7 @@ var (
 	_ policy.Policy     = (*Atropos)(nil)
 	_ policy.Observer   = (*Atropos)(nil)
 	_ policy.Confirmer  = (*Atropos)(nil)
+	_ policy.Waker      = (*Atropos)(nil)
 	_ policy.Continuous = (*Atropos)(nil)
 )
 
@@ -553,6 +554,25 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 			a.khCand[i] = -1
 		}
 	}
+}
+
+// WakeOn names the lock and queue resources on which some class is known
+// to be heavy (see knownHeavy): when a task of it holds one, the next
+// task to wait there makes it a culprit, and the loop had better see it
+// then than at its next tick, however soon after its acquisition that is
+// (policy.Waker). A wait behind a light holder steps the loop too, at
+// most once a millisecond, and finds nothing to do.
+func (a *Atropos) WakeOn(s *snapshot.Snapshot, dst []int) []int {
+	if a.variant == CurrentUsage {
+		return dst
+	}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		if (r.Kind == resource.KindLock || r.Kind == resource.KindQueue) && a.uses.HeavyOn(r.Name, a.cfg.minGain.Seconds()) {
+			dst = append(dst, i)
+		}
+	}
+	return dst
 }
 
 // confirms reports whether resource r at contention level counts as

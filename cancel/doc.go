@@ -55,7 +55,11 @@
 // bound under the minimum gain says nothing of the class. A class's first
 // task has no history and is found by the measured contention; a lone
 // known-heavy task that leaves the others room is left alone however full
-// the resource is for a moment.
+// the resource is for a moment. A lock or queue some class is known to
+// be heavy on is armed ([Atropos.WakeOn], policy.Waker): a task beginning
+// to wait there steps the controller's loop at once (at most once a
+// millisecond), so a known-heavy holder is decided on the instant the
+// first request queues behind it, not at the loop's next tick.
 //
 // The two ablations of the paper are variants: [Greedy] looks at the most
 // contended resource only and takes its largest gain; [CurrentUsage] runs

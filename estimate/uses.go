@@ -261,6 +261,18 @@ func (u *Uses) Typical(class, res string) (float64, bool) {
 	return c.low[res], true
 }
 
+// HeavyOn reports whether some class's typical use of res ([Uses.Typical])
+// is at least floor resource-seconds: a task of it holding res is a
+// culprit as soon as others wait.
+func (u *Uses) HeavyOn(res string, floor float64) bool {
+	for _, c := range u.classes {
+		if c.n > 0 && c.low[res] >= floor {
+			return true
+		}
+	}
+	return false
+}
+
 func hasRes(spent []resSpent, name string) bool {
 	for _, rs := range spent {
 		if rs.res == name {

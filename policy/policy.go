@@ -107,6 +107,17 @@ type Continuous interface {
 	Watching() bool
 }
 
+// Waker is implemented by the policies that know, after Decide, of
+// resources where a task beginning to wait would make them act: a lock
+// held by a task of a class known to monopolize it, whose next waiter
+// makes it the culprit. WakeOn appends those resources' indexes into
+// s.Resources to dst. The controller then steps the loop as soon as a
+// task begins to wait on one of them, rather than at its next tick (at
+// most once a millisecond).
+type Waker interface {
+	WakeOn(s *snapshot.Snapshot, dst []int) []int
+}
+
 // Confirmer is implemented by the policies that can tell resource overload
 // from regular overload: while a detector fires, Confirm reports whether
 // the snapshot shows a contended resource their decisions could relieve.

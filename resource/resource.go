@@ -90,6 +90,10 @@ type Resource struct {
 	// holders itself (a Mutex, the controller's semaphores and queues);
 	// nil for the others.
 	live atomic.Pointer[liveHolder]
+
+	// wake, when set, is called as a task begins to wait here: the
+	// controller's loop asked to step at once then (see resrt.Arm).
+	wake atomic.Pointer[func()]
 }
 
 // liveHolder is the primitive whose holds in progress a resource reports:
@@ -229,7 +233,13 @@ func (r *Resource) waitBegin(t *task.Task) {
 	if t != nil {
 		taskx.WaitBegin(t, r.id)
 	}
+	if f := r.wake.Load(); f != nil {
+		(*f)()
+	}
 }
+
+// arm sets the function called as a task begins to wait on r (nil: none).
+func arm(r *Resource, f *func()) { r.wake.Store(f) }
 
 func (r *Resource) waitEnd(t *task.Task) {
 	if t != nil {

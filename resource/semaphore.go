@@ -677,6 +677,7 @@ func (p *pool) onClock(clk *clock.Clock) {
 func init() {
 	resrt.NewSemaphore = newCoarseSemaphore
 	resrt.NewQueue = newCoarseQueue
+	resrt.Arm = arm
 }
 
 // Resource returns the resource the semaphore is accounted to.

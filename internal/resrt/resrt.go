@@ -18,3 +18,9 @@ var NewSemaphore any
 // NewQueue is func(*resource.Resource, int64, int64, *clock.Clock)
 // *resource.Queue: NewSemaphore's queue.
 var NewQueue any
+
+// Arm is func(*resource.Resource, *func()): it sets the function called,
+// on the waiting goroutine, as a task begins to wait on the resource (nil
+// for none). The controller arms the resources where a wait would make a
+// policy act, to step its loop at once rather than at its next tick.
+var Arm any
