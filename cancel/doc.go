@@ -17,10 +17,12 @@
 //  2. Candidates. Every cancellable, not yet cancelled task with a gain on
 //     a contended resource: its future usage, current usage × (1−p)/p,
 //     with p its reported progress or, when it reports none, estimated
-//     from its class's learned durations. Gains below a floor (half the
-//     objective of lock time; 1 % of a pool) are not worth a cancellation:
-//     that floor is what keeps a victim that holds the lock for a moment
-//     from being mistaken for the culprit.
+//     from its class's learned durations. Gains below a floor are not
+//     worth a cancellation: of lock or queue time, half the tightest
+//     objective of the tasks waiting for the resource (WithMinGain, half
+//     the default objective, when none has its own); of a pool, 1 %. That
+//     floor is what keeps a victim that holds the lock for a moment from
+//     being mistaken for the culprit.
 //  3. Choice. Gains become shares of each resource's total; the
 //     non-dominated candidates (no other gains at least as much on every
 //     contended resource and more on one) form the skyline, and the one
