@@ -187,8 +187,8 @@ type Atropos struct {
 	uses     *estimate.Uses
 	episodes map[resKey]episode
 	// others is, per resource, a moving mean (over about a second) of the
-	// units held and waited for by the tasks of classes not known to be
-	// heavy on it: the demand a known-heavy class's tasks leave room for.
+	// units held and waited for by the tasks of classes known to be light
+	// on it: the demand a known-heavy class's tasks leave room for.
 	others map[resKey]float64
 	// khCand and khHeavy are knownHeavy's results for the snapshot being
 	// decided on.
@@ -458,9 +458,20 @@ func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
 	return ok && total >= a.cfg.minGain.Seconds()
 }
 
+// lightOn reports whether class is known to be light on resource r: the
+// runtime has seen its tasks end, and not heavy on r (see heavyOn). A
+// class with no ended task is neither: the first report of a class
+// runs with no history, and counting its units among the others' demand
+// would make the next report, once the class is known heavy, look like
+// an overload for as long as the moving mean remembers the first.
+func (a *Atropos) lightOn(class string, r *snapshot.Resource) bool {
+	total, ok := a.uses.Typical(class, r.Name)
+	return ok && total < a.cfg.minGain.Seconds()
+}
+
 // observeOthers updates, per lock and queue resource, the moving mean of
-// the units held and waited for by tasks of classes not known to be heavy
-// on it.
+// the units held and waited for by tasks of classes known to be light on
+// it (lightOn).
 func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
 	alpha := min(float64(s.Window)/float64(time.Second), 1)
 	demand := make([]float64, len(s.Resources))
@@ -474,7 +485,7 @@ func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
 			if r.Kind != resource.KindQueue && r.Kind != resource.KindLock {
 				continue
 			}
-			if n := u.Held + int64(max(u.Waiting, 0)); n > 0 && !a.heavyOn(t.Class, r) {
+			if n := u.Held + int64(max(u.Waiting, 0)); n > 0 && a.lightOn(t.Class, r) {
 				demand[u.Res] += float64(n)
 			}
 		}

@@ -41,7 +41,9 @@
 // minimum gain or more is known to be heavy on it. When known-heavy tasks
 // hold a lock while others wait, or their demand on a queue (the units
 // they hold and wait for) leaves the other tasks less than their mean
-// demand a plus √a (the square-root headroom re-execution admits by), the
+// demand a plus √a (the square-root headroom re-execution admits by; a
+// is the moving mean of the units of tasks of classes seen to end light
+// on it, never of a heavy class's first task, which ran with no history), the
 // resource counts as contended from the acquisition that made it so
 // ([Level].KnownHeavy), and step 3 picks among the candidates as usual:
 // the least loss among those that free enough, which is the newcomer

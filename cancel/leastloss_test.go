@@ -429,6 +429,17 @@ func TestQuietActsOnKnownHeavyOnly(t *testing.T) {
 	var at time.Duration
 	k := NewAtropos(MultiObjective, WithMinGain(25*ms))
 	teach(k, &at, "job", "sem", 8, 7, 3*time.Second)
+	// A second of light requests, one unit held at a time: the demand
+	// the job's 7 units leave too little room for (1 + √1 > 8 − 7).
+	teach(k, &at, "light", "sem", 8, 1, 2*ms)
+	for i := range 200 {
+		k.Observe(&snapshot.Snapshot{At: at, Window: 5 * ms,
+			Resources: []snapshot.Resource{{Name: "sem", Kind: resource.KindQueue, Capacity: 8, Held: 1}},
+			Tasks:     []snapshot.Task{{ID: uint64(i) + 1e6, Class: "light", Age: 2 * ms, N: 1}},
+			Usage:     []snapshot.Usage{{Usage: task.Usage{Held: 1, Hold: 2 * ms}}},
+		})
+		at += 5 * ms
+	}
 	s.Quiet, s.At = true, at+time.Second
 	d := k.Decide(s)
 	if len(d) != 1 || d[0].Task != 1 || !strings.Contains(d[0].Reason, "known to be heavy") {
