@@ -579,6 +579,7 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 	if !any || a.variant == CurrentUsage {
 		return
 	}
+	newcomer := make([]bool, n)
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		for _, u := range usageOf(s, ti) {
@@ -592,6 +593,9 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 				continue
 			}
 			a.khHeavy[i] += d
+			if u.Held <= 0 && t.Cancellable && !t.Cancelled && !t.Blocked && r.Kind == resource.KindQueue {
+				newcomer[i] = true
+			}
 			total, _ := a.uses.Total(t.Class, r.Name)
 			if a.khCand[i] < 0 && u.Held > 0 && t.Cancellable && !t.Cancelled && !t.Blocked &&
 				total-estimate.Spent(&u.Usage, r.Capacity) >= a.gain[i] {
@@ -602,6 +606,15 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		if a.khCand[i] < 0 || r.Kind == resource.KindLock {
+			continue
+		}
+		if newcomer[i] {
+			// A known-heavy newcomer waits for its first units: the
+			// acquisition that oversubscribes the queue has not
+			// happened yet, and the candidate that loses least is the
+			// newcomer once it holds a unit (a step or two later), not
+			// an older holder cancelled now.
+			a.khCand[i] = -1
 			continue
 		}
 		o := a.others[keyOf(r)]

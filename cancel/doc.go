@@ -47,7 +47,9 @@
 // resource counts as contended from the acquisition that made it so
 // ([Level].KnownHeavy), and step 3 picks among the candidates as usual:
 // the least loss among those that free enough, which is the newcomer
-// that has used almost nothing yet. A class's first task has no history
+// that has used almost nothing yet (a known-heavy newcomer still waiting
+// for its first units of a queue is waited for: nothing is decided until
+// it holds one). A class's first task has no history
 // and is found by the measured contention; a lone known-heavy task that
 // leaves the others room is left alone however full the resource is for
 // a moment.
