@@ -24,8 +24,10 @@ import (
 // Every step the controller keeps, per resource, a moving mean (over about
 // a second) of its demand: the units held plus the tasks waiting. A
 // re-execution that needs u units of a queue or pool of capacity C fits
-// when nobody waits for it now and mean + √mean + u ≤ C: the others'
-// demand a, arriving at random, needs a + √a units of what the
+// when nobody waits for it now and a + √a + u ≤ C, a the larger of the
+// mean and the units held now (the mean lags a demand that just rose: a
+// report that took most of a pool a moment ago is in it only a little):
+// the others' demand a, arriving at random, needs a + √a units of what the
 // re-execution leaves (square-root staffing, Halfin–Whitt with β = 1)
 // for few of them to wait, and a queue left exactly a units is at full
 // utilization, where every one of them waits and the wait grows without
@@ -244,7 +246,11 @@ func (c *Controller) fitsLocked(used []usedRes, hold, quiet time.Duration) (bool
 			return false, fmt.Sprintf("%d task(s) wait for %s", r.Waiters, r.Name)
 		case r.Kind == KindQueue && r.Capacity > 1:
 			res := c.reservedLocked(i)
-			load := c.reexec.load[i]
+			// The moving mean lags a demand that just rose (a holder
+			// that took most of the pool a moment ago is in it only a
+			// little): the units held now count as the demand when
+			// they are more.
+			load := max(c.reexec.load[i], float64(r.Held))
 			headroom := math.Sqrt(max(load, 0))
 			if need := load + headroom + float64(res+max(u.units, 1)); need > float64(r.Capacity) {
 				return false, fmt.Sprintf("%s: demand %.1f (+%.1f headroom; %d of it re-executions) + %d unit(s) over capacity %d", r.Name, load+float64(res), headroom, res, max(u.units, 1), r.Capacity)

@@ -377,3 +377,99 @@ func TestReexecutionFitGenerated(t *testing.T) {
 	}
 	t.Logf("%d refused, %d admitted of %d generated", refused, admitted, seeds)
 }
+
+// A re-execution is gated on the demand now as well as on its moving
+// mean: a holder that took most of the pool just before the run was
+// cancelled is in the mean only a little (the mean lags by about a
+// second), but the run beside it would leave the light requests less
+// than a + √a. Generated: a pool of 8–16, light requests of mean demand
+// a, another task taking C − u units for a second just before a run of u
+// units is cancelled. By construction the re-execution must not start
+// before the other task releases (it would leave the light requests
+// nothing), and must start after (a + √a + u ≤ C).
+func TestReexecutionWaitsForADemandThatJustRose(t *testing.T) {
+	const seeds = 12
+	for seed := uint64(1); seed <= seeds; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0x28))
+		capacity := int64(8 + rng.IntN(9))
+		units := int64(1 + rng.IntN(3))
+		hold := time.Duration(2+rng.IntN(4)) * time.Millisecond
+		a := 0.3 + 1.2*rng.Float64()
+		rate := a / hold.Seconds()
+		name := fmt.Sprintf("seed %d: capacity %d, run %d units, other %d units, light a = %.2f", seed, capacity, units, capacity-units, a)
+		synctest.Test(t, func(t *testing.T) {
+			ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+				moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+			defer ctl.Close()
+			sem := ctl.Semaphore("pool", capacity)
+			stop := make(chan struct{})
+			var light sync.WaitGroup
+			light.Go(func() {
+				lr := rand.New(rand.NewPCG(seed, 1))
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Duration(lr.ExpFloat64() / rate * float64(time.Second))):
+					}
+					light.Go(func() {
+						ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+						p, err := sem.Acquire(ctx, 1)
+						if err == nil {
+							time.Sleep(hold)
+							p.Release()
+						}
+						tk.End(err)
+					})
+				}
+			})
+			time.Sleep(time.Second) // the load's demand is learned
+			var released, rerun time.Time
+			job := func(ctx context.Context, run int) error {
+				if run == 2 {
+					rerun = time.Now() // admitted
+				}
+				p, err := sem.Acquire(ctx, units)
+				if err != nil {
+					return err
+				}
+				defer p.Release()
+				if run == 1 {
+					<-ctx.Done()
+					return context.Cause(ctx)
+				}
+				return nil
+			}
+			// The other task takes its units while the run holds its own,
+			// a few of the controller's ticks before the run is cancelled
+			// (the gate decides on the last step's snapshot).
+			var other sync.WaitGroup
+			other.Go(func() {
+				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "other"})
+				time.Sleep(10 * time.Millisecond)
+				p, err := sem.Acquire(ctx, capacity-units)
+				if err == nil {
+					time.Sleep(time.Second)
+					released = time.Now()
+					p.Release()
+				}
+				tk.End(err)
+			})
+			out := retryAndCancelAfter(t, ctl, moirai.Spec{Class: "heavy", Kind: moirai.Background, Cancellable: true}, job,
+				100*time.Millisecond, moirai.RetryMaxWait(4*time.Second))
+			err := <-out
+			other.Wait()
+			close(stop)
+			light.Wait()
+			switch {
+			case err != nil:
+				t.Errorf("%s: not re-executed after the other task released: %v", name, err)
+			case released.IsZero():
+				t.Errorf("%s: the other task never held its units", name)
+			case rerun.Before(released):
+				t.Errorf("%s: re-executed %v before the other task released its %d units, leaving the light requests nothing",
+					name, released.Sub(rerun), capacity-units)
+			}
+		})
+	}
+}

@@ -39,6 +39,12 @@ type Row struct {
 	Reexecuted int `json:"reexecuted"`
 	// ReexecutedOK counts the re-executions that completed.
 	ReexecutedOK int `json:"reexecuted_ok"`
+	// ReexecGaveUp counts the cancelled requests whose re-execution gave
+	// up: no window within the bounded wait, or the objective out of
+	// reach (moirai.RetryStats.Dropped); ReexecInterrupted those whose
+	// caller went away while they waited (the run's end).
+	ReexecGaveUp      int `json:"reexec_gave_up"`
+	ReexecInterrupted int `json:"reexec_interrupted"`
 	// WorkLost is the work the controller's cancellations threw away: the
 	// resource-time the cancelled tasks had used when cancelled, in
 	// seconds of the whole resource, summed (see estimate.Spent).
@@ -165,6 +171,10 @@ type Run struct {
 	// ReexecutedOK those of them that completed.
 	Reexecuted   int `json:"reexecuted,omitempty"`
 	ReexecutedOK int `json:"reexecuted_ok,omitempty"`
+	// ReexecGaveUp and ReexecInterrupted count the re-executions given up
+	// (moirai.RetryStats.Dropped) and interrupted by their caller.
+	ReexecGaveUp      int `json:"reexec_gave_up,omitempty"`
+	ReexecInterrupted int `json:"reexec_interrupted,omitempty"`
 
 	// Series is the light requests' throughput and p99 per bucket of
 	// SeriesStep, from the start of the run.

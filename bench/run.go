@@ -270,6 +270,7 @@ func makeRow(c Case, name string, normal, uncontrolled, r *Run) Row {
 	row.Rejected = r.Light.Rejected + r.Culprit.Rejected
 	row.Reexecuted = r.Reexecuted
 	row.ReexecutedOK = r.ReexecutedOK
+	row.ReexecGaveUp, row.ReexecInterrupted = r.ReexecGaveUp, r.ReexecInterrupted
 	// Cancellations are counted from the controller's acted decisions, by
 	// the class of the task cancelled, so that a request cancelled and then
 	// re-executed still counts; drops are the requests whose final answer
@@ -471,6 +472,7 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 	rs := mc.RetryStats()
 	run.Reexecuted = int(rs.Reexecuted)
 	run.ReexecutedOK = int(rs.Completed)
+	run.ReexecGaveUp, run.ReexecInterrupted = int(rs.Dropped), int(rs.Interrupted)
 	run.Duration = o.Duration
 	if culprit {
 		run.InjectedAt = load.culpritAt

@@ -108,13 +108,19 @@ func WithConfirmation(d time.Duration) AtroposOption {
 }
 
 // WithMinGain sets the least future usage of a contended lock, queue, CPU
-// or IO resource that makes a task a candidate (default 10 ms of the whole
-// resource; the controller's default policy uses half the latency
+// or IO resource that makes a task a candidate when no task waiting for the
+// resource has a latency objective of its own (default 10 ms of the whole
+// resource; the controller's default policy uses half its latency
 // objective): a task expected to release what it holds sooner than that
 // frees nothing worth a cancellation, since its waiters get the resource
 // within their objective anyway. It is also what keeps a victim that holds
 // the lock for a moment, or that the scheduler stalled while it held it,
-// from being taken for a culprit. Negative values are ignored.
+// from being taken for a culprit. When tasks with objectives wait for the
+// resource, the minimum gain on it follows the victims a cancellation
+// protects: half the tightest of their objectives, a waiter with no
+// objective of its own (snapshot.Task.Objective 0: the process default)
+// counting for d; background waiters and waiters of task.NoObjective do
+// not count. Negative values are ignored.
 func WithMinGain(d time.Duration) AtroposOption {
 	return func(cfg *atroposConfig) {
 		if d >= 0 {
@@ -181,13 +187,16 @@ type Atropos struct {
 	uses     *estimate.Uses
 	episodes map[resKey]episode
 	// others is, per resource, a moving mean (over about a second) of the
-	// units held and waited for by the tasks of classes not known to be
-	// heavy on it: the demand a known-heavy class's tasks leave room for.
+	// units held and waited for by the tasks of classes known to be light
+	// on it: the demand a known-heavy class's tasks leave room for.
 	others map[resKey]float64
 	// khCand and khHeavy are knownHeavy's results for the snapshot being
 	// decided on.
 	khCand  []int
 	khHeavy []int64
+	// gain is, per resource of the snapshot being decided on, its
+	// minimum gain in seconds (see gainFloors).
+	gain []float64
 }
 
 // episode is the state of a resource on which a cancelled task held units:
@@ -444,13 +453,26 @@ func usageOf(s *snapshot.Snapshot, ti int) []snapshot.Usage {
 // more, typically (estimate.Uses.Typical: a light class whose tasks
 // were stalled for a while is not heavy).
 func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
+	// The process-wide minimum gain, not the waiters' (gainFloors): a
+	// class is heavy or not whoever waits at the moment.
 	total, ok := a.uses.Typical(class, r.Name)
 	return ok && total >= a.cfg.minGain.Seconds()
 }
 
+// lightOn reports whether class is known to be light on resource r: the
+// runtime has seen its tasks end, and not heavy on r (see heavyOn). A
+// class with no ended task is neither: the first report of a class
+// runs with no history, and counting its units among the others' demand
+// would make the next report, once the class is known heavy, look like
+// an overload for as long as the moving mean remembers the first.
+func (a *Atropos) lightOn(class string, r *snapshot.Resource) bool {
+	total, ok := a.uses.Typical(class, r.Name)
+	return ok && total < a.cfg.minGain.Seconds()
+}
+
 // observeOthers updates, per lock and queue resource, the moving mean of
-// the units held and waited for by tasks of classes not known to be heavy
-// on it.
+// the units held and waited for by tasks of classes known to be light on
+// it (lightOn).
 func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
 	alpha := min(float64(s.Window)/float64(time.Second), 1)
 	demand := make([]float64, len(s.Resources))
@@ -464,7 +486,7 @@ func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
 			if r.Kind != resource.KindQueue && r.Kind != resource.KindLock {
 				continue
 			}
-			if n := u.Held + int64(max(u.Waiting, 0)); n > 0 && !a.heavyOn(t.Class, r) {
+			if n := u.Held + int64(max(u.Waiting, 0)); n > 0 && a.lightOn(t.Class, r) {
 				demand[u.Res] += float64(n)
 			}
 		}
@@ -490,6 +512,43 @@ func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
 	}
 }
 
+// gainFloors fills a.gain, per resource of s, the minimum gain in
+// seconds that a task's future use of it must reach to be worth a
+// cancellation: half the tightest objective among the tasks waiting for
+// it whose misses count (a waiter of the default objective counting with
+// the process-wide minimum gain), the process-wide minimum gain when no
+// such task waits. A cancellation protects the waiters: a culprit that
+// releases the resource within half their objective leaves them time to
+// meet it, however tight or loose the process default is.
+func (a *Atropos) gainFloors(s *snapshot.Snapshot) {
+	n := len(s.Resources)
+	def := a.cfg.minGain.Seconds()
+	a.gain = slices.Grow(a.gain[:0], n)[:n]
+	for i := range a.gain {
+		a.gain[i] = -1
+	}
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		if !t.HasObjective() {
+			continue
+		}
+		g := def
+		if t.Objective > 0 {
+			g = t.Objective.Seconds() / 2
+		}
+		for _, u := range usageOf(s, ti) {
+			if i := int(u.Res); u.Waiting > 0 && i >= 0 && i < n && (a.gain[i] < 0 || g < a.gain[i]) {
+				a.gain[i] = g
+			}
+		}
+	}
+	for i := range a.gain {
+		if a.gain[i] < 0 {
+			a.gain[i] = def
+		}
+	}
+}
+
 // knownHeavy fills a.khCand, per resource of s, the index of a
 // cancellable task of a class known to be heavy on that lock or queue
 // resource (see heavyOn), holding it while others wait, when the
@@ -506,6 +565,7 @@ func (a *Atropos) observeOthers(s *snapshot.Snapshot) {
 // measured contention, as before; one known-heavy task that leaves the
 // others room is left alone.
 func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
+	a.gainFloors(s)
 	n := len(s.Resources)
 	a.khCand = slices.Grow(a.khCand[:0], n)[:n]
 	a.khHeavy = slices.Grow(a.khHeavy[:0], n)[:n]
@@ -520,7 +580,7 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 	if !any || a.variant == CurrentUsage {
 		return
 	}
-	floor := a.cfg.minGain.Seconds()
+	newcomer := make([]bool, n)
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		for _, u := range usageOf(s, ti) {
@@ -534,12 +594,15 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 				continue
 			}
 			a.khHeavy[i] += d
+			if u.Held <= 0 && t.Cancellable && !t.Cancelled && !t.Blocked && r.Kind == resource.KindQueue {
+				newcomer[i] = true
+			}
 			// What is left of its class's use is worth a cancellation;
 			// a class known only to use at least its estimate (its
 			// tasks are cancelled before they end) may use any more.
 			total, _ := a.uses.Total(t.Class, r.Name)
 			if a.khCand[i] < 0 && u.Held > 0 && t.Cancellable && !t.Cancelled && !t.Blocked &&
-				(total-estimate.Spent(&u.Usage, r.Capacity) >= floor || a.uses.AtLeast(t.Class, r.Name)) {
+				(total-estimate.Spent(&u.Usage, r.Capacity) >= a.gain[i] || a.uses.AtLeast(t.Class, r.Name)) {
 				a.khCand[i] = ti
 			}
 		}
@@ -547,6 +610,15 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		if a.khCand[i] < 0 || r.Kind == resource.KindLock {
+			continue
+		}
+		if newcomer[i] {
+			// A known-heavy newcomer waits for its first units: the
+			// acquisition that oversubscribes the queue has not
+			// happened yet, and the candidate that loses least is the
+			// newcomer once it holds a unit (a step or two later), not
+			// an older holder cancelled now.
+			a.khCand[i] = -1
 			continue
 		}
 		o := a.others[keyOf(r)]
@@ -597,6 +669,11 @@ type Level struct {
 	// contended whatever its level, and a decision on it is taken without
 	// the confirmation time.
 	KnownHeavy bool
+	// MinGain is the least future use of it that makes a task a
+	// candidate: half the tightest objective of the tasks waiting for it,
+	// or the policy's default (see WithMinGain). Memory resources have
+	// none (WithMinEvictionShare).
+	MinGain time.Duration
 }
 
 // Candidate is a task the policy considered, with its gains on the
@@ -791,6 +868,9 @@ func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		l := Level{Resource: r.Name, Kind: r.Kind, Level: a.levels[i], Waiters: r.Waiters}
+		if r.Kind != resource.KindMemory {
+			l.MinGain = time.Duration(a.gain[i] * float64(time.Second))
+		}
 		// With no detector firing (s.Quiet), only known-heavy tasks are
 		// acted on: measured contention waits for an overload detector.
 		l.Contended = a.confirms(r, l.Level) && !s.Quiet
@@ -831,7 +911,8 @@ func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 
 // dimensions maps each resource of s to its dimension among ev.Contended,
 // or -1 (a.dimOf), and sets each dimension's minimum gain (a.floor): a
-// share of the capacity for memory, the minimum gain in seconds otherwise.
+// share of the capacity for memory, the resource's minimum gain in seconds
+// otherwise (gainFloors: from the objectives of the tasks waiting for it).
 func (a *Atropos) dimensions(s *snapshot.Snapshot, ev *Evaluation, main int) {
 	// dimOf maps a resource index to its dimension, or -1.
 	a.dimOf = a.dimOf[:0]
@@ -845,7 +926,7 @@ func (a *Atropos) dimensions(s *snapshot.Snapshot, ev *Evaluation, main int) {
 		if r.Kind == resource.KindMemory {
 			floor = append(floor, a.cfg.minEvictShare*float64(max(r.Capacity, r.InUse, 1)))
 		} else {
-			floor = append(floor, a.cfg.minGain.Seconds())
+			floor = append(floor, a.gain[i])
 		}
 	}
 	a.floor = floor
@@ -1354,7 +1435,8 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 				slog.Int("waiters", l.Waiters),
 				slog.Bool("contended", l.Contended),
 				slog.Bool("known_heavy", l.KnownHeavy),
-				slog.Bool("episode", l.Episode)))
+				slog.Bool("episode", l.Episode),
+				slog.Duration("min_gain", l.MinGain)))
 		}
 	}
 	out := []slog.Attr{

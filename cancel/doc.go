@@ -17,10 +17,12 @@
 //  2. Candidates. Every cancellable, not yet cancelled task with a gain on
 //     a contended resource: its future usage, current usage × (1−p)/p,
 //     with p its reported progress or, when it reports none, estimated
-//     from its class's learned durations. Gains below a floor (half the
-//     objective of lock time; 1 % of a pool) are not worth a cancellation:
-//     that floor is what keeps a victim that holds the lock for a moment
-//     from being mistaken for the culprit.
+//     from its class's learned durations. Gains below a floor are not
+//     worth a cancellation: of lock or queue time, half the tightest
+//     objective of the tasks waiting for the resource (WithMinGain, half
+//     the default objective, when none has its own); of a pool, 1 %. That
+//     floor is what keeps a victim that holds the lock for a moment from
+//     being mistaken for the culprit.
 //  3. Choice. Gains become shares of each resource's total; the
 //     non-dominated candidates (no other gains at least as much on every
 //     contended resource and more on one) form the skyline, and the one
@@ -39,19 +41,23 @@
 // more is known to be heavy on it: seen end having used that much, or
 // cancelled having used that much already, or having used what its
 // reported progress says is that much in all (package estimate's Uses
-// learns a cancelled task's use as a lower bound of its class's: a
-// recurring culprit, each of whose tasks is cancelled before it ends, is
-// known from its first cancellation on). When known-heavy tasks hold a
-// lock while others wait, or their demand on a queue (the units they hold
-// and wait for) leaves the other tasks less than their mean demand a plus
-// √a (the square-root headroom re-execution admits by), the resource
-// counts as contended from the acquisition that made it so
-// ([Level].KnownHeavy), whether or not its measured level has reached the
-// threshold too, the decision needs no confirmation time, and step 3
-// picks among the candidates as usual: the least loss among those that
-// free enough, which is the newcomer that has used almost nothing yet. A
-// class known only by a lower bound (its tasks are cancelled, never seen
-// to end) has at least the minimum gain left whatever its use so far; a
+// learns a cancelled task's use as a lower bound of its class's, for a
+// class none of whose tasks has ended on its own: a recurring culprit,
+// each of whose tasks is cancelled before it ends, is known from its
+// first cancellation on). When known-heavy tasks hold a lock while others
+// wait, or their demand on a queue (the units they hold and wait for)
+// leaves the other tasks less than their mean demand a plus √a (the
+// square-root headroom re-execution admits by; a is the moving mean of
+// the units of tasks of classes seen to end light on it, never of a heavy
+// class's first task, which ran with no history), the resource counts as
+// contended from the acquisition that made it so ([Level].KnownHeavy),
+// whether or not its measured level has reached the threshold too, the
+// decision needs no confirmation time, and step 3 picks among the
+// candidates as usual: the least loss among those that free enough, which
+// is the newcomer that has used almost nothing yet (a known-heavy
+// newcomer still waiting for its first units of a queue is waited for:
+// nothing is decided until it holds one). A class known only by a lower
+// bound has at least the minimum gain left whatever its use so far; a
 // bound under the minimum gain says nothing of the class. A class's first
 // task has no history and is found by the measured contention; a lone
 // known-heavy task that leaves the others room is left alone however full

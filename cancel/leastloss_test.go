@@ -429,9 +429,49 @@ func TestQuietActsOnKnownHeavyOnly(t *testing.T) {
 	var at time.Duration
 	k := NewAtropos(MultiObjective, WithMinGain(25*ms))
 	teach(k, &at, "job", "sem", 8, 7, 3*time.Second)
+	// A second of light requests, one unit held at a time: the demand
+	// the job's 7 units leave too little room for (1 + √1 > 8 − 7).
+	teach(k, &at, "light", "sem", 8, 1, 2*ms)
+	for i := range 200 {
+		k.Observe(&snapshot.Snapshot{At: at, Window: 5 * ms,
+			Resources: []snapshot.Resource{{Name: "sem", Kind: resource.KindQueue, Capacity: 8, Held: 1}},
+			Tasks:     []snapshot.Task{{ID: uint64(i) + 1e6, Class: "light", Age: 2 * ms, N: 1}},
+			Usage:     []snapshot.Usage{{Usage: task.Usage{Held: 1, Hold: 2 * ms}}},
+		})
+		at += 5 * ms
+	}
 	s.Quiet, s.At = true, at+time.Second
 	d := k.Decide(s)
 	if len(d) != 1 || d[0].Task != 1 || !strings.Contains(d[0].Reason, "known to be heavy") {
 		t.Fatalf("quiet, class known to be heavy: decided %+v; want task 1 at once, the reason saying why", d)
+	}
+}
+
+// A known-heavy newcomer that only waits for its first units of a full
+// pool has not oversubscribed it yet: the older holder, which would lose
+// most of a report, is not cancelled while it waits; once the newcomer
+// holds a unit it is the least-loss choice.
+func TestKnownHeavyWaitsForTheNewcomersAcquisition(t *testing.T) {
+	a := NewAtropos(MultiObjective, WithConfirmation(0), WithMinGain(25*ms))
+	var at time.Duration
+	teach(a, &at, "report", "db-pool", 10, 6, 3*time.Second)
+	build := func(newHeld int64) *snapshot.Snapshot {
+		b := newBuilder(0).res("db-pool", resource.KindQueue, 10, 0, 2)
+		b.s.Resources[0].Held = 10
+		b.task(1, "report", true, 43, 100, 750*ms, use{res: 0, held: 6, hold: 750 * ms})
+		b.task(2, "report", true, 0, 100, 5*ms, use{res: 0, held: newHeld, hold: time.Duration(newHeld) * ms, waiting: true})
+		b.task(3, "light", true, 0, 0, 2*ms, use{res: 0, held: 4 - newHeld, hold: 2 * ms})
+		b.task(4, "light", true, 0, 0, 1*ms, use{res: 0, waiting: true})
+		s := b.build()
+		s.Usage[1].Waiting = int32(6 - newHeld) // its other workers wait
+		s.Quiet, s.At = true, at+time.Second
+		return s
+	}
+	if ev := a.Evaluate(build(0)); ev.Chosen >= 0 {
+		t.Fatalf("chose %+v while the newcomer only waits; reason %q", ev.Candidates[ev.Chosen], ev.Reason)
+	}
+	ev := a.Evaluate(build(1))
+	if ev.Chosen < 0 || ev.Candidates[ev.Chosen].Task != 2 || !ev.Levels[0].KnownHeavy {
+		t.Fatalf("chose %+v, want the newcomer 2 once it holds a unit (known heavy); reason %q", ev.Candidates, ev.Reason)
 	}
 }
