@@ -581,6 +581,7 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 		return
 	}
 	newcomer := make([]bool, n)
+	heavyHeld := make([]int64, n) // units known-heavy tasks hold
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		for _, u := range usageOf(s, ti) {
@@ -594,6 +595,7 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 				continue
 			}
 			a.khHeavy[i] += d
+			heavyHeld[i] += max(u.Held, 0)
 			if u.Held <= 0 && t.Cancellable && !t.Cancelled && !t.Blocked && r.Kind == resource.KindQueue {
 				newcomer[i] = true
 			}
@@ -612,12 +614,15 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 		if a.khCand[i] < 0 || r.Kind == resource.KindLock {
 			continue
 		}
-		if newcomer[i] {
+		if newcomer[i] && heavyHeld[i] < r.Capacity {
 			// A known-heavy newcomer waits for its first units: the
 			// acquisition that oversubscribes the queue has not
 			// happened yet, and the candidate that loses least is the
-			// newcomer once it holds a unit (a step or two later), not
-			// an older holder cancelled now.
+			// newcomer once it holds a unit (a step or two later, when
+			// a light task lets one go), not an older holder cancelled
+			// now. Where known-heavy holders hold every unit, the
+			// newcomer gets none before they let go: they are decided
+			// on now.
 			a.khCand[i] = -1
 			continue
 		}
