@@ -44,6 +44,16 @@ func TestFib(t *testing.T) {
 	}
 }
 
+// TestCalibrateParallel: an item's time with every CPU running one is a
+// time (not less than a tenth of the lone item's, as no CPU runs faster
+// beside another).
+func TestCalibrateParallel(t *testing.T) {
+	alone, par := Calibrate(20), CalibrateParallel(20, 2)
+	if par <= 0 || par < alone/10 {
+		t.Fatalf("fib(20): %v alone, %v on each of 2 CPUs at once", alone, par)
+	}
+}
+
 func TestQuantile(t *testing.T) {
 	xs := []int32{5000, 1000, 3000, 2000, 4000}
 	for _, tt := range []struct {
