@@ -3,9 +3,7 @@ package cancel
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -30,18 +28,7 @@ import (
 //
 // MOIRAI_BACKGROUND_SEED replays one seed.
 func TestBackgroundFirstGenerated(t *testing.T) {
-	seeds := make([]uint64, 0, 400)
-	if v := os.Getenv("MOIRAI_BACKGROUND_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = append(seeds, s)
-	} else {
-		for i := range uint64(400) {
-			seeds = append(seeds, i+1)
-		}
-	}
+	seeds := genSeeds(t, "MOIRAI_BACKGROUND_SEED", 400)
 	var withBG, withoutBG int
 	for _, seed := range seeds {
 		msg, bg := backgroundCase(seed)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,18 +162,7 @@ func TestEpisode(t *testing.T) {
 // MOIRAI_LEASTLOSS_SEED replays one seed; the test prints the seed of a
 // failure.
 func TestLeastLossGenerated(t *testing.T) {
-	seeds := make([]uint64, 0, 500)
-	if v := os.Getenv("MOIRAI_LEASTLOSS_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = append(seeds, s)
-	} else {
-		for i := range uint64(500) {
-			seeds = append(seeds, i+1)
-		}
-	}
+	seeds := genSeeds(t, "MOIRAI_LEASTLOSS_SEED", 500)
 	for _, fresh := range []bool{false, true} {
 		var withAnswer, fallbacks int
 		for _, seed := range seeds {

@@ -37,18 +37,7 @@ import (
 //
 // MOIRAI_RECURRING_SEED replays one seed; a failure prints its seed.
 func TestRecurringCulpritGenerated(t *testing.T) {
-	seeds := make([]uint64, 0, 200)
-	if v := os.Getenv("MOIRAI_RECURRING_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = append(seeds, s)
-	} else {
-		for i := range uint64(200) {
-			seeds = append(seeds, i+1)
-		}
-	}
+	seeds := genSeeds(t, "MOIRAI_RECURRING_SEED", 200)
 	var recurring, first int
 	for _, seed := range seeds {
 		r, f, msg := recurringCase(seed)
@@ -246,4 +235,22 @@ func poisson(rng *rand.Rand, mean float64) int {
 		p *= rng.Float64()
 	}
 	return n
+}
+
+// genSeeds returns the seeds 1 to n of a generated test, or the one seed
+// its environment variable env names (to replay a failure).
+func genSeeds(t *testing.T, env string, n uint64) []uint64 {
+	t.Helper()
+	if v := os.Getenv(env); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", env, v, err)
+		}
+		return []uint64{s}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i) + 1
+	}
+	return seeds
 }
