@@ -320,27 +320,7 @@ func TestReexecutionFitGenerated(t *testing.T) {
 				moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 			defer ctl.Close()
 			sem := ctl.Semaphore("pool", capacity)
-			stop := make(chan struct{})
-			var light sync.WaitGroup
-			light.Go(func() {
-				lr := rand.New(rand.NewPCG(seed, 1))
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Duration(lr.ExpFloat64() / rate * float64(time.Second))):
-					}
-					light.Go(func() {
-						ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
-						p, err := sem.Acquire(ctx, 1)
-						if err == nil {
-							time.Sleep(hold)
-							p.Release()
-						}
-						tk.End(err)
-					})
-				}
-			})
+			stopLight := poissonLight(ctl, sem, seed, rate, hold)
 			time.Sleep(time.Second) // the load's demand is learned
 			job := func(ctx context.Context, run int) error {
 				p, err := sem.Acquire(ctx, units)
@@ -358,8 +338,7 @@ func TestReexecutionFitGenerated(t *testing.T) {
 			out := retryAndCancel(t, ctl, moirai.Spec{Class: "heavy", Kind: moirai.Background, Cancellable: true}, job,
 				moirai.RetryMaxWait(4*time.Second))
 			err := <-out
-			close(stop)
-			light.Wait()
+			stopLight()
 			if ran != (err == nil) {
 				t.Errorf("%s: ran %v, err %v", name, ran, err)
 			}
@@ -402,27 +381,7 @@ func TestReexecutionWaitsForADemandThatJustRose(t *testing.T) {
 				moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 			defer ctl.Close()
 			sem := ctl.Semaphore("pool", capacity)
-			stop := make(chan struct{})
-			var light sync.WaitGroup
-			light.Go(func() {
-				lr := rand.New(rand.NewPCG(seed, 1))
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Duration(lr.ExpFloat64() / rate * float64(time.Second))):
-					}
-					light.Go(func() {
-						ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
-						p, err := sem.Acquire(ctx, 1)
-						if err == nil {
-							time.Sleep(hold)
-							p.Release()
-						}
-						tk.End(err)
-					})
-				}
-			})
+			stopLight := poissonLight(ctl, sem, seed, rate, hold)
 			time.Sleep(time.Second) // the load's demand is learned
 			var released, rerun time.Time
 			job := func(ctx context.Context, run int) error {
@@ -459,8 +418,7 @@ func TestReexecutionWaitsForADemandThatJustRose(t *testing.T) {
 				100*time.Millisecond, moirai.RetryMaxWait(4*time.Second))
 			err := <-out
 			other.Wait()
-			close(stop)
-			light.Wait()
+			stopLight()
 			switch {
 			case err != nil:
 				t.Errorf("%s: not re-executed after the other task released: %v", name, err)
@@ -471,5 +429,36 @@ func TestReexecutionWaitsForADemandThatJustRose(t *testing.T) {
 					name, released.Sub(rerun), capacity-units)
 			}
 		})
+	}
+}
+
+// poissonLight starts light tasks, each holding one unit of sem for hold,
+// arriving at rate a second (Poisson, seeded by seed) until the returned
+// function is called, which waits for them to end.
+func poissonLight(ctl *moirai.Controller, sem *moirai.Semaphore, seed uint64, rate float64, hold time.Duration) func() {
+	stop := make(chan struct{})
+	var light sync.WaitGroup
+	light.Go(func() {
+		lr := rand.New(rand.NewPCG(seed, 1))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(lr.ExpFloat64() / rate * float64(time.Second))):
+			}
+			light.Go(func() {
+				ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
+				p, err := sem.Acquire(ctx, 1)
+				if err == nil {
+					time.Sleep(hold)
+					p.Release()
+				}
+				tk.End(err)
+			})
+		}
+	})
+	return func() {
+		close(stop)
+		light.Wait()
 	}
 }
