@@ -197,6 +197,10 @@ type Atropos struct {
 	// gain is, per resource of the snapshot being decided on, its
 	// minimum gain in seconds (see gainFloors).
 	gain []float64
+	// heavyRes holds, for WakeOn, the resources some class is known to
+	// be heavy on (names of registered resources: bounded by the
+	// application's resources, not by requests).
+	heavyRes map[string]struct{}
 }
 
 // episode is the state of a resource on which a cancelled task held units:
@@ -643,9 +647,20 @@ func (a *Atropos) WakeOn(s *snapshot.Snapshot, dst []int) []int {
 	if a.variant == CurrentUsage {
 		return dst
 	}
+	if a.heavyRes == nil {
+		a.heavyRes = make(map[string]struct{})
+	}
+	clear(a.heavyRes)
+	a.uses.EachHeavy(a.cfg.minGain.Seconds(), func(res string) { a.heavyRes[res] = struct{}{} })
+	if len(a.heavyRes) == 0 {
+		return dst
+	}
 	for i := range s.Resources {
 		r := &s.Resources[i]
-		if (r.Kind == resource.KindLock || r.Kind == resource.KindQueue) && a.uses.HeavyOn(r.Name, a.cfg.minGain.Seconds()) {
+		if r.Kind != resource.KindLock && r.Kind != resource.KindQueue {
+			continue
+		}
+		if _, ok := a.heavyRes[r.Name]; ok {
 			dst = append(dst, i)
 		}
 	}

@@ -261,16 +261,21 @@ func (u *Uses) Typical(class, res string) (float64, bool) {
 	return c.low[res], true
 }
 
-// HeavyOn reports whether some class's typical use of res ([Uses.Typical])
-// is at least floor resource-seconds: a task of it holding res is a
-// culprit as soon as others wait.
-func (u *Uses) HeavyOn(res string, floor float64) bool {
+// EachHeavy calls fn with every resource on which some class's typical
+// use ([Uses.Typical]) is at least floor resource-seconds (a resource
+// once for each such class): a task of it holding the resource is a
+// culprit as soon as others wait. It takes one pass over the classes.
+func (u *Uses) EachHeavy(floor float64, fn func(res string)) {
 	for _, c := range u.classes {
-		if c.n > 0 && c.low[res] >= floor {
-			return true
+		if c.n == 0 {
+			continue
+		}
+		for res, low := range c.low {
+			if low >= floor {
+				fn(res)
+			}
 		}
 	}
-	return false
 }
 
 func hasRes(spent []resSpent, name string) bool {
