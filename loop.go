@@ -66,8 +66,8 @@ func (c *Controller) run() {
 }
 
 // pokeGap is the least time between a step and one a waiter's poke runs:
-// a resource stays armed while its known-heavy holder holds it, and each
-// of its waiters pokes.
+// a resource stays armed while some class is known to be heavy on it,
+// and each task that begins to wait there pokes.
 const pokeGap = time.Millisecond
 
 // armLocked arms, for the next waits, the resources the policies named
