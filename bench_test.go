@@ -131,16 +131,7 @@ func BenchmarkSemaphore(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {
 		s := semaphore.NewWeighted(10)
 		ctx := context.Background()
-		b.ReportAllocs()
-		var lt lapTimer
-		for b.Loop() {
-			if err := s.Acquire(ctx, 1); err != nil {
-				b.Fatal(err)
-			}
-			s.Release(1)
-			lt.tick()
-		}
-		lt.report(b)
+		semBaselineLoop(b, ctx, s)
 	})
 	b.Run("moirai", func(b *testing.B) {
 		ctl := moirai.New()
@@ -148,19 +139,7 @@ func BenchmarkSemaphore(b *testing.B) {
 		s := ctl.Semaphore("bench", 10)
 		ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "bench"})
 		defer t.End(nil)
-		b.ReportAllocs()
-		var lt lapTimer
-		for b.Loop() {
-			p, err := s.Acquire(ctx, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Release(); err != nil {
-				b.Fatal(err)
-			}
-			lt.tick()
-		}
-		lt.report(b)
+		semMoiraiLoop(b, ctx, s)
 	})
 }
 
@@ -176,16 +155,7 @@ func BenchmarkSemaphoreSecond(b *testing.B) {
 		if err := s.Acquire(ctx, 1); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportAllocs()
-		var lt lapTimer
-		for b.Loop() {
-			if err := s.Acquire(ctx, 1); err != nil {
-				b.Fatal(err)
-			}
-			s.Release(1)
-			lt.tick()
-		}
-		lt.report(b)
+		semBaselineLoop(b, ctx, s)
 	})
 	b.Run("moirai", func(b *testing.B) {
 		ctl := moirai.New()
@@ -200,20 +170,43 @@ func BenchmarkSemaphoreSecond(b *testing.B) {
 		defer held.Release()
 		ctx, t := ctl.Begin(context.Background(), moirai.Spec{Class: "bench"})
 		defer t.End(nil)
-		b.ReportAllocs()
-		var lt lapTimer
-		for b.Loop() {
-			p, err := s.Acquire(ctx, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Release(); err != nil {
-				b.Fatal(err)
-			}
-			lt.tick()
-		}
-		lt.report(b)
+		semMoiraiLoop(b, ctx, s)
 	})
+}
+
+// semBaselineLoop times Acquire and Release of one unit of s, fastest
+// lap (see lapTimer).
+func semBaselineLoop(b *testing.B, ctx context.Context, s *semaphore.Weighted) {
+	b.Helper()
+	b.ReportAllocs()
+	var lt lapTimer
+	for b.Loop() {
+		if err := s.Acquire(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+		s.Release(1)
+		lt.tick()
+	}
+	lt.report(b)
+}
+
+// semMoiraiLoop is semBaselineLoop on a moirai semaphore, for the task
+// in ctx.
+func semMoiraiLoop(b *testing.B, ctx context.Context, s *moirai.Semaphore) {
+	b.Helper()
+	b.ReportAllocs()
+	var lt lapTimer
+	for b.Loop() {
+		p, err := s.Acquire(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Release(); err != nil {
+			b.Fatal(err)
+		}
+		lt.tick()
+	}
+	lt.report(b)
 }
 
 // BenchmarkSemaphoreParallel is BenchmarkSemaphore from every P at once,

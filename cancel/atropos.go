@@ -191,9 +191,12 @@ type Atropos struct {
 	// on it: the demand a known-heavy class's tasks leave room for.
 	others map[resKey]float64
 	// khCand and khHeavy are knownHeavy's results for the snapshot being
-	// decided on.
-	khCand  []int
-	khHeavy []int64
+	// decided on; khHeld and khNewcomer its scratch: the units known-heavy
+	// tasks hold, and whether a known-heavy newcomer waits, per resource.
+	khCand     []int
+	khHeavy    []int64
+	khHeld     []int64
+	khNewcomer []bool
 	// gain is, per resource of the snapshot being decided on, its
 	// minimum gain in seconds (see gainFloors).
 	gain []float64
@@ -584,8 +587,11 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 	if !any || a.variant == CurrentUsage {
 		return
 	}
-	newcomer := make([]bool, n)
-	heavyHeld := make([]int64, n) // units known-heavy tasks hold
+	a.khHeld = slices.Grow(a.khHeld[:0], n)[:n]
+	a.khNewcomer = slices.Grow(a.khNewcomer[:0], n)[:n]
+	clear(a.khHeld)
+	clear(a.khNewcomer)
+	newcomer, heavyHeld := a.khNewcomer, a.khHeld
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		for _, u := range usageOf(s, ti) {

@@ -59,6 +59,13 @@
 // rounding can hide, so that a host exactly full (nobody waiting) does
 // not read as oversubscribed when the counter rounds down.
 //
+// On a virtual machine the time the hypervisor stole (the steal field of
+// /proc/stat, part of the total and not of the busy time) is a CPU the
+// host did not have: it counts with the neighbours, and the host is
+// saturated when its busy time fills 90 % of what the hypervisor left.
+// Steal comes in bursts, so the four-window look of a rise (below) leaves
+// it out, and a rise undone by steal alone is no failed probe.
+//
 // The active count follows free (times the overcommit factor O, see
 // [WithOvercommit]) through overlapping bands ([Next]): n holds while
 // O·free is in [n − 0.75, n + 0.5), rises when it is above, falls when

@@ -3,6 +3,7 @@ package resource_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/moirai-go/moirai/internal/clock"
@@ -88,4 +89,28 @@ func goErr(fn func() error) <-chan error {
 	ch := make(chan error, 1)
 	go func() { ch <- fn() }()
 	return ch
+}
+
+// semChurn acquires units() units of s for the task in ctx and releases
+// them, iters times; one time in nestOneIn (drawn from rng) it also takes
+// and releases one more unit with TryAcquire while it holds them. It
+// reports any error, naming seed.
+func semChurn(t *testing.T, ctx context.Context, s *resource.Semaphore, seed uint64, rng *rand.Rand, iters int, units func() int64, nestOneIn int) {
+	for range iters {
+		p, err := s.Acquire(ctx, units())
+		if err != nil {
+			t.Errorf("seed %d: Acquire: %v", seed, err)
+			return
+		}
+		if rng.IntN(nestOneIn) == 0 {
+			if q, ok := s.TryAcquire(ctx, 1); ok {
+				if err := q.Release(); err != nil {
+					t.Errorf("seed %d: nested Release: %v", seed, err)
+				}
+			}
+		}
+		if err := p.Release(); err != nil {
+			t.Errorf("seed %d: Release: %v", seed, err)
+		}
+	}
 }

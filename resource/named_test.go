@@ -170,23 +170,7 @@ func TestNamedConcurrent(t *testing.T) {
 		for g := range 2 {
 			rng := rand.New(rand.NewPCG(seed, uint64(2*i+g)))
 			wg.Go(func() {
-				for range 300 {
-					p, err := s.Acquire(ctx, 1+rng.Int64N(2))
-					if err != nil {
-						t.Errorf("seed %d: Acquire: %v", seed, err)
-						return
-					}
-					if rng.IntN(3) == 0 {
-						if q, ok := s.TryAcquire(ctx, 1); ok {
-							if err := q.Release(); err != nil {
-								t.Errorf("seed %d: nested Release: %v", seed, err)
-							}
-						}
-					}
-					if err := p.Release(); err != nil {
-						t.Errorf("seed %d: Release: %v", seed, err)
-					}
-				}
+				semChurn(t, ctx, s, seed, rng, 300, func() int64 { return 1 + rng.Int64N(2) }, 3)
 			})
 		}
 	}

@@ -421,27 +421,12 @@ func TestSlotConcurrent(t *testing.T) {
 				for g := range 2 {
 					rng := rand.New(rand.NewPCG(seed, uint64(2*i+g)))
 					wg.Go(func() {
-						for range 500 {
-							n := int64(1)
+						semChurn(t, ctx, s, seed, rng, 500, func() int64 {
 							if rng.IntN(8) == 0 {
-								n = 2
+								return 2
 							}
-							p, err := s.Acquire(ctx, n)
-							if err != nil {
-								t.Errorf("seed %d: Acquire: %v", seed, err)
-								return
-							}
-							if rng.IntN(4) == 0 {
-								if q, ok := s.TryAcquire(ctx, 1); ok {
-									if err := q.Release(); err != nil {
-										t.Errorf("seed %d: nested Release: %v", seed, err)
-									}
-								}
-							}
-							if err := p.Release(); err != nil {
-								t.Errorf("seed %d: Release: %v", seed, err)
-							}
-						}
+							return 1
+						}, 4)
 					})
 				}
 			}
