@@ -3,6 +3,7 @@ package moirai_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,4 +267,99 @@ func TestKnownHeavyWaiterWakesTheLoop(t *testing.T) {
 			t.Errorf("the report was cancelled %v after the request began to wait; want at once (the wait steps the loop)", d)
 		}
 	})
+}
+
+// TestKnownHeavyHandoffWakesTheLoop: a task of a class known to be heavy
+// on a lock waits behind a light holder, and a request queues behind both;
+// when the light holder lets go, the heavy task takes the lock with the
+// request already waiting, so no wait begins then. The handoff itself
+// steps the loop (the request's own wait found a light holder), and a
+// handoff within pokeGap of the last step gets a step pokeGap after it,
+// not the next tick: the heavy task is cancelled within a millisecond of
+// taking the lock, on every primitive a lock is made of. Before, it was
+// cancelled at the loop's next tick, 8–10 ms later.
+func TestKnownHeavyHandoffWakesTheLoop(t *testing.T) {
+	type lock struct {
+		lock   func(ctx context.Context) error
+		unlock func()
+	}
+	prims := map[string]func(ctl *moirai.Controller) lock{
+		"Mutex": func(ctl *moirai.Controller) lock {
+			m := ctl.Mutex("table:orders")
+			return lock{m.Lock, m.Unlock}
+		},
+		"RWMutex": func(ctl *moirai.Controller) lock {
+			m := ctl.RWMutex("table:orders")
+			return lock{m.Lock, m.Unlock}
+		},
+		"Semaphore": func(ctl *moirai.Controller) lock {
+			s := ctl.Semaphore("table:orders", 1)
+			var p moirai.Permit
+			return lock{func(ctx context.Context) (err error) { p, err = s.Acquire(ctx, 1); return err }, func() { _ = p.Release() }}
+		},
+	}
+	for name, mk := range prims {
+		for _, lightHold := range []time.Duration{300 * time.Microsecond, 1800 * time.Microsecond} {
+			t.Run(fmt.Sprintf("%s/%v", name, lightHold), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithTick(10*time.Millisecond, 5*time.Millisecond))
+					defer ctl.Close()
+					table := mk(ctl)
+					report := func(hold time.Duration) (took, cancelled time.Time, err error) {
+						ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "report", Cancellable: true})
+						defer func() { task.End(err) }()
+						if err = table.lock(ctx); err != nil {
+							return time.Time{}, time.Time{}, err
+						}
+						defer table.unlock()
+						took = time.Now()
+						select {
+						case <-time.After(hold):
+							return took, time.Time{}, nil
+						case <-ctx.Done():
+							return took, time.Now(), context.Cause(ctx)
+						}
+					}
+					light := func(hold time.Duration) error {
+						ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "insert", Cancellable: true})
+						err := table.lock(ctx)
+						if err == nil {
+							time.Sleep(hold)
+							table.unlock()
+						}
+						task.End(err)
+						return err
+					}
+					if _, _, err := report(300 * time.Millisecond); err != nil {
+						t.Fatalf("the first report, alone: %v", err)
+					}
+					// 3 ms past a tick of the loop: a light request holds the
+					// lock, the report waits behind it, a second request
+					// behind both.
+					time.Sleep(100*time.Millisecond - time.Duration(time.Now().UnixNano())%(10*time.Millisecond) + 3*time.Millisecond)
+					var wg sync.WaitGroup
+					errs := make([]error, 2)
+					wg.Go(func() { errs[0] = light(lightHold) })
+					time.Sleep(50 * time.Microsecond)
+					var took, cancelled time.Time
+					var rerr error
+					wg.Go(func() { took, cancelled, rerr = report(time.Second) })
+					time.Sleep(50 * time.Microsecond)
+					wg.Go(func() { errs[1] = light(lightHold) })
+					wg.Wait()
+					for i, err := range errs {
+						if err != nil {
+							t.Fatalf("request %d: %v; want it served", i, err)
+						}
+					}
+					if !errors.Is(rerr, moirai.ErrCancelled) {
+						t.Fatalf("the second report ended with %v; want it cancelled", rerr)
+					}
+					if d := cancelled.Sub(took); d > time.Millisecond {
+						t.Errorf("the report was cancelled %v after it took the lock with a request waiting; want within 1ms", d)
+					}
+				})
+			})
+		}
+	}
 }

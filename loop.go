@@ -37,7 +37,7 @@ func (c *Controller) run() {
 	tick := time.NewTimer(c.cfg.coarseTick)
 	defer tick.Stop()
 	fast := false
-	var last time.Time // the last step's start
+	var last, due time.Time // the last step's start, the next tick's time
 	for {
 		select {
 		case <-c.done:
@@ -49,15 +49,22 @@ func (c *Controller) run() {
 			c.clock.Advance()
 			continue
 		case <-c.poke:
-			// A task began to wait on an armed resource: step now, unless
-			// a step ran within pokeGap (the next tick is soon enough).
-			if time.Since(last) < pokeGap {
+			// A task began to wait on an armed resource: step now, or,
+			// if a step ran within pokeGap, pokeGap after it (the tick
+			// may be a whole period away).
+			if since := time.Since(last); since < pokeGap {
+				if at := last.Add(pokeGap); at.Before(due) {
+					tick.Reset(pokeGap - since)
+					due = at
+				}
 				continue
 			}
 		case <-tick.C:
 		}
 		last = time.Now()
-		tick.Reset(c.step())
+		d := c.step()
+		tick.Reset(d)
+		due = time.Now().Add(d)
 		if p := c.clock.IsPrecise(); p != fast {
 			fast = p
 			clk.Reset(c.advancePeriod(p))
@@ -65,9 +72,10 @@ func (c *Controller) run() {
 	}
 }
 
-// pokeGap is the least time between a step and one a waiter's poke runs:
-// a resource stays armed while some class is known to be heavy on it,
-// and each task that begins to wait there pokes.
+// pokeGap is the least time between a step and one a poke runs: a
+// resource stays armed while some class is known to be heavy on it, and
+// each task that begins to wait there pokes, as does one that takes it
+// after a wait while others still wait.
 const pokeGap = time.Millisecond
 
 // armLocked arms, for the next waits, the resources the policies named

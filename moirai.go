@@ -128,7 +128,7 @@ type Controller struct {
 	chain chainScratch
 
 	// wake is what an armed resource calls as a task begins to wait on
-	// it: a poke, which steps the loop at once (see policy.Waker). armed
+	// it (or takes it after a wait, others waiting): a poke, which steps the loop at once (see policy.Waker). armed
 	// are the resources armed now, wakeOn the indexes the policies named
 	// at the last step; loop only.
 	wake   func()

@@ -11,6 +11,7 @@ import (
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 )
 
@@ -131,17 +132,92 @@ type oracle struct{}
 func (oracle) Name() string { return "oracle" }
 
 func (oracle) Decide(s *snapshot.Snapshot) []policy.Decision {
+	return decideOracle(s, nil, "oracle: culprit at its first acquisition")
+}
+
+// oracleEvidence knows the culprits as the oracle does, but cancels one
+// only once another task has waited on a resource it holds or evicts
+// from since the last step (a lock or a slot it holds, a page or a result
+// it pushed out and another task missed): the first sign of harm to the
+// others, before which a policy that leaves honest heavy work alone cannot
+// act. It is the limit of such policies, as the oracle is of all. It
+// counts the waits begun (the resource's, less the culprits' own), not
+// those in progress, which a step can fall between.
+type oracleEvidence struct {
+	seen   []int64                  // per resource: waits begun by every task, at the last step
+	mine   map[uint64]map[int]int64 // per live culprit and resource: its waits begun, at the last step
+	primed bool
+}
+
+func (*oracleEvidence) Name() string { return "oracle-evidence" }
+
+func (o *oracleEvidence) Decide(s *snapshot.Snapshot) []policy.Decision {
+	n := len(s.Resources)
+	own := make([]int64, n) // the culprits' waits begun since the last step
+	mine := map[uint64]map[int]int64{}
+	for ti := range s.Tasks {
+		t := &s.Tasks[ti]
+		if !strings.HasPrefix(t.Class, culpritClass) {
+			continue
+		}
+		m := map[int]int64{}
+		for _, u := range s.UsageOf(ti) {
+			if u.Res >= 0 && int(u.Res) < n {
+				m[int(u.Res)] = u.Waits
+				own[u.Res] += u.Waits - o.mine[t.ID][int(u.Res)]
+			}
+		}
+		mine[t.ID] = m
+	}
+	waited := make([]bool, n)
+	any := false
+	if o.primed && len(o.seen) == n {
+		for i := range s.Resources {
+			if s.Resources[i].Waits-o.seen[i]-own[i] > 0 {
+				waited[i], any = true, true
+			}
+		}
+	}
+	o.seen, o.mine, o.primed = o.seen[:0], mine, true
+	for i := range s.Resources {
+		o.seen = append(o.seen, s.Resources[i].Waits)
+	}
+	if !any {
+		return nil
+	}
+	return decideOracle(s, waited, "oracle-evidence: culprit at the first wait of another task on what it holds or evicts from")
+}
+
+// isCulprit reports whether t is a culprit the oracles may cancel.
+func isCulprit(t *snapshot.Task) bool {
+	return t.Cancellable && !t.Cancelled && t.Key != HarmlessKey && strings.HasPrefix(t.Class, culpritClass)
+}
+
+// decideOracle cancels the culprit that loses least among those holding,
+// or having evicted from, a resource other than the harness's worker
+// slots; when waited is not nil, one that others wait on which it holds,
+// or, a Memory, evicted from.
+func decideOracle(s *snapshot.Snapshot, waited []bool, why string) []policy.Decision {
 	best, bestLoss := -1, 0.0
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
-		if !t.Cancellable || t.Cancelled || t.Key == HarmlessKey || !strings.HasPrefix(t.Class, culpritClass) {
+		if !isCulprit(t) {
 			continue
 		}
 		holds := false
 		for _, u := range s.UsageOf(ti) {
-			if u.Res >= 0 && int(u.Res) < len(s.Resources) && s.Resources[u.Res].Name != workersName &&
-				(u.Held > 0 || u.Evictions > 0) {
-				holds = true
+			if u.Res < 0 || int(u.Res) >= len(s.Resources) || s.Resources[u.Res].Name == workersName {
+				continue
+			}
+			switch {
+			case waited == nil:
+				holds = holds || u.Held > 0 || u.Evictions > 0
+			case waited[u.Res] && s.Resources[u.Res].Kind == resource.KindMemory:
+				// A miss is the culprit's doing once it has pushed
+				// something out.
+				holds = holds || u.Evictions > 0
+			case waited[u.Res]:
+				holds = holds || u.Held > 0
 			}
 		}
 		if !holds {
@@ -156,7 +232,7 @@ func (oracle) Decide(s *snapshot.Snapshot) []policy.Decision {
 		return nil
 	}
 	return []policy.Decision{{Action: policy.Cancel, Task: s.Tasks[best].ID,
-		Reason: fmt.Sprintf("oracle: culprit at its first acquisition, loses %.3f resource-s", bestLoss)}}
+		Reason: fmt.Sprintf("%s, loses %.3f resource-s", why, bestLoss)}}
 }
 
 func init() {
@@ -165,6 +241,13 @@ func init() {
 		Describe: "the limit of any cancellation policy: knows the culprits and cancels the least-loss one at its first acquisition; no re-execution",
 		Options: func(time.Duration) []moirai.Option {
 			return append(harnessTicks(), moirai.WithPolicy(oracle{}))
+		},
+	})
+	RegisterController(Controller{
+		Name:     "oracle-evidence",
+		Describe: "the limit of policies that act only on harm seen: knows the culprits, and cancels the least-loss one once another task waits on (or misses in) a resource it holds or evicts from; no re-execution",
+		Options: func(time.Duration) []moirai.Option {
+			return append(harnessTicks(), moirai.WithPolicy(&oracleEvidence{}))
 		},
 	})
 }

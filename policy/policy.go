@@ -112,8 +112,10 @@ type Continuous interface {
 // held by a task of a class known to monopolize it, whose next waiter
 // makes it the culprit. WakeOn appends those resources' indexes into
 // s.Resources to dst. The controller then steps the loop as soon as a
-// task begins to wait on one of them, rather than at its next tick (at
-// most once a millisecond).
+// task begins to wait on one of them, or takes one after a wait while
+// others still wait, rather than at its next tick (at most once a
+// millisecond: a wake within a millisecond of a step brings the next step
+// forward to a millisecond after it).
 type Waker interface {
 	WakeOn(s *snapshot.Snapshot, dst []int) []int
 }

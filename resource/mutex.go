@@ -245,6 +245,9 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 				m.res.waitEnd(t)
 			}
 			m.acquired(t)
+			if waiting {
+				m.handedOn()
+			}
 			return nil
 		}
 		m.mu.Unlock()
@@ -281,14 +284,24 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 		if w.granted {
 			m.res.waitEnd(t)
 			m.acquired(t)
+			m.handedOn()
 			return nil
 		}
 		// Woken to compete: try, then queue again at the front.
 		if m.tryLockFor(t) {
 			m.res.waitEnd(t)
+			m.handedOn()
 			return nil
 		}
 		front = true
+	}
+}
+
+// handedOn steps the controller's loop, when m's resource is armed, after a
+// task that waited took m while others wait (see Resource.handedOn).
+func (m *Mutex) handedOn() {
+	if m.res.armed() && m.state.Load()&mWaiters != 0 {
+		m.res.handedOn()
 	}
 }
 

@@ -91,8 +91,9 @@ type Resource struct {
 	// nil for the others.
 	live atomic.Pointer[liveHolder]
 
-	// wake, when set, is called as a task begins to wait here: the
-	// controller's loop asked to step at once then (see resrt.Arm).
+	// wake, when set, is called as a task begins to wait here, or takes
+	// this after a wait while others wait: the controller's loop asked to
+	// step at once then (see resrt.Arm).
 	wake atomic.Pointer[func()]
 }
 
@@ -233,6 +234,20 @@ func (r *Resource) waitBegin(t *task.Task) {
 	if t != nil {
 		taskx.WaitBegin(t, r.id)
 	}
+	if f := r.wake.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// armed reports whether the controller's loop asked to step when a task
+// begins to wait on r (see arm).
+func (r *Resource) armed() bool { return r.wake.Load() != nil }
+
+// handedOn is called, when r is armed, after a task that waited for r took
+// it while others still wait: their waits began before it held r, so the
+// steps they asked for saw another holder, and the loop would see the new
+// one only at its next tick. It steps the loop now.
+func (r *Resource) handedOn() {
 	if f := r.wake.Load(); f != nil {
 		(*f)()
 	}

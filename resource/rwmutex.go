@@ -117,6 +117,14 @@ func (m *RWMutex) wait(ctx context.Context, t *task.Task, write bool) error {
 	case <-w.ch:
 		m.res.waitEnd(t)
 		m.res.acquire(t, 1)
+		if m.res.armed() {
+			m.mu.Lock()
+			waiting := m.q.Front() != nil
+			m.mu.Unlock()
+			if waiting {
+				m.res.handedOn()
+			}
+		}
 		return nil
 	case <-ctx.Done():
 	}

@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,10 +76,16 @@ type Options struct {
 	// part after it, in which a culprit tree arrives every Period,
 	// starting at the start of the measured part.
 	Warmup, Duration, Period time.Duration
-	Seed                     uint64
-	Rate                     float64 // light trees per second, Poisson arrivals
-	SLO                      time.Duration
-	LightWork, CulpritWork   time.Duration
+	// Rounds is how many times the run without the culprit and each
+	// controller's run go, interleaved; round k's light arrivals are drawn
+	// from Seed+k. A row pools its rounds as one long run (the light
+	// trees' latencies, the culprit trees and the counts summed), and the
+	// results' params give each round's p99_norm.
+	Rounds                 int
+	Seed                   uint64
+	Rate                   float64 // light trees per second, Poisson arrivals
+	SLO                    time.Duration
+	LightWork, CulpritWork time.Duration
 	// Start starts one process and returns its address and a function
 	// that stops it.
 	Start    func(ctx context.Context, cfg ServerConfig) (addr string, stop func() error, err error)
@@ -104,6 +111,7 @@ func (o *Options) defaults() {
 	if len(o.Controllers) == 0 {
 		o.Controllers = Controllers()
 	}
+	o.Rounds = max(o.Rounds, 1)
 }
 
 // Execute runs the suite: a run without the culprit (controller none),
@@ -129,29 +137,61 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 			"warm-up":       o.Warmup.String(),
 		},
 	}
-	if o.Progress != nil {
-		o.Progress(0, len(o.Controllers)+1, "without the culprit")
+	if o.Rounds > 1 {
+		res.Params["rounds"] = fmt.Sprintf("%d, interleaved (the run without the culprit, then each controller); round k's light arrivals from seed %d+k; a row pools its rounds' light trees, culprit trees and counts", o.Rounds, o.Seed)
 	}
-	base, err := runOne(ctx, o, Controller{Name: "none"}, false)
-	if err != nil {
-		return nil, fmt.Errorf("treesuite: the run without the culprit: %w", err)
+	total, done := o.Rounds*(len(o.Controllers)+1), 0
+	progress := func(what string, round int) {
+		if o.Progress != nil {
+			if o.Rounds > 1 {
+				what = fmt.Sprintf("round %d/%d: %s", round+1, o.Rounds, what)
+			}
+			o.Progress(done, total, what)
+		}
+		done++
+	}
+	var base measured
+	pooled := make([]measured, len(o.Controllers))
+	failed := make([]string, len(o.Controllers))
+	perRound := make([][]string, len(o.Controllers))
+	for round := range o.Rounds {
+		ro := o
+		ro.Seed = o.Seed + uint64(round)
+		progress("without the culprit", round)
+		b, err := runOne(ctx, ro, Controller{Name: "none"}, false)
+		if err != nil {
+			return nil, fmt.Errorf("treesuite: the run without the culprit: %w", err)
+		}
+		base.pool(b)
+		for i, c := range o.Controllers {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			progress(c.Name, round)
+			if failed[i] != "" {
+				continue
+			}
+			m, err := runOne(ctx, ro, c, true)
+			if err != nil {
+				failed[i] = err.Error()
+				continue
+			}
+			pooled[i].pool(m)
+			perRound[i] = append(perRound[i], strconv.FormatFloat(m.row(c.Name, b).P99Norm, 'f', 2, 64))
+		}
 	}
 	row := base.row("none", base)
 	row.NoCulprit = true
 	res.Rows = append(res.Rows, row)
 	for i, c := range o.Controllers {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		if o.Progress != nil {
-			o.Progress(i+1, len(o.Controllers)+1, c.Name)
-		}
-		m, err := runOne(ctx, o, c, true)
-		if err != nil {
-			res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: "fanout", Controller: c.Name, Error: err.Error()})
+		if failed[i] != "" {
+			res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: "fanout", Controller: c.Name, Error: failed[i]})
 			continue
 		}
-		res.Rows = append(res.Rows, m.row(c.Name, base))
+		res.Rows = append(res.Rows, pooled[i].row(c.Name, base))
+		if o.Rounds > 1 {
+			res.Params["p99_norm by round: "+c.Name] = strings.Join(perRound[i], ", ")
+		}
 	}
 	return res, nil
 }
@@ -170,6 +210,34 @@ type measured struct {
 	inSLO      int              // light trees answered within the objective
 	arrived    map[string]int64 // culprit tree → Unix ns of its arrival
 	decidedMs  float64          // mean time from a culprit tree's arrival to its first decision
+	// afterMs and decidedSumMs are the sums behind holdAfter and
+	// decidedMs, over the culprit trees and the timed ones, for pool.
+	afterMs, decidedSumMs float64
+	timed                 int // decided culprit trees whose arrival is known
+}
+
+// pool adds the run n to m, as if the two were one run of both measured
+// parts.
+func (m *measured) pool(n measured) {
+	m.light = append(m.light, n.light...)
+	m.failed += n.failed
+	m.seconds += n.seconds
+	m.culprits += n.culprits
+	m.retries += n.retries
+	m.victims += n.victims
+	m.decided += n.decided
+	m.cancelledC += n.cancelledC
+	m.inSLO += n.inSLO
+	m.afterMs += n.afterMs
+	m.decidedSumMs += n.decidedSumMs
+	m.timed += n.timed
+	m.holdAfter, m.decidedMs = 0, 0
+	if m.culprits > 0 {
+		m.holdAfter = m.afterMs / float64(m.culprits)
+	}
+	if m.timed > 0 {
+		m.decidedMs = m.decidedSumMs / float64(m.timed)
+	}
 }
 
 func (m measured) p99() time.Duration {
@@ -289,13 +357,16 @@ func (m *measured) account(all []Stats) {
 	for k, d := range decided {
 		if a, ok := m.arrived[k]; ok {
 			sum += time.Duration(d - a)
+			m.timed++
 		}
 	}
-	if len(decided) > 0 {
-		m.decidedMs = float64(sum) / float64(time.Millisecond) / float64(len(decided))
+	m.decidedSumMs = float64(sum) / float64(time.Millisecond)
+	m.afterMs = float64(after) / float64(time.Millisecond)
+	if m.timed > 0 {
+		m.decidedMs = m.decidedSumMs / float64(m.timed)
 	}
 	if m.culprits > 0 {
-		m.holdAfter = float64(after) / float64(time.Millisecond) / float64(m.culprits)
+		m.holdAfter = m.afterMs / float64(m.culprits)
 	}
 }
 

@@ -83,3 +83,34 @@ func TestRunTree(t *testing.T) {
 		t.Fatalf("tree row %+v: want a culprit cancelled, no retry, no victim, and its hold cut well before its 2 s of work", r)
 	}
 }
+
+// pool: two rounds pooled are one run of both: the light latencies
+// together (the p99 over all of them), the holds after the decision and
+// the decision times averaged over every culprit tree, the counts summed.
+func TestPool(t *testing.T) {
+	ms := int64(time.Millisecond)
+	runOf := func(lights []time.Duration, holdEnd int64, retries int64) measured {
+		m := measured{light: lights, seconds: 1, culprits: 1, inSLO: len(lights), arrived: map[string]int64{"1": 0}}
+		m.account([]Stats{{Holds: []Hold{{"1", 0, holdEnd}}, Decided: map[string]int64{"1": 10 * ms}, Retries: retries, Culprits: 1}})
+		return m
+	}
+	var lights []time.Duration
+	for i := range 200 {
+		lights = append(lights, time.Duration(i+1)*time.Millisecond)
+	}
+	a := runOf(lights[:100], 30*ms, 1)  // 20 ms held after its decision at 10 ms
+	b := runOf(lights[100:], 110*ms, 0) // 100 ms
+	var p measured
+	p.pool(a)
+	p.pool(b)
+	if got := p.p99(); got != 198*time.Millisecond {
+		t.Errorf("pooled p99 %v; want 198ms, the 198th of 200", got)
+	}
+	if math.Abs(p.holdAfter-60) > 1e-9 || math.Abs(p.decidedMs-10) > 1e-9 || p.culprits != 2 || p.retries != 1 || p.cancelledC != 2 || p.seconds != 2 || p.inSLO != 200 {
+		t.Fatalf("pooled %+v; want a mean hold after of 60 ms, decisions at 10 ms, 2 culprits, 1 retry, 2 s", p)
+	}
+	r := p.row("tree", p)
+	if r.P99Norm != 1 || r.ThroughputNorm != 1 || r.CulpritHoldAfterMs != 60 {
+		t.Fatalf("row %+v", r)
+	}
+}

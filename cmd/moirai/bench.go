@@ -193,7 +193,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
 	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree: 1s unless set)")
-	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, postgres and mysql: runs of every (case, controller) pair, interleaved (postgres and mysql: pooled into one row)")
+	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, tree, postgres and mysql: runs of every (case, controller) pair, interleaved (tree, postgres and mysql: pooled into one row)")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
 	fl.StringVar(&f.feeds, "feeds", "0.5,1,2,4", "suite dagor: feed rates, as ratios to the rate that saturates M")

@@ -96,6 +96,7 @@ func TestBenchRunCPUBadInput(t *testing.T) {
 		{[]string{"bench", "run", "--suite", "cpu", "--fib", "99"}, "--fib 99"},
 		{[]string{"bench", "run", "--suite", "cpu", "--load", "0"}, "--load 0"},
 		{[]string{"bench", "run", "--suite", "cpu", "--rounds", "0"}, "--rounds 0"},
+		{[]string{"bench", "run", "--suite", "tree", "--rounds", "101"}, "--rounds 101"},
 		{[]string{"bench", "worker-cpu", "--config", "{"}, "--config"},
 	} {
 		_, _, err := run(t, tt.args...)

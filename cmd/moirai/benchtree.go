@@ -50,12 +50,15 @@ func runTreeBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if duration < 500*time.Millisecond || warmup < 0 {
 		return usageErrorf("--duration %v with --warmup %v: want a duration of at least 500ms", duration, warmup)
 	}
+	if f.rounds < 1 || f.rounds > 100 {
+		return usageErrorf("--rounds %d: want 1 to 100", f.rounds)
+	}
 	exe, err := f.startProcesses()
 	if err != nil {
 		return err
 	}
 	res, err := treesuite.Execute(cmd.Context(), treesuite.Options{
-		Controllers: ctls, Warmup: warmup, Duration: duration, Seed: f.seed,
+		Controllers: ctls, Warmup: warmup, Duration: duration, Seed: f.seed, Rounds: f.rounds,
 		Start: func(ctx context.Context, c treesuite.ServerConfig) (string, func() error, error) {
 			return startConfigured(ctx, c.Role, c, exe, "bench", serveTreeCommand)
 		},
