@@ -144,45 +144,51 @@ func (oracle) Decide(s *snapshot.Snapshot) []policy.Decision {
 // counts the waits begun (the resource's, less the culprits' own), not
 // those in progress, which a step can fall between.
 type oracleEvidence struct {
-	seen   []int64                  // per resource: waits begun by every task, at the last step
-	mine   map[uint64]map[int]int64 // per live culprit and resource: its waits begun, at the last step
-	primed bool
+	seen []int64              // per resource: waits begun by every task, at the last step (nil before the first)
+	mine map[culpritRes]int64 // per culprit-class task and resource: its waits begun, at the last step
+}
+
+// culpritRes is a culprit-class task's use of a resource of a snapshot.
+type culpritRes struct {
+	task uint64
+	res  int32
 }
 
 func (*oracleEvidence) Name() string { return "oracle-evidence" }
 
 func (o *oracleEvidence) Decide(s *snapshot.Snapshot) []policy.Decision {
 	n := len(s.Resources)
+	// Every culprit-class task's own waits are no harm to the others,
+	// cancelled or harmless-keyed ones included.
 	own := make([]int64, n) // the culprits' waits begun since the last step
-	mine := map[uint64]map[int]int64{}
+	mine := map[culpritRes]int64{}
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		if !strings.HasPrefix(t.Class, culpritClass) {
 			continue
 		}
-		m := map[int]int64{}
 		for _, u := range s.UsageOf(ti) {
 			if u.Res >= 0 && int(u.Res) < n {
-				m[int(u.Res)] = u.Waits
-				own[u.Res] += u.Waits - o.mine[t.ID][int(u.Res)]
+				k := culpritRes{t.ID, u.Res}
+				mine[k] = u.Waits
+				own[u.Res] += u.Waits - o.mine[k]
 			}
 		}
-		mine[t.ID] = m
 	}
 	waited := make([]bool, n)
-	any := false
-	if o.primed && len(o.seen) == n {
+	harm := false
+	if len(o.seen) == n {
 		for i := range s.Resources {
 			if s.Resources[i].Waits-o.seen[i]-own[i] > 0 {
-				waited[i], any = true, true
+				waited[i], harm = true, true
 			}
 		}
 	}
-	o.seen, o.mine, o.primed = o.seen[:0], mine, true
+	o.seen, o.mine = o.seen[:0], mine
 	for i := range s.Resources {
 		o.seen = append(o.seen, s.Resources[i].Waits)
 	}
-	if !any {
+	if !harm {
 		return nil
 	}
 	return decideOracle(s, waited, "oracle-evidence: culprit at the first wait of another task on what it holds or evicts from")

@@ -298,10 +298,10 @@ func (m *Mutex) lockSlow(ctx context.Context, t *task.Task) error {
 }
 
 // handedOn steps the controller's loop, when m's resource is armed, after a
-// task that waited took m while others wait (see Resource.handedOn).
+// task that waited took m while others wait (see Resource.poke).
 func (m *Mutex) handedOn() {
 	if m.res.armed() && m.state.Load()&mWaiters != 0 {
-		m.res.handedOn()
+		m.res.poke()
 	}
 }
 

@@ -234,20 +234,20 @@ func (r *Resource) waitBegin(t *task.Task) {
 	if t != nil {
 		taskx.WaitBegin(t, r.id)
 	}
-	if f := r.wake.Load(); f != nil {
-		(*f)()
-	}
+	r.poke()
 }
 
 // armed reports whether the controller's loop asked to step when a task
 // begins to wait on r (see arm).
 func (r *Resource) armed() bool { return r.wake.Load() != nil }
 
-// handedOn is called, when r is armed, after a task that waited for r took
-// it while others still wait: their waits began before it held r, so the
-// steps they asked for saw another holder, and the loop would see the new
-// one only at its next tick. It steps the loop now.
-func (r *Resource) handedOn() {
+// poke steps the controller's loop now when r is armed. A task poking as
+// it begins to wait (waitBegin) makes a known-heavy holder a culprit;
+// the primitives poke too after a task that waited took r while others
+// still wait: their waits began before it held r, so the steps they asked
+// for saw another holder, and the loop would see the new one only at its
+// next tick.
+func (r *Resource) poke() {
 	if f := r.wake.Load(); f != nil {
 		(*f)()
 	}

@@ -122,7 +122,7 @@ func (m *RWMutex) wait(ctx context.Context, t *task.Task, write bool) error {
 			waiting := m.q.Front() != nil
 			m.mu.Unlock()
 			if waiting {
-				m.res.handedOn()
+				m.res.poke()
 			}
 		}
 		return nil

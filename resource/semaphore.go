@@ -531,7 +531,7 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 	p.res.acquire(t, n)
 	p.unname(t, c)
 	if c < 0 && p.res.armed() && p.sem.nwait.Load() > 0 {
-		p.res.handedOn() // after a wait, with others waiting still
+		p.res.poke() // after a wait, with others waiting still
 	}
 	return Permit{sem: &p.sem, res: p.res, t: t, n: n}, nil
 }

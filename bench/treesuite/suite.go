@@ -13,7 +13,9 @@
 // run without the culprit, the resource-time the culprit trees held after
 // the first decision on them summed over the three services (mean per
 // culprit tree), the retries of culprit calls sent into b1, and the light
-// calls or trees cancelled (victims).
+// calls or trees cancelled (victims). With Options.Rounds above one, the
+// runs are repeated, interleaved, each round with its own seed, and a row
+// pools its rounds.
 package treesuite
 
 import (
