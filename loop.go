@@ -369,6 +369,10 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) po
 			rec.Outcome = policy.Acted
 			c.lastCancel = max(now, 1)
 			rec.Lost = lost
+			// Whoever decided it, a cancelled task did not run its
+			// class's course: not a duration to learn, even when it ends
+			// before a snapshot shows it cancelled.
+			c.durations.Skip(d.Task)
 		}
 	}
 	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec

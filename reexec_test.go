@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -461,4 +462,44 @@ func poissonLight(ctl *moirai.Controller, sem *moirai.Semaphore, seed uint64, ra
 		close(stop)
 		light.Wait()
 	}
+}
+
+// A task cancelled after the last snapshot saw it, which ends before the
+// next one, is no duration of its class: whoever cancels it (here by hand,
+// with no policy to skip it), the durations the controller learns leave
+// it out, while a task of the class that ends on its own is learned.
+// Before, its age at the cancellation was learned as the class's
+// duration, and a re-execution took it for the whole run's.
+func TestCancelledTaskIsNoDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := estimate.NewDurations(0)
+		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithDurations(d),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		defer ctl.Close()
+		run := func(class string, cancelAt time.Duration) {
+			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: class, Cancellable: true})
+			if cancelAt > 0 {
+				time.Sleep(cancelAt)
+				if err := ctl.Cancel(tk.ID(), "test"); err != nil {
+					t.Fatal(err)
+				}
+				<-ctx.Done()
+			} else {
+				time.Sleep(35 * time.Millisecond)
+			}
+			tk.End(context.Cause(ctx))
+		}
+		// 5 ms past a step: seen by the steps at 10, 20 and 30 ms, not
+		// cancelled; cancelled at 35 ms and ended before the next.
+		time.Sleep(5 * time.Millisecond)
+		run("compaction", 30*time.Millisecond)
+		run("read", 0)
+		time.Sleep(50 * time.Millisecond)
+		if n := d.Samples("compaction"); n != 0 {
+			t.Errorf("%v durations learned of a class whose only task was cancelled; want none", n)
+		}
+		if n := d.Samples("read"); n != 1 {
+			t.Errorf("%v durations learned of a class whose task ended on its own; want 1", n)
+		}
+	})
 }
