@@ -475,7 +475,6 @@ func TestCancelledTaskIsNoDuration(t *testing.T) {
 		d := estimate.NewDurations(0)
 		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithDurations(d),
 			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
-		defer ctl.Close()
 		run := func(class string, cancelAt time.Duration) {
 			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: class, Cancellable: true})
 			if cancelAt > 0 {
@@ -495,6 +494,7 @@ func TestCancelledTaskIsNoDuration(t *testing.T) {
 		run("compaction", 30*time.Millisecond)
 		run("read", 0)
 		time.Sleep(50 * time.Millisecond)
+		ctl.Close() // d is the loop's until it stops
 		if n := d.Samples("compaction"); n != 0 {
 			t.Errorf("%v durations learned of a class whose only task was cancelled; want none", n)
 		}
