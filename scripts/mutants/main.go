@@ -1,9 +1,9 @@
 // Command mutants checks that the tests docs/GUARANTEES.md names catch
 // the breakage of the guarantees they check.
 //
-// Each file in mutants/ (at the repository's root) is a mutant: a small
-// change that breaks exactly one guarantee, and the tests that must then
-// fail. For each mutant in turn, on a scratch copy of the repository, the
+// Each *.mutant file beside this command (scripts/mutants) is a mutant: a
+// small change that breaks exactly one guarantee, and the tests that must
+// then fail. For each mutant in turn, on a scratch copy of the repository, the
 // command runs the tests unchanged (they must pass), applies the change,
 // and runs them again: they must fail, by a test's failure, within 60 s.
 // A mutant survives if the tests pass; it is a failure too if the change
@@ -56,6 +56,9 @@ import (
 	"time"
 )
 
+// mutantsDir holds the mutants, from the repository's root.
+const mutantsDir = "scripts/mutants"
+
 // testTimeout is how long the mutated tests may run (go test -timeout);
 // a run that reaches it is a time-out, not a kill.
 const testTimeout = 60 * time.Second
@@ -98,7 +101,7 @@ func main() {
 }
 
 func mainErr(shard, run string, write bool) error {
-	ms, err := load("mutants")
+	ms, err := load(mutantsDir)
 	if err != nil {
 		return err
 	}
@@ -265,7 +268,7 @@ func copyRepo(dst string) error {
 		return fmt.Errorf("git ls-files: %w", err)
 	}
 	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if f == "" || strings.HasPrefix(f, "mutants/") {
+		if f == "" || strings.HasSuffix(f, ".mutant") {
 			continue
 		}
 		b, err := os.ReadFile(f)
