@@ -53,7 +53,8 @@ import (
 type Case struct {
 	Suite string
 	Name  string
-	// Models names the paper cases it models (A: Atropos, P: pBox).
+	// Models names the paper cases it models (A: Atropos, P: pBox), or the
+	// production situation it stands for.
 	Models string
 	// Resource, Culprit and Victims describe the case in words.
 	Resource, Culprit, Victims string

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/hotpath.sh: the hot path's regression guard (issue 30), run by
+# scripts/hotpath.sh: the hot path's regression guard, run by
 # .ci/run. It runs scripts/hotpath (go run ./scripts/hotpath; see its
 # documentation for the method): the primitives' baseline/moirai pairs
 # timed in one process, alternating the two sides in short stretches so

@@ -31,7 +31,7 @@ import (
 // case's resource is contended.
 func init() {
 	bench.Register(bench.Case{
-		Suite: suite, Name: "two-reports-pool", Models: "issue 28 (pgxpool report)",
+		Suite: suite, Name: "two-reports-pool", Models: "a second report on a pgxpool",
 		Resource: "connection pool (Queue), one acquisition per query",
 		Culprit:  "a second report fanning out over the pool while one runs",
 		Victims:  "short queries waiting for a connection",
@@ -39,7 +39,7 @@ func init() {
 		Build:    buildTwoReportsPool,
 	})
 	bench.Register(bench.Case{
-		Suite: suite, Name: "two-heavy-semaphore", Models: "issue 28 (bulkhead)",
+		Suite: suite, Name: "two-heavy-semaphore", Models: "a bulkhead's weighted semaphore",
 		Resource: "weighted semaphore (Queue), units held for the whole job",
 		Culprit:  "a second batch job taking half the units while one holds the other half",
 		Victims:  "short requests needing one unit",
@@ -47,7 +47,7 @@ func init() {
 		Build:    buildTwoHeavySemaphore,
 	})
 	bench.Register(bench.Case{
-		Suite: suite, Name: "compaction-rwlock", Models: "issue 28 (map compaction)",
+		Suite: suite, Name: "compaction-rwlock", Models: "a map's compaction",
 		Resource: "one reader/writer lock (Lock)",
 		Culprit:  "a compaction holding the write lock for 0.3 of the run",
 		Victims:  "readers of the map",

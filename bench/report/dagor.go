@@ -139,8 +139,8 @@ func spread(r bench.Row) (float64, bool) {
 	return (hi - lo) / hi, true
 }
 
-// DagorTargets checks the dagor suite's rows against issue 7's targets
-// and issue 33's: dagor's success rate at least 0.95 × the optimum on
+// DagorTargets checks the dagor suite's rows against the mechanism's
+// targets: dagor's success rate at least 0.95 × the optimum on
 // M1…M4 at 2× and 4× overload; at least 1.5 × codel's on M3 and M4 at 2×
 // and 4×, against codel at its default and at its best-tuned setting; in
 // the mixed workload, success rates of tasks with 1 to 4 calls within 10 %

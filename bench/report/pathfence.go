@@ -89,8 +89,8 @@ func totalThroughput(idx map[pathKey]bench.Row, cs, ctl string) (float64, bool) 
 	return sum, n == len(pathOrder)
 }
 
-// PathfenceTargets checks the pathfence suite's rows against issue 8's
-// targets: in the millibottleneck case, pathfence-sct's p99 on the
+// PathfenceTargets checks the pathfence suite's rows against the
+// mechanism's targets: in the millibottleneck case, pathfence-sct's p99 on the
 // unaffected path at least 80 % lower than shared's and its dropped
 // requests at least 90 % fewer, the affected path no worse than under
 // shared (p99 within 5 %, no more drops, no less throughput than 95 % of

@@ -1,4 +1,4 @@
-// Command hotpath is the hot path's regression guard (issue 30): it times
+// Command hotpath is the hot path's regression guard: it times
 // moirai's primitives against their baselines — sync.Mutex for the Mutex,
 // x/sync/semaphore for the Semaphore, alone and from every P at once — in
 // one process, and fails when a ratio exceeds its target by more than the
