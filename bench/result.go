@@ -237,9 +237,17 @@ type Results struct {
 	// Params are the suite's other parameters, by name (omitted when the
 	// suite has none beyond the ones above).
 	Params map[string]string `json:"params,omitempty"`
-	Rows   []Row             `json:"rows"`
-	Runs   []Run             `json:"runs"`
+	// RunsMeasured is the number of runs measured when Runs keeps only
+	// some of them (a saved file trimmed by `moirai bench trim`); 0 when
+	// Runs holds every run.
+	RunsMeasured int   `json:"runs_measured,omitempty"`
+	Rows         []Row `json:"rows"`
+	Runs         []Run `json:"runs"`
 }
+
+// NumRuns returns the number of runs measured, whether or not Runs still
+// holds them all.
+func (r *Results) NumRuns() int { return max(r.RunsMeasured, len(r.Runs)) }
 
 // Machine describes where the results were measured.
 type Machine struct {

@@ -28,7 +28,7 @@ func HTML(w io.Writer, r *bench.Results) error {
 		Duration: r.Duration,
 		Machine:  machine(r.Machine),
 		NRows:    len(r.Rows),
-		NRuns:    len(r.Runs),
+		NRuns:    r.NumRuns(),
 	}
 	pal := palette(r)
 	n := 0

@@ -88,7 +88,7 @@ func markdownResults(p func(string, ...any), r *bench.Results, heading string) {
 	p("| duration of a run | %s |\n", mdText(r.Duration))
 	p("| machine | %s |\n", mdText(machine(r.Machine)))
 	p("| rows | %d |\n", len(r.Rows))
-	p("| runs | %d |\n\n", len(r.Runs))
+	p("| runs | %d |\n\n", r.NumRuns())
 
 	others, _ := splitCPU(r.Rows)
 	others, _ = splitDagor(others)

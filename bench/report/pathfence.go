@@ -250,8 +250,19 @@ func markdownPathfence(p func(string, ...any), r *bench.Results, rows []bench.Ro
 	}
 }
 
+// stallEvent is the kind of a run's event that marks a stall of the
+// downstream, shaded in the pathfence figure.
+const stallEvent = "stall"
+
 func hasPathRuns(r *bench.Results, cs string) bool {
-	return slices.ContainsFunc(r.Runs, func(run bench.Run) bool { return run.Case == cs && run.Path != "" && len(run.Series) > 0 })
+	return slices.ContainsFunc(r.Runs, func(run bench.Run) bool { return run.Case == cs && pathfenceDrawn(&run) })
+}
+
+// pathfenceDrawn reports whether the pathfence figure draws run: a run with
+// a path's series, the sweeps of fixed reservations and of static's
+// settings left out (they would crowd the figure).
+func pathfenceDrawn(run *bench.Run) bool {
+	return run.Path != "" && len(run.Series) > 0 && !strings.HasPrefix(run.Controller, "fixed-") && !strings.HasPrefix(run.Controller, "static@")
 }
 
 // PathfenceFigures returns the SVG figure of each case of r's pathfence
@@ -281,8 +292,7 @@ func pathfenceFigure(c *caseGroup, pal map[string]style, title string) string {
 	p99Min, p99Max := math.Inf(1), 0.0
 	var stalls []bench.Event
 	for _, run := range c.Runs {
-		// The sweep's fixed reservations would crowd the figure.
-		if run.Path == "" || len(run.Series) == 0 || strings.HasPrefix(run.Controller, "fixed-") || strings.HasPrefix(run.Controller, "static@") {
+		if !pathfenceDrawn(run) {
 			continue
 		}
 		byPath[run.Path] = append(byPath[run.Path], run)
@@ -294,7 +304,7 @@ func pathfenceFigure(c *caseGroup, pal map[string]style, title string) string {
 		}
 		if len(stalls) == 0 {
 			for _, e := range run.Events {
-				if e.Kind == "stall" {
+				if e.Kind == stallEvent {
 					stalls = append(stalls, e)
 				}
 			}

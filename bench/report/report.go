@@ -89,6 +89,28 @@ func Save(path string, r *bench.Results) error {
 		return fmt.Errorf("encoding results: %w", err)
 	}
 	data = append(data, '\n')
+	return writeAtomic(path, data)
+}
+
+// SaveTrimmed writes to path what the reports read of r (see [Trim]), in
+// the compact form of [WriteCompact], replacing the file atomically as
+// [Save] does. It leaves r unchanged.
+func SaveTrimmed(path string, r *bench.Results) error {
+	if r == nil {
+		return errors.New("report.SaveTrimmed: nil results")
+	}
+	t := *r
+	Trim(&t)
+	var b bytes.Buffer
+	if err := WriteCompact(&b, &t); err != nil {
+		return err
+	}
+	return writeAtomic(path, b.Bytes())
+}
+
+// writeAtomic replaces path with data: a reader sees the old content or the
+// new, never half of it.
+func writeAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err

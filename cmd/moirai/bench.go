@@ -76,7 +76,7 @@ run without the culprit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchWorkerCPUCommand(),
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchTrimCommand(), newBenchWorkerCPUCommand(),
 		newServeCommand(serveDagorCommand, "dagor", dagorsuite.Serve),
 		newServeCommand(servePathfenceCommand, "pathfence", func(ctx context.Context, c pathfencesuite.ServerConfig, ready func(string)) error {
 			return pathfencesuite.Serve(ctx, c, ready)
@@ -397,6 +397,34 @@ HTML report is written from the first.`,
 	cmd.Flags().StringVar(&md, "md", "", "Markdown file to write (e.g. docs/RESULTS.md); standard output if neither --md nor --html")
 	cmd.Flags().StringVar(&html, "html", "", "HTML report to write")
 	cmd.Flags().StringVar(&figures, "figures", "", "directory to write the figures the Markdown links to (e.g. docs/bench: the pathfence suite's pathfence-CASE.svg)")
+	return cmd
+}
+
+func newBenchTrimCommand() *cobra.Command {
+	var in, out string
+	cmd := &cobra.Command{
+		Use:   "trim",
+		Short: "Save what the reports read of a results.json (the files of docs/bench)",
+		Long: `trim writes to --out what moirai bench report reads of the results.json of a
+moirai bench run --out DIR (--in): every row, the number of runs, and the
+runs a figure draws (the pathfence suite's per-path series), one row per
+line. The other runs' time series and events, most of a results.json, are
+left out: a new run regenerates them, and its report.html draws them.
+--in and --out may name the same file.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if in == "" || out == "" {
+				return usageErrorf("--in and --out are required")
+			}
+			res, err := report.Load(in)
+			if err != nil {
+				return err
+			}
+			return report.SaveTrimmed(out, res)
+		},
+	}
+	cmd.Flags().StringVar(&in, "in", "", "results.json to read (written by moirai bench run --out DIR)")
+	cmd.Flags().StringVar(&out, "out", "", "file to write (e.g. docs/bench/results.json)")
 	return cmd
 }
 
