@@ -91,7 +91,7 @@ func TestDefaultsCancelTheCulprit(t *testing.T) {
 
 func TestTraceOnlyActsOnNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithTraceOnly(),
+		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithoutMechanisms(),
 			moirai.WithPolicy(policyFunc{"never", func(*snapshot.Snapshot) []policy.Decision { panic("ran") }}))
 		defer ctl.Close()
 		victims, culprit := lockScenario(t, ctl)
@@ -178,7 +178,7 @@ func TestRetryRequestDroppedAfterMaxWait(t *testing.T) {
 
 func TestRetryLeavesOtherFailuresAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		boom := errors.New("boom")
 		runs := 0

@@ -320,7 +320,7 @@ func BenchmarkTaskContextUsed(b *testing.B) {
 func BenchmarkSnapshot(b *testing.B) { benchSnapshot(b, 10000, 8) }
 
 func benchSnapshot(b *testing.B, tasks, resources int) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	var res []*moirai.Resource
 	for i := range resources {

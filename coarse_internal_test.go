@@ -213,7 +213,7 @@ func TestCoarseHoldsSameDecisions(t *testing.T) {
 // a detector fires.
 func TestMutexHoldsOnControllerClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := New(WithTraceOnly())
+		ctl := New(WithoutMechanisms())
 		defer ctl.Close()
 		mu := ctl.Mutex("table")
 		ctx, tk := ctl.Begin(context.Background(), Spec{Class: "c"})

@@ -25,7 +25,7 @@ func TestReexecutionWaitsTheDecidingHop(t *testing.T) {
 	}{{"tree", true, 3 * time.Second}, {"local", false, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+				ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 				defer ctl.Close()
 				id := tree.New("/front")
 				started := make(chan *moirai.Task, 1)
@@ -68,7 +68,7 @@ func TestReexecutionWaitsTheDecidingHop(t *testing.T) {
 // CancelTree refuses a culprit of another tree, and records the hop that
 // decided in its decision.
 func TestCancelTree(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Cancellable: true, Tree: tree.New("/a")})
 	defer tk.End(nil)

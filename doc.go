@@ -57,7 +57,7 @@
 // cancellable task whose cancellation frees the most of it. Contention and
 // gains are estimated in package estimate; the typical duration of each
 // task class, which gives the progress of tasks that report none, is
-// learned from the loop's snapshots. [WithTraceOnly] turns every mechanism
+// learned from the loop's snapshots. [WithoutMechanisms] turns every mechanism
 // off; [WithPolicy] and [WithDetector] replace the defaults.
 //
 // # Penalties

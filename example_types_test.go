@@ -137,14 +137,14 @@ func ExampleSpec() {
 		Cancellable: true,
 		Priority:    moirai.Priority{Business: 1, User: 17},
 		Path:        "inventory",
-		Goal:        0.5,
+		MaxDeferral: 0.5, // deferred by others at most half as long as it runs
 	}
 	fmt.Println(spec.Validate())
-	spec.Goal = -1
+	spec.MaxDeferral = -1
 	fmt.Println(spec.Validate())
 	// Output:
 	// <nil>
-	// task: invalid spec: isolation goal -1 must be a positive finite number (or 0 for the default 0.5)
+	// task: invalid spec: max deferral -1 must be a positive finite number (or 0 for the default 0.5)
 }
 
 func ExamplePriority() {

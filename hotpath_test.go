@@ -20,7 +20,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: "c", Cancellable: true})
 	defer tk.End(nil)

@@ -140,7 +140,7 @@ type Controller struct {
 // New returns a running controller.
 //
 // Unless mechanisms are configured with [WithPolicy] or [WithDetector], or
-// turned off with [WithTraceOnly], it runs targeted cancellation (Atropos):
+// turned off with [WithoutMechanisms], it runs targeted cancellation (Atropos):
 // the [detect.SLO] detector on the objective of [WithSLO] and the
 // [detect.Collapse] detector (throughput below half the recent best), and
 // the multi-objective [cancel.Atropos] policy, which acts only on tasks

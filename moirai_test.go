@@ -502,7 +502,7 @@ func TestConstructorsRefuseBadNames(t *testing.T) {
 }
 
 func TestControllerFence(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	if _, err := ctl.Fence("pool", 4, []fence.Reservation{{Name: "d1", Permits: 5}}); err == nil {
 		t.Fatal("a reservation above the pool accepted")

@@ -143,8 +143,9 @@ func WithUnendedGrace(d time.Duration) Option {
 	}
 }
 
-// WithDryRun makes the controller record and log decisions without acting
-// on them.
+// WithDryRun makes the controller run its mechanisms, record and log
+// their decisions, and act on none of them (the outcome "dry-run"). To run
+// no mechanism at all, see [WithoutMechanisms].
 func WithDryRun(on bool) Option {
 	return func(c *config) { c.dryRun = on }
 }
@@ -174,14 +175,20 @@ func WithPenalties(on bool) Option {
 	return func(c *config) { c.penalties = on }
 }
 
-// WithTraceOnly makes the controller trace tasks and resources and keep
-// its loop and snapshots, but run no mechanism: no default detector or
+// WithoutMechanisms makes the controller trace tasks and resources and
+// keep its loop and snapshots, but run no mechanism: no default detector or
 // policy is installed, and none given with [WithPolicy] or [WithDetector]
-// runs. It is the "no control" configuration, to measure what tracing
-// costs or to watch a service before letting moirai act.
-func WithTraceOnly() Option {
+// runs, so there are no decisions. It is the "no control" configuration,
+// to measure what tracing costs or to watch a service before letting
+// moirai act. To see the decisions without their effect, use [WithDryRun].
+func WithoutMechanisms() Option {
 	return func(c *config) { c.traceOnly = true }
 }
+
+// WithTraceOnly is the former name of [WithoutMechanisms].
+//
+// Deprecated: use WithoutMechanisms; "trace only" read as a dry run.
+func WithTraceOnly() Option { return WithoutMechanisms() }
 
 // WithRegularOverload is called with true when the controller sees
 // overload that is not resource overload (a detector fires, but no policy

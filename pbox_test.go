@@ -79,7 +79,7 @@ func lightLoad(ctl *moirai.Controller, table *moirai.Mutex, cancellable bool) ti
 func TestPenaltiesReduceInterference(t *testing.T) {
 	var without, with time.Duration
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		without, _ = noisyScenario(t, ctl)
 	})

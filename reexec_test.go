@@ -54,7 +54,7 @@ func retryAndCancelAfter(t *testing.T, ctl *moirai.Controller, spec moirai.Spec,
 // of the class waits behind the class's cap.
 func TestReexecutionWaitsForSpareCapacity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		defer ctl.Close()
 		sem := ctl.Semaphore("pool", 8)
 		// Another heavy user holding 4 units, then 6, for 2 s.
@@ -123,7 +123,7 @@ func TestReexecutionWaitsForSpareCapacity(t *testing.T) {
 // once, and it fails with ErrNoWindow after the bounded wait.
 func TestReexecutionCannotCompleteUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+		ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithSLO(0.99, 50*time.Millisecond),
 			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		defer ctl.Close()
 		m := ctl.RWMutex("map")
@@ -169,7 +169,7 @@ func TestReexecutionCannotCompleteUnderLoad(t *testing.T) {
 // compaction re-runs and completes.
 func TestReexecutionRunsWhenTheLoadLeavesAWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+		ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithSLO(0.99, 50*time.Millisecond),
 			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		defer ctl.Close()
 		m := ctl.RWMutex("map")
@@ -212,7 +212,7 @@ func TestReexecutionRunsWhenTheLoadLeavesAWindow(t *testing.T) {
 // run one after the other.
 func TestReexecutionsReserveCapacity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+		ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		defer ctl.Close()
 		sem := ctl.Semaphore("pool", 8)
 		var mu sync.Mutex
@@ -317,7 +317,7 @@ func TestReexecutionFitGenerated(t *testing.T) {
 		name := fmt.Sprintf("seed %d: capacity %d, run %d units, light %.0f/s × %v (a = %.2f)", seed, capacity, units, rate, hold, rate*hold.Seconds())
 		var ran bool
 		synctest.Test(t, func(t *testing.T) {
-			ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+			ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithSLO(0.99, 50*time.Millisecond),
 				moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 			defer ctl.Close()
 			sem := ctl.Semaphore("pool", capacity)
@@ -378,7 +378,7 @@ func TestReexecutionWaitsForADemandThatJustRose(t *testing.T) {
 		rate := a / hold.Seconds()
 		name := fmt.Sprintf("seed %d: capacity %d, run %d units, other %d units, light a = %.2f", seed, capacity, units, capacity-units, a)
 		synctest.Test(t, func(t *testing.T) {
-			ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithSLO(0.99, 50*time.Millisecond),
+			ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithSLO(0.99, 50*time.Millisecond),
 				moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 			defer ctl.Close()
 			sem := ctl.Semaphore("pool", capacity)
@@ -473,7 +473,7 @@ func poissonLight(ctl *moirai.Controller, sem *moirai.Semaphore, seed uint64, ra
 func TestCancelledTaskIsNoDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := estimate.NewDurations(0)
-		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithDurations(d),
+		ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithDurations(d),
 			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 		run := func(class string, cancelAt time.Duration) {
 			ctx, tk := ctl.Begin(context.Background(), moirai.Spec{Class: class, Cancellable: true})

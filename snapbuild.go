@@ -138,7 +138,7 @@ func (c *Controller) fillTasks(dst *snapshot.Snapshot, ts []*task.Task, lo, hi i
 		first, cnt := st.First, st.N
 		*st = snapshot.Task{
 			ID: t.ID(), Key: sp.Key, Class: sp.Class, Path: sp.Path, Kind: sp.Kind,
-			Priority: sp.Priority, Goal: sp.Goal, Objective: sp.Objective, Cancellable: sp.Cancellable,
+			Priority: sp.Priority, Goal: sp.MaxDeferral, Objective: sp.Objective, Cancellable: sp.Cancellable,
 			Cancelled: t.Cancelled(), Active: taskx.Active(t), Activities: taskx.Activities(t),
 			Age: time.Duration(now - taskx.Started(t)), Exec: taskx.ExecTime(t, now),
 			Done: done, Total: total,

@@ -16,7 +16,7 @@ var none = Controller{
 	Name:     "none",
 	Describe: "no control: moirai traces, nothing acts",
 	Options: func(time.Duration) []moirai.Option {
-		return append(harnessTicks(), moirai.WithTraceOnly())
+		return append(harnessTicks(), moirai.WithoutMechanisms())
 	},
 }
 
@@ -62,7 +62,7 @@ func codel(target, interval time.Duration) Controller {
 	c := Controller{
 		Name:     "codel",
 		Describe: "CoDel on the queueing delay of the worker slots, target 5 ms, interval 100 ms",
-		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithTraceOnly()) },
+		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithoutMechanisms()) },
 		Admitter: func(time.Duration) Admitter {
 			return baseline.NewCoDel(baseline.WithCoDelTarget(target), baseline.WithCoDelInterval(interval))
 		},
@@ -90,7 +90,7 @@ func breakwater(target time.Duration) Controller {
 	c := Controller{
 		Name:     "breakwater",
 		Describe: "Breakwater-like credits sized by AIMD on queueing delay, target scaled to service time",
-		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithTraceOnly()) },
+		Options:  func(time.Duration) []moirai.Option { return append(harnessTicks(), moirai.WithoutMechanisms()) },
 		Admitter: func(time.Duration) Admitter {
 			if target > 0 {
 				return baseline.NewBreakwater(baseline.WithBreakwaterTarget(target, 0))

@@ -59,7 +59,7 @@ func init() {
 		Name: "test-told",
 		Options: func(slo time.Duration) []moirai.Option {
 			told.Store(int64(slo))
-			return []moirai.Option{moirai.WithTraceOnly()}
+			return []moirai.Option{moirai.WithoutMechanisms()}
 		},
 	})
 	bench.RegisterController(bench.Controller{

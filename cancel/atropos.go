@@ -758,8 +758,10 @@ type Evaluation struct {
 	Candidates []Candidate
 	Total      int // candidates in all
 	Skyline    int // non-dominated candidates
-	// Why tasks were left out.
-	NotCancellable, AlreadyCancelled, NoGain int
+	// Why tasks were left out: not marked cancellable, already cancelled,
+	// waiting behind another task (cancellable, but the blame for their
+	// wait is the holder's), or freeing nothing contended.
+	NotCancellable, AlreadyCancelled, WaitingBehind, NoGain int
 	// NoGainTasks lists the first few tasks left out for no gain that hold
 	// a contended resource (the tasks that only wait are counted only).
 	NoGainTasks []Excluded
@@ -977,7 +979,7 @@ func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, tot
 			continue
 		case t.Blocked:
 			// Waiting behind another task: the blame is that task's.
-			ev.NotCancellable++
+			ev.WaitingBehind++
 			continue
 		}
 		first, n := int(t.First), int(t.N)
@@ -1472,6 +1474,7 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 		slog.Group("excluded",
 			slog.Int("not_cancellable", ev.NotCancellable),
 			slog.Int("already_cancelled", ev.AlreadyCancelled),
+			slog.Int("waiting_behind_another", ev.WaitingBehind),
 			slog.Int("no_gain", ev.NoGain),
 			slog.Int("dominated", ev.Total-ev.Skyline)),
 	}

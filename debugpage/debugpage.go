@@ -75,7 +75,12 @@ type UsageView struct {
 
 // ResourceView is one resource's contention.
 type ResourceView struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Kind is the resource's kind: lock, queue, memory, cpu or io.
+	Kind string `json:"kind"`
+	// Capacity is the resource's size in units (slots, bytes, pages); 0
+	// when it has none, as a lock (one writer or many readers), which the
+	// page shows as "–".
 	Capacity   int64  `json:"capacity"`
 	Holders    int    `json:"holders"`
 	Waiters    int    `json:"waiters"`
@@ -136,7 +141,7 @@ func Collect(c *moirai.Controller, cfg Config) View {
 		v.Tasks = append(v.Tasks, tv)
 	}
 	for _, r := range s.Resources {
-		v.Resources = append(v.Resources, ResourceView{Name: r.Name, Capacity: r.Capacity, Holders: r.Holders,
+		v.Resources = append(v.Resources, ResourceView{Name: r.Name, Kind: r.Kind.String(), Capacity: r.Capacity, Holders: r.Holders,
 			Waiters: r.Waiters, Held: r.Held, WindowWait: short(r.WindowWait)})
 	}
 	v.Reexecution = reexecutionView(c.RetryStats())
@@ -209,8 +214,8 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}t
 <td>{{.Reason}}{{if .Lost}} (lost {{printf "%.3f" .Lost}} resource-s){{end}}{{$d := .Details}}{{if $d}}<div class="d">{{range keys $d}}{{.}}={{text (index $d .)}}<br>{{end}}</div>{{end}}</td></tr>
 {{end}}</table>
 <h2>Resources</h2>
-<table><tr><th>name</th><th>capacity</th><th>holders</th><th>waiters</th><th>held</th><th>wait in window</th></tr>
-{{range .Resources}}<tr><td>{{.Name}}</td><td>{{.Capacity}}</td><td>{{.Holders}}</td><td>{{.Waiters}}</td><td>{{.Held}}</td><td>{{.WindowWait}}</td></tr>
+<table><tr><th>name</th><th>kind</th><th>capacity</th><th>holders</th><th>waiters</th><th>held</th><th>wait in window</th></tr>
+{{range .Resources}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{if .Capacity}}{{.Capacity}}{{else}}–{{end}}</td><td>{{.Holders}}</td><td>{{.Waiters}}</td><td>{{.Held}}</td><td>{{.WindowWait}}</td></tr>
 {{end}}</table>
 <h2>Tasks ({{len .Tasks}})</h2>
 <table><tr><th>id</th><th>class</th><th>age</th><th>progress</th><th>holds and waits</th></tr>

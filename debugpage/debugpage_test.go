@@ -100,7 +100,7 @@ func TestFenceSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
 		debugpage.FenceSection("fence grpc", f, fence.NewTuner(f))}}), "/debug/moirai")
@@ -114,7 +114,7 @@ func TestFenceSection(t *testing.T) {
 // with its default class shows on the page as its route pattern, never
 // as its raw path (user IDs in paths are user data).
 func TestPageShowsRoutePatternsNotPaths(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	page := debugpage.Handler(ctl, debugpage.Config{})
 	var body string
@@ -131,7 +131,7 @@ func TestPageShowsRoutePatternsNotPaths(t *testing.T) {
 // TestPageHidesKeys: a task's key (user data: a client, a tenant) is on
 // neither the HTML page nor its JSON twin unless ShowKeys is set.
 func TestPageHidesKeys(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	_, tk := ctl.Begin(context.Background(), moirai.Spec{Key: "tenant-7f3a", Class: "GET /orders", Cancellable: true})
 	defer tk.End(nil)

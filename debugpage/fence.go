@@ -7,8 +7,9 @@ import (
 )
 
 // FenceSection returns a section showing f's reservations, one row per
-// path, and, when t is not nil, the SCT model's last estimate for each
-// path the tuner tunes.
+// path, and, when t is not nil, the tuner's last estimate for each path it
+// tunes: the path's peak throughput, the lowest concurrency that reaches
+// it, and the permits it asks for.
 func FenceSection(title string, f *fence.Fence, t *fence.Tuner) Section {
 	return fenceSection{title, f, t}
 }
@@ -32,7 +33,7 @@ func (s fenceSection) Rows() [][2]string {
 		v := fmt.Sprintf("permits %d · in use %d · running %d · waiting %d · completed %d · waited %d · rejected %d · lent %d",
 			p.Permits, p.InUse, p.Running, p.Waiting, p.Completed, p.Waited, p.Rejected, p.Lent)
 		if e, ok := est[p.Name]; ok {
-			v += fmt.Sprintf(" · SCT: Q_lower %d at %.0f/s, asks %d (%s)", e.QLower, e.Peak, e.Permits, e.Reason)
+			v += fmt.Sprintf(" · tuner: peak %.0f/s from concurrency %d, asks %d permits (%s)", e.Peak, e.QLower, e.Permits, e.Reason)
 		}
 		rows = append(rows, [2]string{p.Name, v})
 	}

@@ -35,7 +35,7 @@ func TestAdmissionSection(t *testing.T) {
 	if d.Level() == admit.AdmitAll {
 		t.Fatal("the level never fell")
 	}
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
 		debugpage.AdmissionSection("admission <grpc>", d)}}), "/debug/moirai")
@@ -72,7 +72,7 @@ func TestCPUSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
 		debugpage.CPUSection("cpu", b, p)}}), "/debug/moirai")
@@ -92,7 +92,7 @@ func TestCPUSection(t *testing.T) {
 
 // A nil admitter is shown as none, not a crash of the page.
 func TestAdmissionSectionNil(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
 		debugpage.AdmissionSection("admission", nil)}}), "/debug/moirai")

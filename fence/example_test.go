@@ -86,7 +86,7 @@ func ExampleTuner() {
 		}
 	}
 	t.Evaluate()
-	// Output: d1: 12 → 9 permits (throughput levels off from concurrency 8 (800/s): Q_lower + 1)
+	// Output: d1: 12 → 9 permits (throughput levels off from concurrency 8 (800/s): reserve that plus 1)
 }
 
 // A Permit says which path's reservation it came from: a local request may

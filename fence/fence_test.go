@@ -353,7 +353,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestWithResourceAccountsToTasks(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	r, err := ctl.Register("u-workers", resource.KindQueue, 2)
 	if err != nil {

@@ -161,12 +161,12 @@ func (s SCT) Estimate(samples []Sample, current, maxPermits int) Estimate {
 		// The level below Q_lower is unknown: the throughput may level
 		// off there already. Look at it while requests wait.
 		est.Permits = est.QLower - 1
-		est.Reason = fmt.Sprintf("concurrency %d unknown below Q_lower %d and requests wait: probe it", est.QLower-1, est.QLower)
+		est.Reason = fmt.Sprintf("concurrency %d not measured yet, just below %d, the lowest seen at peak throughput, and requests wait: probe it", est.QLower-1, est.QLower)
 	case est.Top > est.QLower:
 		target := min(est.QLower+s.Headroom, maxPermits)
 		if target < current-s.Headroom || target > current {
 			est.Permits = target
-			est.Reason = fmt.Sprintf("throughput levels off from concurrency %d (%.0f/s): Q_lower + %d", est.QLower, est.Peak, s.Headroom)
+			est.Reason = fmt.Sprintf("throughput levels off from concurrency %d (%.0f/s): reserve that plus %d", est.QLower, est.Peak, s.Headroom)
 		} else {
 			est.Reason = fmt.Sprintf("throughput levels off from concurrency %d: the reservation is within the dead band", est.QLower)
 		}

@@ -18,7 +18,7 @@ import (
 // A call the controller cancels fails with UNAVAILABLE, a message that
 // does not carry the reason, and a retry-after in the trailer.
 func TestCancelledCallIsUnavailable(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	_, client, hs := setupWith(t, ctl, []grpcmw.Option{grpcmw.WithCancellable(true)}, nil)
 	hs.hold, hs.cancelled = make(chan struct{}), true

@@ -36,7 +36,7 @@ func (k *killable) start(t *testing.T, d *admit.DAGOR) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.lis = bufconn.Listen(1 << 16)
-	k.ctl = moirai.New(moirai.WithTraceOnly())
+	k.ctl = moirai.New(moirai.WithoutMechanisms())
 	k.srv = grpc.NewServer(grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(k.ctl, grpcmw.WithAdmission(d),
 		grpcmw.WithTrustedPeer(func(context.Context) bool { return true })),
 		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -93,7 +93,7 @@ func TestDownstreamKilledAndRestarted(t *testing.T) {
 	}
 	t.Cleanup(func() { cc.Close() })
 
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	f, err := fence.New(4, []fence.Reservation{{Name: "down", Permits: 2}})
 	if err != nil {

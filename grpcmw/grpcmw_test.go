@@ -63,7 +63,7 @@ func (c *counting) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*
 }
 
 func setup(t *testing.T, sopts []grpcmw.Option, copts []grpcmw.ClientOption) (*moirai.Controller, healthpb.HealthClient, *counting) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	return setupWith(t, ctl, sopts, copts)
 }
@@ -201,7 +201,7 @@ func (f *fakeAdmitter) Done(_, _ time.Duration) {
 }
 
 func TestAdmitterAndQueue(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	q := ctl.Queue("workers", 1, 0)
 	a := &fakeAdmitter{admit: false, start: true}
@@ -236,7 +236,7 @@ func TestAdmitterAndQueue(t *testing.T) {
 }
 
 func TestQueueLineFullRejects(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	q := ctl.Queue("workers", 1, 1)
 	_, c, hs := setupWith(t, ctl, []grpcmw.Option{grpcmw.WithQueue(q)}, nil)
@@ -265,7 +265,7 @@ func TestQueueLineFullRejects(t *testing.T) {
 }
 
 func TestHandlerPanicReleasesSlot(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	q := ctl.Queue("workers", 1, 0)
 	recovering := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
@@ -404,7 +404,7 @@ func TestAdmittedCallMarksItsTask(t *testing.T) {
 // TestUnreachableCallDoesNotMarkItsTask: a call that never reached a
 // server (Unavailable) does not make the task's next calls continuations.
 func TestUnreachableCallDoesNotMarkItsTask(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	lis := bufconn.Listen(1 << 16)
 	lis.Close() // nobody answers

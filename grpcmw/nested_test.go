@@ -29,7 +29,7 @@ func liveTasks(t *testing.T, ctl *moirai.Controller) []snapshot.Task {
 // per-service one): one task per call, the inner one's options applied to
 // it.
 func TestNestedInterceptorsShareTheTask(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	_, client, hs := setupWith(t, ctl, []grpcmw.Option{
 		grpcmw.WithClass(func(string) string { return "health" }),
@@ -66,7 +66,7 @@ func TestNestedInterceptorsShareTheTask(t *testing.T) {
 // without it (TestCancelledCallIsUnavailable) the message says only that
 // the server is overloaded.
 func TestExposedCause(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() { ctl.Close() })
 	_, client, hs := setupWith(t, ctl, []grpcmw.Option{grpcmw.WithExposedCause()}, nil,
 		grpcmw.UnaryServerInterceptor(ctl)) // nested: the inner one answers

@@ -30,7 +30,7 @@ func BenchmarkTreeServerWire(b *testing.B) {
 }
 
 func benchServer(b *testing.B, plain, withTree metadata.MD) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	trusted := grpcmw.WithTrustedPeer(func(context.Context) bool { return true })
 	handler := func(context.Context, any) (any, error) { return nil, nil }
@@ -61,7 +61,7 @@ func benchServer(b *testing.B, plain, withTree metadata.MD) {
 // out with the priority; the upward cancellation is ready but the call
 // succeeds.
 func BenchmarkTreeClient(b *testing.B) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	cc, err := grpc.NewClient("passthrough:///b", grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

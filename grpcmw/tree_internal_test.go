@@ -39,7 +39,7 @@ func BenchmarkTreeCarry(b *testing.B) {
 			}
 		}
 	})
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	cl := newClient([]ClientOption{WithoutLocalShedding()})
 	for _, bc := range []struct{ name, tree string }{{"client/baseline", ""}, {"client/moirai", id}} {

@@ -132,7 +132,7 @@ func newMesh(t *testing.T, n int, trust func(from, to int) bool) *mesh {
 	m := &mesh{root: map[int]error{}, trust: trust}
 	lis := make([]*bufconn.Listener, n)
 	for i := range n {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		t.Cleanup(func() { ctl.Close() })
 		m.ctls = append(m.ctls, ctl)
 		lis[i] = bufconn.Listen(1 << 16)
@@ -337,7 +337,7 @@ func (c *countCancel) Check(ctx context.Context, _ *healthpb.HealthCheckRequest)
 // Unavailable, does not retry a culprit answer; it retries a call of no
 // tree that the controller cancelled (an ordinary failure).
 func TestCulpritNotRetriedByPolicy(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	svc := &countCancel{ctl: ctl}
 	lis := bufconn.Listen(1 << 16)
@@ -349,7 +349,7 @@ func TestCulpritNotRetriedByPolicy(t *testing.T) {
 	const policy = `{"methodConfig": [{"name": [{"service": "grpc.health.v1.Health"}], "retryPolicy": {
 		"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s", "backoffMultiplier": 1,
 		"retryableStatusCodes": ["UNAVAILABLE"]}}]}`
-	caller := moirai.New(moirai.WithTraceOnly())
+	caller := moirai.New(moirai.WithoutMechanisms())
 	defer caller.Close()
 	cc, err := grpc.NewClient("passthrough:///b", grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -388,7 +388,7 @@ func (c *countCancel) Watch(_ *healthpb.HealthCheckRequest, ss grpc.ServerStream
 // TestTreeStream: a stream whose task its controller cancels answers as a
 // culprit, and the stream client interceptor cancels the caller's task.
 func TestTreeStream(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	svc := &countCancel{ctl: ctl}
 	lis := bufconn.Listen(1 << 16)
@@ -397,7 +397,7 @@ func TestTreeStream(t *testing.T) {
 	healthpb.RegisterHealthServer(srv, svc)
 	go srv.Serve(lis)
 	defer srv.Stop()
-	caller := moirai.New(moirai.WithTraceOnly())
+	caller := moirai.New(moirai.WithoutMechanisms())
 	defer caller.Close()
 	cc, err := grpc.NewClient("passthrough:///b", grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

@@ -41,7 +41,7 @@ func priorityHandler(ctl *moirai.Controller, seen *moirai.Priority, opts ...http
 // sends the most important priority; it is ignored and counted, and the
 // entry service's own assignment wins.
 func TestClientCannotRaiseItsPriority(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	assigned := moirai.Priority{Business: 9, User: 90}
 	var seen moirai.Priority
@@ -81,7 +81,7 @@ func TestClientCannotRaiseItsPriority(t *testing.T) {
 }
 
 func TestAdmissionRejectsWith503AndLevel(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	d := overloaded(t)
 	var seen moirai.Priority
@@ -112,7 +112,7 @@ func TestAdmissionRejectsWith503AndLevel(t *testing.T) {
 // task's priority, and forgets the level after its TTL.
 func TestTransportShedsLocallyAndExpires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		d := overloaded(t)
 		sent := 0
@@ -174,7 +174,7 @@ func FuzzPriorityHeader(f *testing.F) {
 	for _, s := range []string{"0/0", "63/127", "", "64/0", "1/2/3", "\xff\xfe", "00000000000001/1"} {
 		f.Add(s)
 	}
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	var seen moirai.Priority
 	h := priorityHandler(ctl, &seen, httpmw.WithTrustedPeer(func(*http.Request) bool { return true }))
@@ -198,7 +198,7 @@ func FuzzPriorityHeader(f *testing.F) {
 // its last cut, one that does not ignores the mark.
 func TestContinuation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		mid := moirai.Priority{Business: 5, User: 5}
 		for _, trusted := range []bool{true, false} {

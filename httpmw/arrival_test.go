@@ -27,7 +27,7 @@ func TestForgedArrivalsDoNotCutTheLevel(t *testing.T) {
 	t.Logf("seed %d", seed)
 	synctest.Test(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 0))
-		ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(time.Millisecond, time.Millisecond))
+		ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithTick(time.Millisecond, time.Millisecond))
 		defer ctl.Close()
 		d := admit.NewDAGOR(admit.WithWindow(50*time.Millisecond, 2000))
 		h := httpmw.Handler(ctl, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),

@@ -55,7 +55,7 @@ func TestFenceIsolatesAStalledPath(t *testing.T) {
 		resp.Body.Close()
 	})
 	mux.HandleFunc("/local", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "local") })
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	up := httptest.NewServer(httpmw.Handler(ctl, mux, httpmw.WithFence(cls)))
 	defer up.Close()
@@ -156,7 +156,7 @@ func TestDefaultClassIsTheRoutePattern(t *testing.T) {
 		t.Fatal(err)
 	}
 	cls := fence.NewClassifier(f)
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	h := httpmw.Handler(ctl, catchAll(), httpmw.WithFence(cls))
 	for i := range 200 {
@@ -197,7 +197,7 @@ func BenchmarkFenceDistinctPaths(b *testing.B) {
 				b.Fatal(err)
 			}
 			cls := fence.NewClassifier(f)
-			ctl := moirai.New(moirai.WithTraceOnly())
+			ctl := moirai.New(moirai.WithoutMechanisms())
 			defer ctl.Close()
 			mux := http.NewServeMux()
 			client := &http.Client{Transport: httpmw.Transport(roundTripFunc(okResponse),
@@ -229,7 +229,7 @@ func FuzzDefaultClass(f *testing.F) {
 	for _, s := range [][2]string{{"GET", "/users/1"}, {"BREW", "/users/2"}, {"GET", "/x/../users/3"}, {"POST", "/"}, {"get", "//a"}, {"GET", "/users/%zz"}} {
 		f.Add(s[0], s[1])
 	}
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	var seen string
 	record := func(_ http.ResponseWriter, r *http.Request) { seen = moirai.From(r.Context()).Spec().Class }

@@ -50,7 +50,7 @@ func newCtl(p policy.Policy) *moirai.Controller {
 
 func TestTaskPerRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		var seen *moirai.Task
 		serve := func(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +89,7 @@ func TestTaskPerRequest(t *testing.T) {
 
 func TestPanicEndsTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		h := httpmw.Handler(ctl, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 		func() {
@@ -198,7 +198,7 @@ func TestReexecutionDroppedPastObjective(t *testing.T) {
 
 func TestLargeBodyServedWithoutReexecution(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		var got string
 		h := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

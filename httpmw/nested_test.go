@@ -28,7 +28,7 @@ func begun(ctl *moirai.Controller) uint64 {
 // layer's own options applied to it.
 func TestNestedReusesOuterTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		var seen []moirai.Spec
 		var tasks []*moirai.Task
@@ -61,10 +61,10 @@ func TestNestedReusesOuterTask(t *testing.T) {
 			t.Fatalf("%d tasks begun for 4 requests; want one each", n)
 		}
 		want := []moirai.Spec{
-			{Class: "report", Kind: moirai.Background, Objective: 5 * time.Second, Cancellable: true, Goal: task.DefaultGoal},
-			{Class: "GET /plain", Kind: moirai.Request, Objective: 20 * time.Millisecond, Goal: task.DefaultGoal},
-			{Class: "GET /deep", Key: "k", Kind: moirai.Request, Objective: moirai.NoObjective, Goal: task.DefaultGoal},
-			{Class: "GET /unwrapped", Kind: moirai.Request, Goal: task.DefaultGoal},
+			{Class: "report", Kind: moirai.Background, Objective: 5 * time.Second, Cancellable: true, MaxDeferral: task.DefaultGoal, Goal: task.DefaultGoal},
+			{Class: "GET /plain", Kind: moirai.Request, Objective: 20 * time.Millisecond, MaxDeferral: task.DefaultGoal, Goal: task.DefaultGoal},
+			{Class: "GET /deep", Key: "k", Kind: moirai.Request, Objective: moirai.NoObjective, MaxDeferral: task.DefaultGoal, Goal: task.DefaultGoal},
+			{Class: "GET /unwrapped", Kind: moirai.Request, MaxDeferral: task.DefaultGoal, Goal: task.DefaultGoal},
 		}
 		for i, w := range want {
 			seen[i].Priority = moirai.Priority{} // the priority is admission's, not under test here

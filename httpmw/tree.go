@@ -50,16 +50,23 @@ func ForgedCulprits() int64 { return forgedCulprits.Load() }
 // a peer not trusted, or malformed.
 func UntrustedTrees() int64 { return untrustedTrees.Load() }
 
-// Culprit returns the culprit answer of a response, if it holds one that
+// CulpritOf returns the culprit answer of a response, if it holds one that
 // parses: for an application's own retry loop, which should not retry
 // before its Wait. It does not say whether the answer is to be trusted.
-func Culprit(resp *http.Response) (*tree.Culprit, bool) {
+// (For an error of a call through the middleware, see tree.Of.)
+func CulpritOf(resp *http.Response) (*tree.Culprit, bool) {
 	v := resp.Header[tree.CulpritHeader]
 	if len(v) != 1 {
 		return nil, false
 	}
 	return tree.ParseCulprit(v[0])
 }
+
+// Culprit is the former name of [CulpritOf].
+//
+// Deprecated: use CulpritOf; a function named Culprit read as the type
+// tree.Culprit.
+func Culprit(resp *http.Response) (*tree.Culprit, bool) { return CulpritOf(resp) }
 
 // treeOf returns the tree r joins, and whether a trusted caller sent it
 // (else it is a new tree's root).

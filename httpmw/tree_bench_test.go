@@ -17,7 +17,7 @@ import (
 // that carries a priority and a tree's identity: baseline ignores the
 // identity, moirai joins the tree.
 func BenchmarkTreeHandler(b *testing.B) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	trusted := httpmw.WithTrustedPeer(func(*http.Request) bool { return true })
@@ -50,7 +50,7 @@ func (w *nopWriter) WriteHeader(int)             {}
 // that serves no tree (baseline) or one (moirai), over a round tripper
 // that answers at once.
 func BenchmarkTreeTransport(b *testing.B) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	base := roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}, nil

@@ -27,7 +27,7 @@ type hop struct {
 }
 
 func newHop(t *testing.T, name string, trusted func(host string) bool, serve func(h *hop, w http.ResponseWriter, r *http.Request)) *hop {
-	h := &hop{ctl: moirai.New(moirai.WithTraceOnly()), cause: make(chan error, 16)}
+	h := &hop{ctl: moirai.New(moirai.WithoutMechanisms()), cause: make(chan error, 16)}
 	t.Cleanup(func() { h.ctl.Close() })
 	h.client = &http.Client{Transport: httpmw.Transport(nil, httpmw.WithoutLocalShedding(), httpmw.WithTreeCancel(h.ctl, trusted))}
 	h.srv = httptest.NewServer(httpmw.Handler(h.ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +135,7 @@ func TestTreeHTTPForged(t *testing.T) {
 		trusted bool
 		other   bool
 	}{{"untrusted", false, false}, {"another tree", true, true}, {"malformed", true, false}} {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		c := &http.Client{Transport: httpmw.Transport(nil, httpmw.WithTreeCancel(ctl, func(host string) bool { return tc.trusted && host == ru.Host }))}
 		ctx, tk := ctl.Begin(t.Context(), moirai.Spec{Cancellable: true, Tree: tree.New("/mine")})
 		answer = tree.Answer(tk.Spec().Tree, "rogue", "forged", 0).Format()
@@ -162,7 +162,7 @@ func TestTreeHTTPForged(t *testing.T) {
 // middle of a tree, does not re-execute a run cancelled as a culprit: it
 // answers up the tree at once, and the root's task is cancelled.
 func TestTreeHTTPNotReexecutedMidTree(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	var runs atomic.Int64
 	mid := httptest.NewServer(httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,7 +173,7 @@ func TestTreeHTTPNotReexecutedMidTree(t *testing.T) {
 		<-r.Context().Done()
 	}), httpmw.WithTree("mid"), httpmw.WithReexecution(), httpmw.WithTrustedPeer(func(*http.Request) bool { return true })))
 	defer mid.Close()
-	front := moirai.New(moirai.WithTraceOnly())
+	front := moirai.New(moirai.WithoutMechanisms())
 	defer front.Close()
 	c := &http.Client{Transport: httpmw.Transport(nil, httpmw.WithTreeCancel(front, func(string) bool { return true }))}
 	defer c.CloseIdleConnections()

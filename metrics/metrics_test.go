@@ -144,7 +144,7 @@ moirai_retries_total{outcome="reexecuted"} 1
 // execution time, whose rates give a resource's contention level.
 func TestCollectorExportsContentionCounters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		raw, err := ctl.Register("table", moirai.KindLock, 0)
 		if err != nil {

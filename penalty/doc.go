@@ -5,7 +5,7 @@
 //
 // # Goals and non-goals
 //
-// Goal: keep every task within its isolation goal λ (task.Spec.Goal,
+// Goal: keep every task within its isolation goal λ (task.Spec.MaxDeferral,
 // default 0.5), the largest tolerated ratio of the time it is deferred by
 // others to the time it runs, without dropping work. Non-goal: relieving
 // overload. A resource held for seconds by one task is overload; penalties

@@ -365,7 +365,7 @@ func (p *Policy) penalty(s *snapshot.Snapshot, nt, vt *snapshot.Task, n hold, td
 		Task:   nt.ID,
 		Class:  nt.Class,
 		Delay:  p.next(nt, vt, td, tf, limit),
-		Reason: fmt.Sprintf("defers task %d on %s: t_f %.2f > goal %.2f", vt.ID, s.Resources[n.res].Name, tf, vt.Goal),
+		Reason: fmt.Sprintf("defers task %d on %s: %s", vt.ID, s.Resources[n.res].Name, deferral(vt.ID, tf, vt.Goal)),
 		Details: []slog.Attr{
 			slog.Uint64("victim", vt.ID),
 			slog.Duration("victim_deferred", td),
@@ -375,6 +375,17 @@ func (p *Policy) penalty(s *snapshot.Snapshot, nt, vt *snapshot.Task, n hold, td
 			slog.Duration("cap", limit),
 		},
 	}
+}
+
+// deferral says in words how far beyond its tolerance the victim is
+// deferred: tf is the time it was deferred per second it ran (+Inf when it
+// has not run between its waits), limit the most it tolerates
+// (Spec.MaxDeferral).
+func deferral(victim uint64, tf, limit float64) string {
+	if math.IsInf(tf, 1) {
+		return fmt.Sprintf("task %d has only waited so far, where it tolerates %.2f s deferred per second it runs", victim, limit)
+	}
+	return fmt.Sprintf("task %d was deferred %.2f s per second it ran, more than the %.2f s it tolerates", victim, tf, limit)
 }
 
 // hold is a task holding a resource, and for how long it has held it.

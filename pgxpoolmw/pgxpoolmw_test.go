@@ -68,7 +68,7 @@ func usage(s *snapshot.Snapshot, id uint64) (held int64, waiting int32) {
 // One task holds the pool's only connection; another's pool.Exec waits for
 // it, then holds it; every hold is released.
 func TestPoolHoldsAndWaits(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	p := pool(t, ctl, 1)
 	ctxA, a := ctl.Begin(context.Background(), moirai.Spec{Class: "report"})
@@ -103,7 +103,7 @@ func TestPoolHoldsAndWaits(t *testing.T) {
 }
 
 func TestConfigureErrors(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	if err := pgxpoolmw.Configure(ctl, "db", nil); err == nil {
 		t.Error("nil config accepted")

@@ -72,7 +72,7 @@ func usage(s *snapshot.Snapshot, id uint64) (held int64, waiting int32) {
 // A task's query holds a connection of the pool; a second task's query
 // waits for it while the pool is full; both are released at the end.
 func TestPoolHoldsAndWaits(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	f := &fake{release: make(chan struct{})}
 	db, err := sqlmw.Open(ctl, "db", f, 1)
@@ -123,7 +123,7 @@ func TestPoolHoldsAndWaits(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	if _, err := sqlmw.Open(ctl, "db", &fake{}, 0); err == nil {
 		t.Error("size 0 accepted")

@@ -111,15 +111,15 @@ func ExampleTask_Freeze() {
 func ExampleSpec_Validate() {
 	for _, s := range []task.Spec{
 		{Class: "GET /"},
-		{Goal: 0.2},
-		{Goal: -1},
+		{MaxDeferral: 0.2},
+		{MaxDeferral: -1},
 	} {
 		fmt.Println(s.Validate())
 	}
 	// Output:
 	// <nil>
 	// <nil>
-	// task: invalid spec: isolation goal -1 must be a positive finite number (or 0 for the default 0.5)
+	// task: invalid spec: max deferral -1 must be a positive finite number (or 0 for the default 0.5)
 }
 
 func ExampleKind() {

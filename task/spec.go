@@ -60,9 +60,9 @@ func (p Priority) Less(q Priority) bool {
 // String formats p as "B/U".
 func (p Priority) String() string { return fmt.Sprintf("%d/%d", p.Business, p.User) }
 
-// DefaultGoal is the isolation goal λ of a task whose spec leaves it zero:
-// the task may spend at most half as long deferred by others as it spends
-// running (pBox's evaluation setting).
+// DefaultGoal is the [Spec.MaxDeferral] of a task whose spec leaves it
+// zero: the task may spend at most half as long deferred by others as it
+// spends running.
 const DefaultGoal = 0.5
 
 // Spec describes a task when it begins. The zero value describes a
@@ -89,9 +89,17 @@ type Spec struct {
 	// package tree): its root's ID and class, as middleware carries it
 	// between services. Empty when the task belongs to no tree.
 	Tree string
-	// Goal is the task's isolation goal λ: the largest tolerated ratio of
-	// time deferred by others to time running. Zero means [DefaultGoal];
-	// negative, NaN and infinite goals are invalid.
+	// MaxDeferral is how long the task tolerates being deferred by others
+	// (waiting for what they hold) for each second it runs: 0.5 means
+	// deferred at most half as long as it runs; penalties act on the tasks
+	// that defer it more. Zero means [DefaultGoal]; negative, NaN and
+	// infinite values are invalid.
+	MaxDeferral float64
+	// Goal is the former name of MaxDeferral, read when MaxDeferral is zero.
+	// A normalized spec (as a task holds it) has both set to the same value.
+	//
+	// Deprecated: use MaxDeferral; Goal read beside Objective as if it were
+	// a latency goal.
 	Goal float64
 	// Objective is the latency the task is expected to end within: its
 	// route's objective, for the quantile of the controller's objective.
@@ -117,8 +125,9 @@ var ErrInvalidSpec = errors.New("task: invalid spec")
 // it replaces an invalid field with its default and reports the error
 // Validate would have returned.
 func (s Spec) Validate() error {
+	s.foldGoal()
 	if math.IsNaN(s.Goal) || math.IsInf(s.Goal, 0) || s.Goal < 0 {
-		return fmt.Errorf("%w: isolation goal %v must be a positive finite number (or 0 for the default %v)", ErrInvalidSpec, s.Goal, DefaultGoal)
+		return fmt.Errorf("%w: max deferral %v must be a positive finite number (or 0 for the default %v)", ErrInvalidSpec, s.Goal, DefaultGoal)
 	}
 	if s.Kind > Background {
 		return fmt.Errorf("%w: %v", ErrInvalidSpec, s.Kind)
@@ -129,18 +138,28 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// foldGoal makes MaxDeferral and the deprecated Goal one value: MaxDeferral
+// when set, else Goal. The runtime reads Goal.
+func (s *Spec) foldGoal() {
+	if s.MaxDeferral != 0 {
+		s.Goal = s.MaxDeferral
+	}
+	s.MaxDeferral = s.Goal
+}
+
 // normalize returns the spec with invalid or zero fields replaced by their
 // defaults, and the validation error if any field was invalid.
 func (s Spec) normalize() (Spec, error) {
+	s.foldGoal()
 	if s.Goal >= 0 && s.Goal <= math.MaxFloat64 && s.Kind <= Background && (s.Objective >= 0 || s.Objective == NoObjective) {
 		if s.Goal == 0 {
-			s.Goal = DefaultGoal
+			s.Goal, s.MaxDeferral = DefaultGoal, DefaultGoal
 		}
 		return s, nil
 	}
 	err := s.Validate()
 	if math.IsNaN(s.Goal) || math.IsInf(s.Goal, 0) || s.Goal <= 0 {
-		s.Goal = DefaultGoal
+		s.Goal, s.MaxDeferral = DefaultGoal, DefaultGoal
 	}
 	if s.Kind > Background {
 		s.Kind = Request

@@ -30,6 +30,9 @@ func TestSpecValidate(t *testing.T) {
 		{name: "+Inf goal", spec: task.Spec{Goal: math.Inf(1)}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
 		{name: "-Inf goal", spec: task.Spec{Goal: math.Inf(-1)}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
 		{name: "unknown kind", spec: task.Spec{Kind: task.Background + 1, Goal: 0.7}, wantErr: true, want: task.Spec{Kind: task.Request, Goal: 0.7}},
+		{name: "max deferral kept", spec: task.Spec{MaxDeferral: 2}, want: task.Spec{Goal: 2}},
+		{name: "max deferral before goal", spec: task.Spec{MaxDeferral: 0.3, Goal: 2}, want: task.Spec{Goal: 0.3}},
+		{name: "negative max deferral", spec: task.Spec{MaxDeferral: -1, Goal: 2}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
 		{name: "own objective", spec: task.Spec{Objective: time.Second}, want: task.Spec{Objective: time.Second, Goal: task.DefaultGoal}},
 		{name: "no objective", spec: task.Spec{Objective: task.NoObjective}, want: task.Spec{Objective: task.NoObjective, Goal: task.DefaultGoal}},
 		{name: "negative objective", spec: task.Spec{Objective: -time.Second}, wantErr: true, want: task.Spec{Goal: task.DefaultGoal}},
@@ -52,6 +55,7 @@ func TestSpecValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want it to wrap ErrInvalidSpec", err)
 			}
 
+			tt.want.MaxDeferral = tt.want.Goal // one value under both names
 			e := newEnv(t, task.Options{})
 			_, tk := e.begin(t, tt.spec)
 			if diff := cmp.Diff(tt.want, tk.Spec()); diff != "" {

@@ -88,7 +88,7 @@ func Serve(ctx context.Context, cfg ServerConfig, ready func(addr string)) error
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	var (
 		srv  *grpc.Server

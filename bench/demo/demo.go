@@ -26,7 +26,7 @@
 // # Without control, then with moirai
 //
 // [Run] runs the scenario twice with the same seed and configuration: first
-// without control (the controller only traces: moirai.WithTraceOnly), then
+// without control (the controller only traces: moirai.WithoutMechanisms), then
 // with moirai's defaults, targeted cancellation on an objective of
 // [Config.SLO] (p99 of the inserts). Without control the culprit runs to
 // its end and the inserts' tail grows with its batches. With moirai the
@@ -347,7 +347,7 @@ func runOne(ctx context.Context, cfg Config, out io.Writer, mode string, nth, of
 	)
 	opts := []moirai.Option{moirai.WithErrorHandler(func(error) { runtimeErrs.Add(1) })}
 	if mode == RunNone {
-		opts = append(opts, moirai.WithTraceOnly())
+		opts = append(opts, moirai.WithoutMechanisms())
 	} else {
 		opts = append(opts, moirai.WithSLO(0.99, cfg.slo()), moirai.WithDecisionObserver(func(r policy.Record) {
 			decMu.Lock()

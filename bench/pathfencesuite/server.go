@@ -121,7 +121,7 @@ func Serve(ctx context.Context, cfg ServerConfig, ready func(addr string), opts 
 	case RoleD:
 		srv = serverD(cfg)
 	case RoleU:
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		var err error
 		srv, cleanup, err = serverU(ctx, ctl, cfg, sc.limiter)

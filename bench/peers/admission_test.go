@@ -30,7 +30,7 @@ import (
 // clock (one atomic load while no detector fires) and so do these; the
 // peers read the system clock inside.
 func BenchmarkAdmit(b *testing.B) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	b.Run("moirai-dagor", func(b *testing.B) {
 		d := admit.NewDAGOR()

@@ -133,7 +133,7 @@ func (r *recorder) stats() Stats {
 func options(cfg ServerConfig) []moirai.Option {
 	tick := moirai.WithTick(10*time.Millisecond, 5*time.Millisecond)
 	if cfg.Controller == "none" {
-		return []moirai.Option{tick, moirai.WithTraceOnly()}
+		return []moirai.Option{tick, moirai.WithoutMechanisms()}
 	}
 	return []moirai.Option{tick, moirai.WithSLO(0.99, cfg.SLO), moirai.WithPenalties(false)}
 }
