@@ -1,6 +1,33 @@
 // Package moirai is overload control inside a service: it keeps a latency
 // objective under overload while dropping as little work as possible.
 //
+// One controller per process, a task per request (package httpmw begins
+// and ends it for net/http), the resources it contends on instrumented,
+// and progress reported at the safe points where the work checks for
+// cancellation; this is the package's Example, which runs:
+//
+//	ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
+//	defer ctl.Close()
+//	orders := ctl.Mutex("table:orders")
+//
+//	handle := func(ctx context.Context, rows int) error {
+//		ctx, t := ctl.Begin(ctx, moirai.Spec{Class: "update-orders", Cancellable: true})
+//		var err error
+//		defer func() { t.End(err) }()
+//		if err = orders.Lock(ctx); err != nil {
+//			return err
+//		}
+//		defer orders.Unlock()
+//		for i := range rows {
+//			if err = ctx.Err(); err != nil { // a safe point
+//				return context.Cause(ctx)
+//			}
+//			moirai.From(ctx).Progress(int64(i+1), int64(rows))
+//		}
+//		return nil
+//	}
+//	fmt.Println(handle(context.Background(), 100))
+//
 // This package is the runtime every mechanism stands on: a [Controller]
 // that owns the process's tasks and resources, takes snapshots of who holds
 // and who waits for what, runs detectors and policies on them, and acts on
