@@ -635,3 +635,21 @@ func TestBlocks(t *testing.T) {
 		t.Errorf("stripCodeBlocks changed the line count")
 	}
 }
+
+// TestREADMEReadsInAMinute checks the README's size: under 200 lines, none
+// over 300 characters (a table row with a paragraph in a cell is not read).
+func TestREADMEReadsInAMinute(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) >= 200 {
+		t.Errorf("README.md has %d lines, want under 200", len(lines))
+	}
+	for i, l := range lines {
+		if n := len([]rune(l)); n > 300 {
+			t.Errorf("README.md:%d has %d characters, want at most 300", i+1, n)
+		}
+	}
+}
