@@ -28,9 +28,9 @@ func savedInputs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, _, ok := strings.Cut(string(readme[bytes.Index(readme, []byte("bench report")):]), "--md docs/RESULTS.md --figures docs/bench")
+	cmd, _, ok := strings.Cut(string(readme[bytes.Index(readme, []byte("bench report")):]), "--summary docs/bench/summary.md --md docs/RESULTS.md --figures docs/bench")
 	if !ok {
-		t.Fatal("docs/bench/README.md: no `bench report … --md docs/RESULTS.md --figures docs/bench` command")
+		t.Fatal("docs/bench/README.md: no `bench report … --summary docs/bench/summary.md --md docs/RESULTS.md --figures docs/bench` command")
 	}
 	var in []string
 	for _, m := range regexp.MustCompile(`--in (docs/bench/\S+\.json)`).FindAllStringSubmatch(cmd, -1) {
@@ -75,8 +75,18 @@ func TestSavedResultsRegenerateTheReports(t *testing.T) {
 		}
 	}
 
+	summary, err := os.ReadFile(filepath.Join(savedDir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The summary quotes saved files by name: each must be one of them.
+	for _, m := range regexp.MustCompile("`([a-z0-9-]+\\.json)`").FindAllStringSubmatch(string(summary), -1) {
+		if !slices.Contains(in, filepath.Join(savedDir, m[1])) {
+			t.Errorf("docs/bench/summary.md quotes %s, which the report command does not read", m[1])
+		}
+	}
 	var md bytes.Buffer
-	if err := MarkdownAll(&md, all); err != nil {
+	if err := MarkdownAll(&md, all, WithSummary(string(summary))); err != nil {
 		t.Fatal(err)
 	}
 	want, err := os.ReadFile("../../docs/RESULTS.md")

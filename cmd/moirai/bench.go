@@ -335,6 +335,7 @@ func newBenchReportCommand(g *globalFlags) *cobra.Command {
 		in       []string
 		md, html string
 		figures  string
+		summary  string
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -348,6 +349,14 @@ HTML report is written from the first.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(in) == 0 {
 				return usageErrorf("--in is required: the results.json of a `moirai bench run --out DIR`")
+			}
+			var mdOpts []report.MarkdownOption
+			if summary != "" {
+				b, err := os.ReadFile(summary)
+				if err != nil {
+					return fmt.Errorf("--summary: %w", err)
+				}
+				mdOpts = append(mdOpts, report.WithSummary(string(b)))
 			}
 			var all []*bench.Results
 			for _, path := range in {
@@ -366,13 +375,13 @@ HTML report is written from the first.`,
 				if figures != "" {
 					return nil
 				}
-				return report.MarkdownAll(cmd.OutOrStdout(), all)
+				return report.MarkdownAll(cmd.OutOrStdout(), all, mdOpts...)
 			}
 			for _, t := range []struct {
 				path  string
 				write func(io.Writer) error
 			}{
-				{md, func(w io.Writer) error { return report.MarkdownAll(w, all) }},
+				{md, func(w io.Writer) error { return report.MarkdownAll(w, all, mdOpts...) }},
 				{html, func(w io.Writer) error { return report.HTML(w, all[0]) }},
 			} {
 				if t.path == "" {
@@ -396,6 +405,7 @@ HTML report is written from the first.`,
 	cmd.Flags().StringSliceVar(&in, "in", nil, "results.json to read; repeat (or separate with commas) for several")
 	cmd.Flags().StringVar(&md, "md", "", "Markdown file to write (e.g. docs/RESULTS.md); standard output if neither --md nor --html")
 	cmd.Flags().StringVar(&html, "html", "", "HTML report to write")
+	cmd.Flags().StringVar(&summary, "summary", "", "Markdown file written after the title of the Markdown report (docs/bench/summary.md: the reading of the saved runs per mechanism)")
 	cmd.Flags().StringVar(&figures, "figures", "", "directory to write the figures the Markdown links to (e.g. docs/bench: the pathfence suite's pathfence-CASE.svg)")
 	return cmd
 }
