@@ -246,18 +246,35 @@ func TestGlossaryDefinesWhatThePageShows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool, err := cpu.NewPool(cpu.WithBudget(2), cpu.WithTick(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
 	v := debugpage.Collect(ctl, debugpage.Config{Sections: []debugpage.Section{
 		debugpage.AdmissionSection("admission", admit.NewDAGOR()),
-		debugpage.FenceSection("fence", f, nil),
-		debugpage.CPUSection("cpu", cpu.ReadBudget(fstest.MapFS{}), nil),
+		debugpage.FenceSection("fence", f, fence.NewTuner(f)),
+		debugpage.CPUSection("cpu", cpu.ReadBudget(fstest.MapFS{}), pool),
 	}})
 	for title, rows := range v.Sections {
 		for _, row := range rows {
-			if title == "fence" && row[0] == "inventory:443" {
+			if (title == "fence" && row[0] == "inventory:443") || (title == "cpu" && row[0] == "pool") {
+				// Values labelled one by one: "permits 4 · in use 0 · …",
+				// "active 2 of 2 (overcommit 1) · running 0 · …".
 				for _, part := range strings.Split(row[1], " · ") {
-					add("the fence section", strings.TrimRight(part, " 0123456789"))
+					if label, _, ok := strings.Cut(part, ":"); ok { // "tuner: peak …"
+						add("the "+title+" section", label)
+						continue
+					}
+					for _, w := range regexp.MustCompile(`[a-z][a-z ]*[a-z]`).FindAllString(part, -1) {
+						if w != "of" {
+							add("the "+title+" section", w)
+						}
+					}
 				}
-				continue
+				if title == "fence" {
+					continue
+				}
 			}
 			if title == "fence" && row[0] != "pool" {
 				continue // the local path: its name is the fence's

@@ -99,7 +99,7 @@ func (s cpuSection) Rows() [][2]string {
 		share = fmt.Sprintf("%.1f%% of the host's busy CPU time", 100*ps.Share)
 	}
 	rows = append(rows,
-		[2]string{"pool", fmt.Sprintf("active %d of %d (O = %g) · running %d · waiting %d", ps.Active, ps.Limit, ps.Overcommit, ps.Running, ps.Waiting)},
+		[2]string{"pool", fmt.Sprintf("active %d of %d (overcommit %g) · running %d · waiting %d", ps.Active, ps.Limit, ps.Overcommit, ps.Running, ps.Waiting)},
 		[2]string{"share", share},
 		[2]string{"loop", fmt.Sprintf("%d ticks, %d changes of the active count, %d read errors, %d dropped", ps.Ticks, ps.Changes, ps.ReadErrors, ps.Dropped)})
 	return rows

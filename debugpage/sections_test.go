@@ -77,7 +77,7 @@ func TestCPUSection(t *testing.T) {
 	code, body := get(t, debugpage.Handler(ctl, debugpage.Config{Sections: []debugpage.Section{
 		debugpage.CPUSection("cpu", b, p)}}), "/debug/moirai")
 	for _, want := range []string{"1.50 CPUs (limit: cgroup quota; host 4, affinity 4)", "/sys/fs/cgroup/app/cpu.max: 150000 100000 — 1.5 CPUs",
-		"missing; no limit at this level", "active ", " of 2 (O = 1)", "share"} {
+		"missing; no limit at this level", "active ", " of 2 (overcommit 1)", "share"} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("page %d without %q:\n%s", code, want, body)
 		}
