@@ -11,7 +11,7 @@ import (
 	"github.com/moirai-go/moirai/resource"
 )
 
-// hotRows is a generated hot-row scene (issue 27's seed
+// hotRows is a generated hot-row scene (the seed
 // 17343147640678389648 is one): 2–3 hot rows, each root took its row at
 // a random moment in the first 300 ms then sleeps in a statement; the
 // roots are protected (by application, by user) or active; 1–4 waiters

@@ -15,7 +15,7 @@ import (
 	"github.com/moirai-go/moirai/httpmw"
 )
 
-// TestForgedArrivalsDoNotCutTheLevel is the attack of issue 30: honest
+// TestForgedArrivalsDoNotCutTheLevel is a forged-arrival attack: honest
 // requests, one a millisecond, each queued 2 ms, and one request per 50 ms
 // window claiming (in X-Request-Start) to have arrived in 1970. The
 // forged delays must not make calm windows look overloaded: no honest
