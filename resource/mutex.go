@@ -135,7 +135,7 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // lock; a task with a penalty pending serves it first if it holds nothing.
 // Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
-	t := task.FromContext(ctx)
+	t := taskx.FromContext(ctx)
 	// The fast path: a controller's mutex, a task with nothing pending,
 	// the lock free. Everything else goes through lock.
 	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {
