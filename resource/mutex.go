@@ -23,7 +23,7 @@ const (
 	mFlags    = mLocked | mWaiters | mStarving
 
 	sinceShift = 3               // ms since the clock's epoch, modulo 2³²
-	tagShift   = 3 + 32          // task.HolderTag of the holder (0: unknown)
+	tagShift   = 3 + 32          // taskx.HolderTag of the holder (0: unknown)
 	identMask  = ^uint64(mFlags) // the holder's identity bits
 )
 

@@ -30,7 +30,7 @@ const (
 	iMsShift  = iUnitBits
 	iMsBits   = 25
 	iMsMask   = 1<<iMsBits - 1
-	iTagShift = iMsShift + iMsBits // 29 bits of task.HolderTag
+	iTagShift = iMsShift + iMsBits // 29 bits of taskx.HolderTag
 	iFlag     = 1 << 62
 )
 
