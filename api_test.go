@@ -12,7 +12,7 @@ import (
 // by internal/apicheck, over every package of the module.
 
 // TestTaskMethodSet keeps a task's method set to what an application calls:
-// the runtime's plumbing goes through internal/taskx.
+// the runtime's entry points are functions of internal/taskx.
 func TestTaskMethodSet(t *testing.T) {
 	const most = 15
 	typ := reflect.TypeFor[*moirai.Task]()

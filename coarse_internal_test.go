@@ -219,7 +219,7 @@ func TestMutexHoldsOnControllerClock(t *testing.T) {
 		ctx, tk := ctl.Begin(context.Background(), Spec{Class: "c"})
 		defer tk.End(nil)
 		held := func() time.Duration {
-			u, _ := taskx.Usage(tk, mu.Resource().ID())
+			u, _ := taskx.UsageOf(tk, mu.Resource().ID())
 			return u.Hold
 		}
 		hold := func(d time.Duration) time.Duration {

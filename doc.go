@@ -187,12 +187,14 @@
 //     of its own; bench and its subpackages (a module of its own, the
 //     lab): the evaluation harness, its cases (bench/CASES.md), the
 //     baselines (bench/baseline), the suites and the demo's service.
-//   - internal/clock: the coarse clock the hot path reads; internal/taskrt
-//     and internal/taskx: the task's runtime plumbing, which the loop,
-//     the snapshot builder and the primitives call and applications do
-//     not see; internal/resrt: the primitives' constructors for the
-//     controller; internal/waitq: the intrusive wait queue of the
-//     primitives and the fence; internal/sleep: a context-aware sleep.
+//   - internal/taskx: the task runtime (tasks, their accounting, penalties
+//     and cancellation, the registry), of which package task is the
+//     public face; the loop, the snapshot builder and the primitives call
+//     its functions directly. internal/clock: the coarse clock the hot
+//     path reads; internal/resrt: the primitives' constructors for the
+//     controller; internal/mwx: what httpmw and grpcmw share;
+//     internal/waitq: the intrusive wait queue of the primitives and the
+//     fence; internal/sleep: a context-aware sleep.
 //
 // # How a request flows
 //

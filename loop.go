@@ -84,7 +84,8 @@ func (c *Controller) armLocked() {
 	c.wakeOn = c.wakeOn[:0]
 	for _, p := range c.cfg.policies {
 		if w, ok := p.(policy.Waker); ok {
-			c.wakeOn = c.safeWakeOn(p.Name(), w, c.wakeOn)
+			dst := c.wakeOn
+			c.wakeOn = catch(c, userCode{"policy", p.Name(), "WakeOn"}, dst, func() []int { return w.WakeOn(&c.snap, dst) })
 		}
 	}
 	for _, r := range c.armed {
@@ -100,17 +101,6 @@ func (c *Controller) armLocked() {
 			c.armed = append(c.armed, r)
 		}
 	}
-}
-
-// safeWakeOn asks a policy for the resources to arm, recovering a panic.
-func (c *Controller) safeWakeOn(name string, w policy.Waker, dst []int) (out []int) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: %s panicked: %v", name, v))
-			out = dst
-		}
-	}()
-	return w.WakeOn(&c.snap, dst)
 }
 
 // advancePeriod is how often the loop advances the coarse clock: at its
@@ -154,7 +144,7 @@ func (c *Controller) step() time.Duration {
 		if !firing && len(c.cfg.detectors) > 0 && !isCont {
 			continue
 		}
-		for _, d := range c.safeDecide(p) {
+		for _, d := range c.decide(p) {
 			rec := c.actLocked(d, false, nil)
 			if rec.Action == policy.Cancel {
 				cancels++
@@ -169,7 +159,7 @@ func (c *Controller) step() time.Duration {
 			}
 			recs = append(recs, rec)
 		}
-		if isCont && c.safeWatching(p.Name(), cont) {
+		if isCont && catch(c, userCode{"policy", p.Name(), "Watching"}, false, cont.Watching) {
 			watching = true
 		}
 	}
@@ -190,27 +180,42 @@ func (c *Controller) step() time.Duration {
 	return c.cfg.coarseTick
 }
 
-// safeWatching asks a continuous policy whether it wants the fine tick,
-// recovering a panic.
-func (c *Controller) safeWatching(name string, cp policy.Continuous) (w bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: %s panicked: %v", name, v))
-			w = false
-		}
-	}()
-	return cp.Watching()
-}
-
 // callUser runs user code outside the runtime's locks, recovering and
 // reporting a panic.
 func (c *Controller) callUser(what string, fn func()) {
+	catch(c, userCode{what: what}, struct{}{}, func() struct{} { fn(); return struct{}{} })
+}
+
+// userCode names the application's code that catch runs, for the report
+// of a panic: what it is ("policy", "detector", "decision observer"), its
+// name, and the method called. The message is built only on a panic, so
+// naming costs the loop nothing.
+type userCode struct{ what, name, method string }
+
+// panicked is the error catch reports for a panic with value v.
+func (u userCode) panicked(v any) error {
+	who := u.what
+	if u.name != "" {
+		who += " " + u.name
+	}
+	if u.method != "" {
+		return fmt.Errorf("moirai: %s panicked in %s: %v\n%s", who, u.method, v, debug.Stack())
+	}
+	return fmt.Errorf("moirai: %s panicked: %v\n%s", who, v, debug.Stack())
+}
+
+// catch runs fn, the application's code (a policy, a detector, an
+// observer, a handler or hook it gave), and returns its result. If fn
+// panics, catch reports the panic with who panicked and the stack, and
+// returns fallback: user code never stops the controller's loop.
+func catch[T any](c *Controller, who userCode, fallback T, fn func() T) (out T) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: %s panicked: %v", what, v))
+			c.report(who.panicked(v))
+			out = fallback
 		}
 	}()
-	fn()
+	return fn()
 }
 
 // observeLocked shows the snapshot to the detectors and policies that
@@ -218,23 +223,19 @@ func (c *Controller) callUser(what string, fn func()) {
 func (c *Controller) observeLocked() {
 	for _, d := range c.cfg.detectors {
 		if o, ok := d.(policy.Observer); ok {
-			c.safeObserve(d.Name(), o)
+			observe(c, userCode{"detector", d.Name(), "Observe"}, o)
 		}
 	}
 	for _, p := range c.cfg.policies {
 		if o, ok := p.(policy.Observer); ok {
-			c.safeObserve(p.Name(), o)
+			observe(c, userCode{"policy", p.Name(), "Observe"}, o)
 		}
 	}
 }
 
-func (c *Controller) safeObserve(name string, o policy.Observer) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: %s panicked observing: %v\n%s", name, v, debug.Stack()))
-		}
-	}()
-	o.Observe(&c.snap)
+// observe shows the snapshot to o, recovering a panic.
+func observe(c *Controller, who userCode, o policy.Observer) {
+	catch(c, who, struct{}{}, func() struct{} { o.Observe(&c.snap); return struct{}{} })
 }
 
 // confirmedLocked reports whether the overload is resource overload: a
@@ -252,21 +253,11 @@ func (c *Controller) confirmedLocked() bool {
 			continue
 		}
 		can = true
-		if c.safeConfirm(p.Name(), cf) {
+		if catch(c, userCode{"policy", p.Name(), "Confirm"}, true, func() bool { return cf.Confirm(&c.snap) }) {
 			return true
 		}
 	}
 	return !can
-}
-
-func (c *Controller) safeConfirm(name string, cf policy.Confirmer) (ok bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: %s panicked confirming: %v", name, v))
-			ok = true
-		}
-	}()
-	return cf.Confirm(&c.snap)
 }
 
 // trackBusyLocked records, per resource, the last time anyone used it:
@@ -297,32 +288,24 @@ func (c *Controller) trackBusyLocked() {
 func (c *Controller) detectLocked() bool {
 	c.fired = c.fired[:0]
 	for _, d := range c.cfg.detectors {
-		fired, reason := c.safeDetect(d)
-		if fired {
-			c.fired = append(c.fired, d.Name()+": "+reason)
+		type verdict struct {
+			fired  bool
+			reason string
+		}
+		v := catch(c, userCode{"detector", d.Name(), "Detect"}, verdict{}, func() verdict {
+			fired, reason := d.Detect(&c.snap)
+			return verdict{fired, reason}
+		})
+		if v.fired {
+			c.fired = append(c.fired, d.Name()+": "+v.reason)
 		}
 	}
 	return len(c.fired) > 0
 }
 
-func (c *Controller) safeDetect(d policy.Detector) (fired bool, reason string) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: detector %s panicked: %v\n%s", d.Name(), v, debug.Stack()))
-			fired = false
-		}
-	}()
-	return d.Detect(&c.snap)
-}
-
-func (c *Controller) safeDecide(p policy.Policy) (ds []policy.Decision) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.report(fmt.Errorf("moirai: policy %s panicked: %v\n%s", p.Name(), v, debug.Stack()))
-			ds = nil
-		}
-	}()
-	ds = p.Decide(&c.snap)
+// decide runs a policy's Decide; a panicking policy decides nothing.
+func (c *Controller) decide(p policy.Policy) []policy.Decision {
+	ds := catch(c, userCode{"policy", p.Name(), "Decide"}, nil, func() []policy.Decision { return p.Decide(&c.snap) })
 	for i := range ds {
 		if ds[i].Policy == "" {
 			ds[i].Policy = p.Name()
@@ -418,14 +401,7 @@ func (c *Controller) publish(recs []policy.Record) {
 		r := &recs[i]
 		c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai decision", r.Attrs()...)
 		if c.cfg.decisionObserver != nil {
-			func() {
-				defer func() {
-					if v := recover(); v != nil {
-						c.report(fmt.Errorf("moirai: decision observer panicked: %v", v))
-					}
-				}()
-				c.cfg.decisionObserver(*r)
-			}()
+			c.callUser("decision observer", func() { c.cfg.decisionObserver(*r) })
 		}
 	}
 }

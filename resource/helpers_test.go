@@ -59,7 +59,7 @@ func (e *env) mutex(t *testing.T, name string) *resource.Mutex {
 // usage returns tk's accounting for r at the clock's current value.
 func usage(t *testing.T, tk *task.Task, r *resource.Resource) task.Usage {
 	t.Helper()
-	u, ok := taskx.Usage(tk, r.ID())
+	u, ok := taskx.UsageOf(tk, r.ID())
 	if !ok {
 		t.Fatalf("task %d never touched %q", tk.ID(), r.Name())
 	}

@@ -23,7 +23,7 @@ const (
 	mFlags    = mLocked | mWaiters | mStarving
 
 	sinceShift = 3               // ms since the clock's epoch, modulo 2³²
-	tagShift   = 3 + 32          // task.HolderTag of the holder (0: unknown)
+	tagShift   = 3 + 32          // taskx.HolderTag of the holder (0: unknown)
 	identMask  = ^uint64(mFlags) // the holder's identity bits
 )
 
@@ -135,7 +135,7 @@ func (m *Mutex) Resource() *Resource { return m.res }
 // lock; a task with a penalty pending serves it first if it holds nothing.
 // Lock is not reentrant. It panics on a nil ctx.
 func (m *Mutex) Lock(ctx context.Context) error {
-	t := task.FromContext(ctx)
+	t := taskx.FromContext(ctx)
 	// The fast path: a controller's mutex, a task with nothing pending,
 	// the lock free. Everything else goes through lock.
 	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {

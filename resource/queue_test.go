@@ -112,7 +112,7 @@ func TestQueueBacklog(t *testing.T) {
 			t.Fatalf("Do with a full line = %v, want %v", err, resource.ErrRejected)
 		}
 		// A rejection is not a wait.
-		if u, ok := taskx.Usage(tk, q.Resource().ID()); ok && (u.Waits != 0 || u.Held != 0) {
+		if u, ok := taskx.UsageOf(tk, q.Resource().ID()); ok && (u.Waits != 0 || u.Held != 0) {
 			t.Errorf("rejected task's usage = %+v, want no wait and nothing held", u)
 		}
 		if err := running.Release(); err != nil {

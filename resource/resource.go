@@ -198,7 +198,7 @@ func (r *Resource) Evicted(ctx context.Context, n int64) { r.evicted(r.taskOf(ct
 // taskOf returns the task in ctx, counting a context without one. It
 // panics on a nil ctx (task.FromContext does).
 func (r *Resource) taskOf(ctx context.Context) *task.Task {
-	t := task.FromContext(ctx)
+	t := taskx.FromContext(ctx)
 	if t == nil {
 		r.untracked.Add(1)
 	}
@@ -208,7 +208,7 @@ func (r *Resource) taskOf(ctx context.Context) *task.Task {
 // Where a primitive's acquisition begins, it reads the task in ctx and
 // makes one test, inline:
 //
-//	t := task.FromContext(ctx)
+//	t := taskx.FromContext(ctx)
 //	if t == nil || taskx.Flagged(t) {
 //		err := r.arrive(ctx, t) // untracked, cancelled or penalized
 //	}

@@ -38,7 +38,7 @@ func (m *RWMutex) Resource() *Resource { return m.res }
 // holds m or waits ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) RLock(ctx context.Context) error {
-	t := task.FromContext(ctx)
+	t := taskx.FromContext(ctx)
 	if t == nil || taskx.Flagged(t) {
 		if err := m.res.arrive(ctx, t); err != nil {
 			return err
@@ -75,7 +75,7 @@ func (m *RWMutex) RUnlock(ctx context.Context) {
 // others wait ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) Lock(ctx context.Context) error {
-	t := task.FromContext(ctx)
+	t := taskx.FromContext(ctx)
 	if t == nil || taskx.Flagged(t) {
 		if err := m.res.arrive(ctx, t); err != nil {
 			return err

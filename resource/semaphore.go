@@ -30,7 +30,7 @@ const (
 	iMsShift  = iUnitBits
 	iMsBits   = 25
 	iMsMask   = 1<<iMsBits - 1
-	iTagShift = iMsShift + iMsBits // 29 bits of task.HolderTag
+	iTagShift = iMsShift + iMsBits // 29 bits of taskx.HolderTag
 	iFlag     = 1 << 62
 )
 
@@ -479,7 +479,7 @@ type pool struct {
 // when backlog > 0 and that many wait already, only if they are free at
 // once (ErrRejected otherwise). It is Semaphore.Acquire and Queue.Enter.
 func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
-	t := task.FromContext(ctx)
+	t := taskx.FromContext(ctx)
 	if t == nil || taskx.Flagged(t) {
 		if err := p.res.arrive(ctx, t); err != nil {
 			return Permit{}, err

@@ -371,7 +371,7 @@ func slotModel(t *testing.T, seed uint64) {
 			if x.held > 0 {
 				want.Hold += time.Since(x.since)
 			}
-			got, ok := taskx.Usage(x.tk, s.Resource().ID())
+			got, ok := taskx.UsageOf(x.tk, s.Resource().ID())
 			if !ok && want == (task.Usage{Resource: want.Resource}) {
 				continue // never touched it
 			}

@@ -3,22 +3,25 @@
 //
 // # Tasks
 //
-// [Registry.Begin] starts a [Task] described by a [Spec] and returns its
-// context; [Task.End] ends it. The context carries the task ([FromContext])
+// Registry.Begin starts a [Task] described by a [Spec] and returns its
+// context; Task.End ends it. The context carries the task ([FromContext])
 // and is cancelled with cause [ErrCancelled] when the controller cancels the
 // task (after the controller's safety checks), at which point
-// the task's [Task.OnCancel] hooks, the application's own cancel path, run
+// the task's Task.OnCancel hooks, the application's own cancel path, run
 // in their own goroutine. The context is created lazily: a task whose
 // context nobody waits on costs no context.WithCancelCause.
 //
-// A Task's exported methods are what an application calls; the events
-// the instrumented primitives emit, the readings the controller takes and
-// the controller's own actions (cancelling, penalizing) are unexported,
-// and reach the runtime's other packages through an internal package
-// (internal/taskx), as grpc-go's internal package does.
+// A Task's exported methods are what an application calls. The types are
+// declared, with their methods' documentation, in the runtime's internal
+// package internal/taskx, of which this package is the public face: Task,
+// Registry, Spec and the others here are aliases of its types, so a
+// *task.Task is the runtime's own task and the runtime calls its code
+// directly. `go doc` shows an alias without its methods and fields: read
+// them with go doc github.com/moirai-go/moirai/internal/taskx.Task (or
+// .Registry, .Spec, .Options, .Usage, .Stats).
 //
 // Connection-scoped tasks that serve many requests mark each request with
-// [Task.Activate] and [Task.Freeze] (pBox's activate/freeze); event-driven
+// Task.Activate and Task.Freeze (pBox's activate/freeze); event-driven
 // code in which one goroutine serves many tasks carries the right task into
 // each piece of work with [NewContext] (pBox's bind).
 //
@@ -26,13 +29,13 @@
 //
 // Every event (a wait begun or ended, units acquired, released or
 // evicted) is one or two atomic operations on the task's own counters: no
-// global lock, no allocation, no lookup by name (resources are resolved to a [ResourceID]
-// once). Hold and wait times include a hold or wait in progress, read with a
-// single atomic load (see the comment on slot in usage.go). A primitive may
-// instead track its holds in progress itself and add each finished hold
-// itself (resource.Mutex does, to cost what sync.Mutex costs, and so do
+// global lock, no allocation, no lookup by name (resources are resolved to
+// a [ResourceID] once). Hold and wait times include a hold or wait in
+// progress, read with a single atomic load (see the comment on slot in
+// internal/taskx/usage.go). A primitive may instead track its holds in
+// progress itself and add each finished hold itself (resource.Mutex does, to cost what sync.Mutex costs, and so do
 // the controller's semaphores for their holders of one unit);
-// [Options.LiveHold] tells the registry about such holds.
+// Options.LiveHold tells the registry about such holds.
 //
 // The counters live in an accounting block that the registry recycles: a
 // block is zeroed when its task ends, waits at least a quarter of the

@@ -1,6 +1,6 @@
 // Package resrt is the door through which the controller builds the
 // primitives of package resource on its own clock, which applications do
-// not see (the pattern of internal/taskrt). Package resource fills it in
+// not see. Package resource fills it in
 // its init function.
 package resrt
 

@@ -39,9 +39,9 @@ func ExampleUsage() {
 	taskx.Acquire(t, connPool, 1)
 	taskx.Evicted(t, bufferPool, 3)
 
-	u, ok := taskx.Usage(t, connPool)
+	u, ok := taskx.UsageOf(t, connPool)
 	fmt.Println(ok, "held:", u.Held, "waits:", u.Waits)
-	u, _ = taskx.Usage(t, bufferPool)
+	u, _ = taskx.UsageOf(t, bufferPool)
 	fmt.Println("evicted:", u.Evictions)
 	fmt.Println(taskx.Release(t, connPool, 2))
 	// Output:

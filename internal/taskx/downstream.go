@@ -1,4 +1,4 @@
-package task
+package taskx
 
 // stateDownstream marks a task one of whose calls to another service was
 // admitted there (see [Task.MarkAdmittedDownstream]).

@@ -1,4 +1,4 @@
-package task
+package taskx
 
 import (
 	"errors"
@@ -532,7 +532,7 @@ func (t *Task) eachUsage(now int64, fn func(Usage)) {
 		t.eachSlot(now, fn)
 		return
 	}
-	tag := holderTag(t.id)
+	tag := HolderTag(t.id)
 	t.eachSlot(now, func(u Usage) {
 		if held, ok := live(u.Resource, tag, now); ok {
 			u.Held++

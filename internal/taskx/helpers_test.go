@@ -1,4 +1,4 @@
-package task_test
+package taskx_test
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func (r *reports) get() []error {
 // task never touched it.
 func usage(t *testing.T, tk *task.Task, id task.ResourceID) task.Usage {
 	t.Helper()
-	u, ok := taskx.Usage(tk, id)
+	u, ok := taskx.UsageOf(tk, id)
 	if !ok {
 		t.Fatalf("Usage(%d): not found", id)
 	}

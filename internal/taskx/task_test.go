@@ -1,4 +1,4 @@
-package task_test
+package taskx_test
 
 import (
 	"context"
@@ -753,7 +753,7 @@ func TestNilTask(t *testing.T) {
 		Usages                    []task.Usage
 	}
 	done, _ := taskx.ProgressOf(tk)
-	_, found := taskx.Usage(tk, 1)
+	_, found := taskx.UsageOf(tk, 1)
 	got := result{ID: tk.ID(), Spec: tk.Spec(), Started: taskx.Started(tk), Activities: taskx.Activities(tk), Done: done,
 		Ended: taskx.Ended(tk), Cancelled: tk.Cancelled(), Active: taskx.Active(tk), Exec: taskx.ExecTime(tk, 100),
 		Claimed: taskx.Claimed(tk), Found: found, Usages: taskx.AppendUsage(tk, nil, 1)}

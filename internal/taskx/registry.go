@@ -1,4 +1,4 @@
-package task
+package taskx
 
 import (
 	"context"
@@ -112,17 +112,6 @@ const DefaultMaxLive = 1 << 17
 // ErrTooManyTasks is reported (Options.Report) when Begin refuses a task
 // because the registry holds its bound of live tasks.
 var ErrTooManyTasks = errors.New("task: too many live tasks: Begin refused (tasks begun on contexts that never end and never ended?)")
-
-// NewRegistry returns an empty registry of its own, for code that keeps
-// tasks without a controller (a tool, a test). It reads the monotonic clock
-// at every event, since no controller advances a coarse one; the
-// controller's registry (moirai.Controller.Tasks) reads the controller's
-// coarse clock instead.
-func NewRegistry(o Options) *Registry {
-	clk := clock.New()
-	clk.SetPrecise(true)
-	return newRegistry(clk, o)
-}
 
 // newRegistry returns an empty registry reading time from clk.
 func newRegistry(clk *clock.Clock, o Options) *Registry {
@@ -242,7 +231,7 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 	claimed := state>>8 != 0
 	if r.onEnd != nil {
 		sh.scratch = sh.scratch[:0]
-		tag := holderTag(t.id)
+		tag := HolderTag(t.id)
 		if claimed {
 			t.blk.each(t.tag(), now, func(u Usage) {
 				if r.liveHold != nil {

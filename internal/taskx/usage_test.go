@@ -1,4 +1,4 @@
-package task_test
+package taskx_test
 
 import (
 	"context"
@@ -225,7 +225,7 @@ func TestAccounting(t *testing.T) {
 						t.Errorf("Usage(%d) = %+v, want %+v", w.Resource, u, w)
 					}
 				}
-				if _, ok := taskx.Usage(tk, 1000); ok {
+				if _, ok := taskx.UsageOf(tk, 1000); ok {
 					t.Error("Usage of an untouched resource found")
 				}
 				if got := e.reg.Stats().BadEvents; got != tt.wantBad {
@@ -278,7 +278,7 @@ func TestLateEvents(t *testing.T) {
 	if diff := cmp.Diff(task.Stats{LateEvents: 5}, e.reg.Stats()); diff != "" {
 		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 	}
-	if u, ok := taskx.Usage(tk, 1); ok {
+	if u, ok := taskx.UsageOf(tk, 1); ok {
 		t.Errorf("Usage after End = %+v, found", u)
 	}
 	if got := taskx.AppendUsage(tk, nil, 1); len(got) != 0 {
