@@ -185,11 +185,11 @@ func (c *controllerMetrics) observe(_ context.Context, o metric.Observer) error 
 
 // admissionMetrics reads a DAGOR admitter's state at collection time.
 type admissionMetrics struct {
-	d                                   *admit.DAGOR
-	set                                 metric.MeasurementOption
-	name                                string
+	d                                    *admit.DAGOR
+	set                                  metric.MeasurementOption
+	name                                 string
 	business, user, over, rej, continued metric.Int64Observable
-	rejected                            [admit.BusinessLevels]int64
+	rejected                             [admit.BusinessLevels]int64
 }
 
 func newAdmissionMetrics(m metric.Meter, name string, d *admit.DAGOR) (*admissionMetrics, []metric.Observable, error) {

@@ -222,4 +222,3 @@ func matches(kvs []attributeKV, want map[string]string) bool {
 	}
 	return true
 }
-
