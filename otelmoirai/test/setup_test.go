@@ -163,3 +163,7 @@ func newController(tel *otelmoirai.Telemetry, opts ...moirai.Option) *moirai.Con
 type attributeKV = attribute.KeyValue
 
 func attributeKey(s string) attribute.Key { return attribute.Key(s) }
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func newRequest(method, path string) *http.Request { return httptest.NewRequest(method, path, nil) }
