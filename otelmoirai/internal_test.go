@@ -21,7 +21,7 @@ func TestSlogValueKeepsGroupsAsMaps(t *testing.T) {
 		t.Fatalf("type %v, want MAP", v.Type())
 	}
 	want := `{"chosen":true,"class":"POST /x","contention":{"table:orders":{"level":0.8,"waiters":3}},"elapsed":"1.5s","task":7}`
-	if got := v.Emit(); got != want {
+	if got := v.String(); got != want {
 		t.Errorf("Emit = %s\nwant   %s", got, want)
 	}
 }

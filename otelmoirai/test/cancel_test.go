@@ -212,7 +212,7 @@ func matches(kvs []attributeKV, want map[string]string) bool {
 	for k, v := range want {
 		found := false
 		for _, kv := range kvs {
-			if string(kv.Key) == k && kv.Value.Emit() == v {
+			if string(kv.Key) == k && kv.Value.String() == v {
 				found = true
 			}
 		}

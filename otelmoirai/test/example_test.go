@@ -64,7 +64,7 @@ func Example() {
 	for _, kv := range span.Attributes() {
 		switch kv.Key {
 		case otelmoirai.AttrAction, otelmoirai.AttrPolicy, otelmoirai.AttrClass, otelmoirai.AttrReason, otelmoirai.AttrOutcome:
-			attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 	}
 	sort.Strings(attrs)

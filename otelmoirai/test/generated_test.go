@@ -223,7 +223,7 @@ func runGenerated(t *testing.T, seed uint64) {
 		}
 		for _, kvs := range pointAttrs(m) {
 			for _, kv := range kvs {
-				if v := kv.Value.Emit(); strings.Contains(v, "/") && !strings.Contains(v, "{n}") {
+				if v := kv.Value.String(); strings.Contains(v, "/") && !strings.Contains(v, "{n}") {
 					t.Errorf("%s has attribute %s=%q", name, kv.Key, v)
 				}
 			}
