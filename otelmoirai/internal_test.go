@@ -80,4 +80,3 @@ func TestVersionOfADevelopmentBuild(t *testing.T) {
 		t.Errorf("Version() = %q in the module's own test, want devel", v)
 	}
 }
-
