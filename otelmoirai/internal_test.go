@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/httpmw"
 	"github.com/moirai-go/moirai/policy"
 	"go.opentelemetry.io/otel/attribute"
@@ -78,5 +79,34 @@ func TestRejectWriterKnowsAdmissionFromOther503s(t *testing.T) {
 func TestVersionOfADevelopmentBuild(t *testing.T) {
 	if v := Version(); v != "devel" {
 		t.Errorf("Version() = %q in the module's own test, want devel", v)
+	}
+}
+
+func TestInstrumentTiesOneController(t *testing.T) {
+	tel := New()
+	a := moirai.New(moirai.WithTraceOnly())
+	defer a.Close()
+	b := moirai.New(moirai.WithTraceOnly())
+	defer b.Close()
+	if err := tel.Instrument(nil); err == nil {
+		t.Error("Instrument(nil) succeeded")
+	}
+	if err := tel.Instrument(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Instrument(a); err != nil {
+		t.Errorf("Instrument of the same controller again: %v", err)
+	}
+	if n := len(tel.regs); n != 1 {
+		t.Errorf("%d registrations, want 1", n)
+	}
+	if err := tel.Instrument(b); err == nil {
+		t.Error("Instrument of a second controller succeeded")
+	}
+	if err := tel.Close(); err != nil || len(tel.regs) != 0 {
+		t.Errorf("Close = %v, %d registrations left", err, len(tel.regs))
+	}
+	if err := tel.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
 	}
 }

@@ -71,14 +71,17 @@ func (t *Telemetry) ControllerOptions() []moirai.Option {
 // [Telemetry.ControllerOptions]: it registers the metrics that read
 // ctl's state at collection time, and the spans [Telemetry.Track] and
 // [Telemetry.Handler] annotate get the decisions ctl's log holds. A
-// Telemetry serves one controller: tying it to a second one returns an
-// error and changes nothing. The meter's refusals are returned, the
-// instruments it accepted work.
+// Telemetry serves one controller: tying it to the same one again does
+// nothing, to a second one returns an error and changes nothing. The
+// meter's refusals are returned; the instruments it accepted work.
 func (t *Telemetry) Instrument(ctl *moirai.Controller) error {
 	if ctl == nil {
 		return errors.New("otelmoirai: Instrument with a nil controller")
 	}
-	if !t.ctl.CompareAndSwap(nil, ctl) && t.ctl.Load() != ctl {
+	if !t.ctl.CompareAndSwap(nil, ctl) {
+		if t.ctl.Load() == ctl {
+			return nil // tied already: its metrics are registered
+		}
 		return errors.New("otelmoirai: Telemetry is already tied to another controller")
 	}
 	cm, obs, err := newControllerMetrics(t.meter, ctl)
