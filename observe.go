@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/internal/taskx"
+	"github.com/moirai-go/moirai/task"
 )
 
 // What instrumentation outside the core reads about a task while its
@@ -14,6 +15,25 @@ import (
 // ([ReexecutionOf]). The decisions also reach observers
 // ([WithDecisionObserverContext]) with the task's context, and carry the
 // trace id [WithTraceID] reads from it.
+
+// UsageOf calls fn with t's use so far of each resource t touched, by
+// the resource's name: its waits and holds (a hold in progress counted to
+// now), in the order it first touched them. Call it from the task's own
+// goroutine before End, when its work is over, to record what the task
+// waited for and held (package otelmoirai's histograms): after End, or on
+// a nil task or one of another controller, it calls fn for nothing. It
+// reads the task's lock-free counters and takes no lock of the
+// controller's.
+func (c *Controller) UsageOf(t *Task, fn func(resource string, u task.Usage)) {
+	if t == nil || taskx.Owner(t) != c.tasks || taskx.Ended(t) {
+		return
+	}
+	taskx.EachUsage(t, c.clock.Now(), func(u task.Usage) {
+		if r := c.res.ByID(u.Resource); r != nil {
+			fn(r.Name(), u)
+		}
+	})
+}
 
 // PenaltyServed returns the time t has spent serving penalties so far
 // (pBox's delays at its safe points, which its execution time does not

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
+	"github.com/moirai-go/moirai/task"
 )
 
 // traceKey carries a test's trace id in a context, as a tracing library's
@@ -219,6 +220,62 @@ func TestReexecutionOfNamesTheRunReplaced(t *testing.T) {
 		}
 		if _, ok := moirai.ReexecutionOf(context.Background()); ok {
 			t.Error("ReexecutionOf(Background) reports a re-execution")
+		}
+	})
+}
+
+// TestUsageOfNamesTheResourcesATaskUsed: a task's waits and holds, by
+// resource name, from its own goroutine; nothing once it has ended or
+// for another controller's task.
+func TestUsageOfNamesTheResourcesATaskUsed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithTraceOnly())
+		defer ctl.Close()
+		other := moirai.New(moirai.WithTraceOnly())
+		defer other.Close()
+		mu := ctl.Mutex("table:orders")
+		hctx, holder := ctl.Begin(context.Background(), moirai.Spec{Class: "report"})
+		if err := mu.Lock(hctx); err != nil {
+			t.Fatal(err)
+		}
+		wctx, waiter := ctl.Begin(context.Background(), moirai.Spec{Class: "insert"})
+		locked := make(chan struct{})
+		go func() {
+			if err := mu.Lock(wctx); err == nil {
+				close(locked)
+			}
+		}()
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		mu.Unlock()
+		<-locked
+		time.Sleep(10 * time.Millisecond)
+		mu.Unlock()
+
+		type use struct {
+			Res        string
+			Wait, Hold time.Duration
+			Waits      int64
+		}
+		read := func(tk *moirai.Task) []use {
+			var out []use
+			ctl.UsageOf(tk, func(name string, u task.Usage) { out = append(out, use{name, u.Wait, u.Hold, u.Waits}) })
+			return out
+		}
+		if diff := cmp.Diff([]use{{"table:orders", 0, 30 * time.Millisecond, 0}}, read(holder)); diff != "" {
+			t.Errorf("holder's usage (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]use{{"table:orders", 30 * time.Millisecond, 10 * time.Millisecond, 1}}, read(waiter)); diff != "" {
+			t.Errorf("waiter's usage (-want +got):\n%s", diff)
+		}
+		var n int
+		other.UsageOf(holder, func(string, task.Usage) { n++ })
+		holder.End(nil)
+		waiter.End(nil)
+		ctl.UsageOf(holder, func(string, task.Usage) { n++ })
+		ctl.UsageOf(nil, func(string, task.Usage) { n++ })
+		if n != 0 {
+			t.Errorf("UsageOf reported %d uses of an ended task, nil, or another controller's task", n)
 		}
 	})
 }
