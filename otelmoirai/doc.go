@@ -65,7 +65,9 @@
 // Metrics. Decisions are counted as they happen ([MetricCancellations],
 // [MetricPenalties], [MetricDiagnoses], the work cancellations throw
 // away in [MetricCancellationLoss], the penalties served in
-// [MetricPenaltyDuration]); the controller's state is read at collection
+// [MetricPenaltyDuration], and, when a followed task's work is over, its
+// waits and holds per resource in [MetricResourceWaitDur] and
+// [MetricResourceHoldDur]); the controller's state is read at collection
 // time, as package metrics' Prometheus collector reads it (tasks by
 // result, active tasks, per-resource waiting, usage, capacity, wait and
 // hold time, re-executions by result, and with

@@ -33,6 +33,8 @@ const (
 	MetricResourceUsage      = "moirai.resource.usage"
 	MetricResourceLimit      = "moirai.resource.limit"
 	MetricResourceWaitTime   = "moirai.resource.wait.time"
+	MetricResourceWaitDur    = "moirai.resource.wait.duration"
+	MetricResourceHoldDur    = "moirai.resource.hold.duration"
 	MetricResourceHoldTime   = "moirai.resource.hold.time"
 	MetricResourceWaits      = "moirai.resource.waits"
 	MetricResourceEvictions  = "moirai.resource.evictions"
@@ -51,13 +53,14 @@ const (
 var (
 	lossBuckets    = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 50}
 	penaltyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+	useBuckets     = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 )
 
 // syncInstruments are recorded as things happen: decisions (from the
 // controller's observer) and penalties served (from Track).
 type syncInstruments struct {
 	cancellations, penalties, diagnoses metric.Int64Counter
-	loss, penalty                       metric.Float64Histogram
+	loss, penalty, wait, hold           metric.Float64Histogram
 }
 
 func newSyncInstruments(m metric.Meter) (syncInstruments, error) {
@@ -80,6 +83,14 @@ func newSyncInstruments(m metric.Meter) (syncInstruments, error) {
 		metric.WithDescription("Time a task spent serving penalties, per penalized task, by class."),
 		metric.WithExplicitBucketBoundaries(penaltyBuckets...))
 	err = errors.Join(err, e)
+	s.wait, e = m.Float64Histogram(MetricResourceWaitDur, metric.WithUnit("s"),
+		metric.WithDescription("Time a task waited for the resource, per task that waited for it, by resource and class (tasks followed by Track or Handler)."),
+		metric.WithExplicitBucketBoundaries(useBuckets...))
+	err = errors.Join(err, e)
+	s.hold, e = m.Float64Histogram(MetricResourceHoldDur, metric.WithUnit("s"),
+		metric.WithDescription("Time a task held the resource, per task that held it, by resource and class (tasks followed by Track or Handler)."),
+		metric.WithExplicitBucketBoundaries(useBuckets...))
+	err = errors.Join(err, e)
 	// A meter that refuses an instrument may return nil: record nothing
 	// there rather than panic.
 	for _, c := range []*metric.Int64Counter{&s.cancellations, &s.penalties, &s.diagnoses} {
@@ -87,7 +98,7 @@ func newSyncInstruments(m metric.Meter) (syncInstruments, error) {
 			*c = noop.Int64Counter{}
 		}
 	}
-	for _, h := range []*metric.Float64Histogram{&s.loss, &s.penalty} {
+	for _, h := range []*metric.Float64Histogram{&s.loss, &s.penalty, &s.wait, &s.hold} {
 		if *h == nil {
 			*h = noop.Float64Histogram{}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/task"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -40,10 +41,15 @@ const ReexecutionSpanName = "moirai.reexecution"
 // cancelled run it replaces; Track returns a context that carries it, and
 // the finish function ends it.
 //
+// The finish function also records the task's waits and holds per
+// resource in the [MetricResourceWaitDur] and [MetricResourceHoldDur]
+// histograms (once [Telemetry.Instrument] has tied t to the controller).
+//
 // With no task in ctx, Track returns ctx and a function that does
 // nothing. It reads the task's decisions only when the task was
 // cancelled or penalized, under the controller's lock, a few
-// microseconds; the common request pays a context lookup.
+// microseconds; the common request pays a context lookup and a read of
+// its task's counters.
 func (t *Telemetry) Track(ctx context.Context) (context.Context, func()) {
 	tk := moirai.From(ctx)
 	if tk == nil {
@@ -88,12 +94,27 @@ func (t *Telemetry) finish(ctx context.Context, tk *moirai.Task, own trace.Span)
 	if served > 0 {
 		t.inst.penalty.Record(ctx, served.Seconds(), metricClass(class))
 	}
+	ctl := t.ctl.Load()
+	if ctl != nil {
+		ctl.UsageOf(tk, func(res string, u task.Usage) {
+			if u.Wait <= 0 && u.Hold <= 0 {
+				return
+			}
+			opt := metric.WithAttributeSet(attribute.NewSet(AttrResource.String(res), AttrClass.String(class)))
+			if u.Wait > 0 {
+				t.inst.wait.Record(ctx, u.Wait.Seconds(), opt)
+			}
+			if u.Hold > 0 {
+				t.inst.hold.Record(ctx, u.Hold.Seconds(), opt)
+			}
+		})
+	}
 	cancelled := tk.Cancelled()
 	if !cancelled && served == 0 || !span.IsRecording() {
 		return
 	}
 	var recs []policy.Record
-	if ctl := t.ctl.Load(); ctl != nil {
+	if ctl != nil {
 		recs = ctl.DecisionsOn(tk.ID())
 	}
 	attrs := []attribute.KeyValue{AttrTaskID.Int64(int64(tk.ID())), AttrClass.String(class)}

@@ -196,6 +196,23 @@ func TestCancelledRequestSpanCarriesTheDecision(t *testing.T) {
 		if len(wait) != 1 || wait[0].Value <= 0 || ms[otelmoirai.MetricResourceWaitTime].Unit != "s" {
 			t.Errorf("%s = %+v, want the lock's wait in seconds", otelmoirai.MetricResourceWaitTime, wait)
 		}
+		count := func(name string, match map[string]string) (n uint64) {
+			for _, dp := range ms[name].Data.(metricdata.Histogram[float64]).DataPoints {
+				if matches(dp.Attributes.ToSlice(), match) {
+					n += dp.Count
+				}
+			}
+			return n
+		}
+		if n := count(otelmoirai.MetricResourceWaitDur, map[string]string{"moirai.resource": "table:orders", "moirai.task.class": "GET /orders"}); n != 4 {
+			t.Errorf("%s{table:orders, GET /orders} counts %d tasks, want the 4 that waited", otelmoirai.MetricResourceWaitDur, n)
+		}
+		if n := count(otelmoirai.MetricResourceWaitDur, map[string]string{"moirai.task.class": "POST /report"}); n != 0 {
+			t.Errorf("%s{POST /report} counts %d tasks, want 0: the report never waited", otelmoirai.MetricResourceWaitDur, n)
+		}
+		if n := count(otelmoirai.MetricResourceHoldDur, map[string]string{"moirai.resource": "table:orders"}); n != 5 {
+			t.Errorf("%s{table:orders} counts %d tasks, want all 5", otelmoirai.MetricResourceHoldDur, n)
+		}
 		loss := ms[otelmoirai.MetricCancellationLoss].Data.(metricdata.Histogram[float64]).DataPoints
 		if len(loss) != 1 || loss[0].Count != 1 || loss[0].Sum != d.Lost {
 			t.Errorf("%s = %+v, want one observation of %v", otelmoirai.MetricCancellationLoss, loss, d.Lost)
