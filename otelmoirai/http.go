@@ -34,9 +34,9 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		panic("otelmoirai: nil handler")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if moirai.From(r.Context()) != nil {
-			ctx, finish := t.Track(r.Context())
-			defer finish()
+		if tk := moirai.From(r.Context()); tk != nil { // Track, without its closure
+			ctx, own := t.start(r.Context(), tk)
+			defer t.finish(ctx, tk, own)
 			if ctx != r.Context() {
 				r = r.WithContext(ctx)
 			}

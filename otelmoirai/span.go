@@ -55,11 +55,16 @@ func (t *Telemetry) Track(ctx context.Context) (context.Context, func()) {
 	if tk == nil {
 		return ctx, func() {}
 	}
-	var own trace.Span
-	if re, ok := moirai.ReexecutionOf(ctx); ok {
-		ctx, own = t.startReexecution(ctx, tk, re)
-	}
+	ctx, own := t.start(ctx, tk)
 	return ctx, func() { t.finish(ctx, tk, own) }
+}
+
+// start begins following tk's run: a re-execution gets its own span.
+func (t *Telemetry) start(ctx context.Context, tk *moirai.Task) (context.Context, trace.Span) {
+	if re, ok := moirai.ReexecutionOf(ctx); ok {
+		return t.startReexecution(ctx, tk, re)
+	}
+	return ctx, nil
 }
 
 // startReexecution starts the span of a re-execution, linked to the

@@ -23,7 +23,12 @@ func BenchmarkHandler(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tel.Close()
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	orders := ctl.Mutex("table:orders")
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // takes a lock, as a handler does
+		if orders.Lock(r.Context()) == nil {
+			orders.Unlock()
+		}
+	})
 	plain := http.NewServeMux()
 	plain.Handle("GET /orders", ok)
 	instrumented := http.NewServeMux()
