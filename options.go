@@ -186,8 +186,9 @@ func WithDecisionObserverContext(fn func(ctx context.Context, r policy.Record)) 
 // record (policy.Record.TraceID: the log, [Controller.Decisions], the
 // live page), so that an operator goes from a decision to its trace.
 // fn is called once per decision on a live task, from the controller's
-// goroutine and outside its locks; it must not block. A value that is
-// not a W3C trace id is dropped. Default: none, records carry no trace
+// goroutine and outside its locks, just after the decision is recorded
+// (the log's copy gains the id then); it must not block. A value that
+// is not a W3C trace id is dropped. Default: none, records carry no trace
 // id. The core imports no tracing library: package otelmoirai supplies
 // fn for OpenTelemetry.
 func WithTraceID(fn func(ctx context.Context) string) Option {

@@ -17,8 +17,8 @@ trap 'rm -rf "$base"' EXIT
 export GOWORK=off GOFLAGS=-mod=mod
 
 # The OpenTelemetry API modules otelmoirai requires, at its versions.
-reqs=$(cd "$repo/otelmoirai" && go mod edit -json |
-	python3 -c 'import json,sys; [print(r["Path"], r["Version"]) for r in json.load(sys.stdin)["Require"] if r["Path"].startswith("go.opentelemetry.io/") and not r.get("Indirect")]')
+reqs=$(awk '/^require \(/{r=1; next} r && /^\)/{r=0} r && $1 ~ /^go\.opentelemetry\.io\// && !/\/\/ indirect/ {print $1, $2}' "$repo/otelmoirai/go.mod")
+[ -n "$reqs" ] || { echo "check-deps-otel: no OpenTelemetry requirement found in otelmoirai/go.mod" >&2; exit 1; }
 
 mkmod() { # dir, extra require lines
 	mkdir -p "$1"
