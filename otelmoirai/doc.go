@@ -30,6 +30,10 @@
 //		return h(ctx, req)
 //	}
 //
+// and, for admission's rejections, which grpcmw answers before any task
+// begins, one before grpcmw's that calls [Telemetry.Rejected] when the
+// handler returns grpcmw's rejection (otelmoirai/test has both).
+//
 // # What goes where
 //
 // Spans. A cancelled task's span gets the decision as attributes

@@ -46,7 +46,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		rw := &rejectWriter{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		if rw.level != "" {
-			rejected(r.Context(), rw.level)
+			t.Rejected(r.Context(), rw.level)
 		}
 	})
 }
@@ -91,9 +91,15 @@ func (w *rejectWriter) Flush() {
 // Unwrap returns the wrapped writer, for http.ResponseController.
 func (w *rejectWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// rejected records on ctx's span that admission control rejected the
-// request at level.
-func rejected(ctx context.Context, level string) {
+// Rejected records on the span ctx carries that admission control
+// rejected the request at level ("B/U", as admit.FormatLevel writes it):
+// moirai.action=reject, moirai.policy=admission, moirai.admission.level
+// and an Error status. [Telemetry.Handler] calls it for httpmw's
+// rejections; a gRPC interceptor chained before grpcmw's calls it when
+// grpcmw answers ResourceExhausted with "overloaded: call rejected by
+// admission control" (the level is the admitter's, admit.FormatLevel of
+// its Level()).
+func (t *Telemetry) Rejected(ctx context.Context, level string) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return

@@ -10,11 +10,14 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/codes"
 	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/cancel"
 	"github.com/moirai-go/moirai/grpcmw"
 	"github.com/moirai-go/moirai/otelmoirai"
@@ -135,5 +138,57 @@ func TestGRPCCancelledCallSpanCarriesTheDecision(t *testing.T) {
 	}
 	if cancelled != 1 || others != 3 {
 		t.Errorf("%d cancelled and %d other server spans, want 1 and 3", cancelled, others)
+	}
+}
+
+// TestGRPCRejectedCallSpanCarriesTheLevel: an interceptor chained before
+// grpcmw's records grpcmw's admission rejection, with the admitter's
+// level, on otelgrpc's server span.
+func TestGRPCRejectedCallSpanCarriesTheLevel(t *testing.T) {
+	s := newSDK()
+	defer s.shutdown()
+	tel := s.telemetry()
+	ctl := newController(tel, moirai.WithTraceOnly())
+	defer ctl.Close()
+	d := overloaded(t)
+	rejecting := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		resp, err := h(ctx, req)
+		if st, ok := status.FromError(err); ok && st.Code() == grpccodes.ResourceExhausted && st.Message() == "overloaded: call rejected by admission control" {
+			tel.Rejected(ctx, admit.FormatLevel(d.Level()))
+		}
+		return resp, err
+	}
+	lis := bufconn.Listen(1 << 16)
+	srv := grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(s.tp), otelgrpc.WithMeterProvider(s.mp))),
+		grpc.ChainUnaryInterceptor(rejecting, grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithAdmission(d),
+			grpcmw.WithPriority(func(context.Context, string) moirai.Priority { return grpcmw.Lowest })), track(tel)))
+	healthpb.RegisterHealthServer(srv, &ordersHealth{orders: ctl.Mutex("table:orders"), held: make(chan struct{})})
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(lis) }()
+	defer func() { srv.Stop(); <-served }()
+	cc, err := grpc.NewClient("passthrough:///orders", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	_, err = healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{Service: "orders"})
+	if status.Code(err) != grpccodes.ResourceExhausted {
+		t.Fatalf("call: %v, want ResourceExhausted", err)
+	}
+	srv.GracefulStop()
+	var found int
+	for _, sp := range s.spans.Ended() {
+		if sp.SpanKind().String() != "server" {
+			continue
+		}
+		found++
+		a := moiraiAttrs(sp.Attributes())
+		if a["moirai.action"].AsString() != "reject" || a["moirai.admission.level"].AsString() != admit.FormatLevel(d.Level()) || sp.Status().Code != codes.Error {
+			t.Errorf("rejected call's span: %v, status %v", a, sp.Status())
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d server spans, want 1", found)
 	}
 }
