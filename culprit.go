@@ -33,9 +33,9 @@ func (c *Controller) CancelTree(t *Task, culprit *tree.Culprit) error {
 	id, _ := tree.Split(culprit.Tree)
 	reason := fmt.Sprintf("request tree %s: its call was cancelled as a culprit at %s (%s); expected wait there %v", id, culprit.Hop, culprit.Reason, culprit.Wait)
 	c.mu.Lock()
-	rec := c.actLocked(policy.Decision{Policy: "tree", Action: policy.Cancel, Task: t.ID(), Reason: reason}, true, culprit)
+	rec, ctx := c.actLocked(policy.Decision{Policy: "tree", Action: policy.Cancel, Task: t.ID(), Reason: reason}, true, culprit)
 	c.mu.Unlock()
-	c.publish([]policy.Record{rec})
+	c.publish([]policy.Record{rec}, []context.Context{ctx})
 	if rec.Outcome != policy.Acted {
 		return fmt.Errorf("moirai: task %d not cancelled: %s", t.ID(), rec.Note)
 	}

@@ -177,6 +177,11 @@
 //   - metrics, debugpage, flightrec: Prometheus collectors (metrics is a
 //     module of its own), the live page, and the execution-trace flight
 //     recorder.
+//   - otelmoirai: OpenTelemetry (a module of its own, on the API alone):
+//     each decision on its request's span and as a log-based event,
+//     metrics after the semantic conventions, trace ids in the decision
+//     records (the root's seams: WithDecisionObserverContext,
+//     WithTraceID, Controller.DecisionsOn, PenaltyServed, ReexecutionOf).
 //   - guard, guard/postgres, guard/mysql: the same cancellation policy
 //     applied to a database server from outside, through its views (a
 //     module of its own, with the database drivers).

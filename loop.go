@@ -136,6 +136,7 @@ func (c *Controller) step() time.Duration {
 		c.clock.SetPrecise(firing)
 	}
 	var recs []policy.Record
+	var ctxs []context.Context
 	cancels, watching := 0, false
 	for _, p := range c.cfg.policies {
 		// Continuous policies (penalties) decide on every step; the others
@@ -145,7 +146,7 @@ func (c *Controller) step() time.Duration {
 			continue
 		}
 		for _, d := range c.decide(p) {
-			rec := c.actLocked(d, false, nil)
+			rec, ctx := c.actLocked(d, false, nil)
 			if rec.Action == policy.Cancel {
 				cancels++
 				if rec.Outcome == policy.Acted {
@@ -158,6 +159,7 @@ func (c *Controller) step() time.Duration {
 				}
 			}
 			recs = append(recs, rec)
+			ctxs = append(ctxs, ctx)
 		}
 		if isCont && catch(c, userCode{"policy", p.Name(), "Watching"}, false, cont.Watching) {
 			watching = true
@@ -170,7 +172,7 @@ func (c *Controller) step() time.Duration {
 	close(c.stepped)
 	c.stepped = make(chan struct{})
 	c.mu.Unlock()
-	c.publish(recs)
+	c.publish(recs, ctxs)
 	if changed && c.cfg.regularOverload != nil {
 		c.callUser("regular-overload handler", func() { c.cfg.regularOverload(regular) })
 	}
@@ -317,16 +319,20 @@ func (c *Controller) decide(p policy.Policy) []policy.Decision {
 // actLocked carries out one decision after the safety checks: only live,
 // cancellable tasks not cancelled before, and no sooner than the minimum
 // interval after the previous cancellation (manual cancellations excepted).
-// It records the decision in the log. A cancelled task's context's cause
-// wraps because, when non-nil, beside ErrCancelled.
-func (c *Controller) actLocked(d policy.Decision, manual bool, because error) policy.Record {
+// It records the decision in the log, and returns its record and the
+// context the task was begun from (nil when the task is not live). A
+// cancelled task's context's cause wraps because, when non-nil, beside
+// ErrCancelled.
+func (c *Controller) actLocked(d policy.Decision, manual bool, because error) (policy.Record, context.Context) {
 	now := c.clock.Now()
 	c.seq++
 	rec := policy.Record{Seq: c.seq, Time: c.clock.Time(now), Decision: d}
 	t := c.tasks.Lookup(d.Task)
+	var ctx context.Context
 	if t != nil {
 		sp := t.Spec()
 		rec.TaskKey, rec.TaskClass = sp.Key, sp.Class
+		ctx = taskx.Parent(t)
 	}
 	switch {
 	case d.Action == policy.Penalize:
@@ -360,10 +366,9 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) po
 	}
 	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec
 	c.ringLen = min(c.ringLen+1, len(c.ring))
-	return rec
+	return rec, ctx
 }
 
-// publish logs records and hands them to the observer, outside c.mu.
 // penalizeLocked carries out a Penalize decision. The precedence with
 // cancellation: a cancelled task is never penalized (its pending penalty
 // was dropped when it was cancelled), and a penalized task stays a
@@ -396,14 +401,81 @@ func (c *Controller) penalizeLocked(t *task.Task, d policy.Decision, rec *policy
 	}
 }
 
-func (c *Controller) publish(recs []policy.Record) {
+// publish logs records and hands them to the observers, outside c.mu;
+// ctxs[i] is the context record i's task was begun from, or nil. The log
+// record carries that context, so a handler that correlates logs with
+// traces (an OpenTelemetry slog bridge) finds the request's span there.
+func (c *Controller) publish(recs []policy.Record, ctxs []context.Context) {
+	if c.cfg.traceID != nil {
+		c.traceIDs(recs, ctxs)
+	}
 	for i := range recs {
 		r := &recs[i]
-		c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai decision", r.Attrs()...)
-		if c.cfg.decisionObserver != nil {
-			c.callUser("decision observer", func() { c.cfg.decisionObserver(*r) })
+		ctx := ctxs[i]
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		c.log.LogAttrs(ctx, slog.LevelInfo, "moirai decision", r.Attrs()...)
+		c.observe(ctx, r)
+	}
+}
+
+// observe hands a record to the decision observers, recovering a panic.
+func (c *Controller) observe(ctx context.Context, r *policy.Record) {
+	if c.cfg.decisionObserver != nil {
+		c.callUser("decision observer", func() { c.cfg.decisionObserver(*r) })
+	}
+	if c.cfg.decisionCtx != nil {
+		c.callUser("decision observer", func() { c.cfg.decisionCtx(ctx, *r) })
+	}
+}
+
+// traceIDs reads the trace id of each record's task from its context
+// (WithTraceID), outside c.mu, and stores it in the record and in the
+// decision log's copy, if the log still holds it.
+func (c *Controller) traceIDs(recs []policy.Record, ctxs []context.Context) {
+	found := false
+	for i := range recs {
+		if ctxs[i] == nil {
+			continue
+		}
+		var id string
+		c.callUser("trace-id function", func() { id = c.cfg.traceID(ctxs[i]) })
+		if validTraceID(id) {
+			recs[i].TraceID = id
+			found = true
 		}
 	}
+	if !found {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range recs {
+		r := &recs[i]
+		if e := &c.ring[(r.Seq-1)%uint64(len(c.ring))]; r.TraceID != "" && e.Seq == r.Seq {
+			e.TraceID = r.TraceID
+		}
+	}
+}
+
+// validTraceID reports whether s is a W3C trace id: 32 lowercase
+// hexadecimal digits, not all zero.
+func validTraceID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	zero := true
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '0':
+		case '1' <= ch && ch <= '9', 'a' <= ch && ch <= 'f':
+			zero = false
+		default:
+			return false
+		}
+	}
+	return !zero
 }
 
 // Cancel cancels the live task with the given ID on an operator's or the
@@ -412,9 +484,9 @@ func (c *Controller) publish(recs []policy.Record) {
 // error if the task was not cancelled.
 func (c *Controller) Cancel(id uint64, reason string) error {
 	c.mu.Lock()
-	rec := c.actLocked(policy.Decision{Policy: "manual", Action: policy.Cancel, Task: id, Reason: reason}, true, nil)
+	rec, ctx := c.actLocked(policy.Decision{Policy: "manual", Action: policy.Cancel, Task: id, Reason: reason}, true, nil)
 	c.mu.Unlock()
-	c.publish([]policy.Record{rec})
+	c.publish([]policy.Record{rec}, []context.Context{ctx})
 	if rec.Outcome != policy.Acted {
 		return fmt.Errorf("moirai: task %d not cancelled: %s", id, rec.Note)
 	}
@@ -429,6 +501,29 @@ func (c *Controller) Decisions() []policy.Record {
 	out := make([]policy.Record, 0, c.ringLen)
 	for i := c.seq - uint64(c.ringLen); i < c.seq; i++ {
 		out = append(out, c.ring[i%uint64(len(c.ring))])
+	}
+	return out
+}
+
+// DecisionsOn returns the decisions the decision log still holds on the
+// task with the given ID, oldest first, or nil. A task's own goroutine
+// that sees it was cancelled or penalized finds the decision here at
+// once: the controller records a decision before its effect can be
+// seen. Middleware calls it to annotate the request before the task ends
+// (package otelmoirai); it scans the log (see [WithDecisionLog]) under
+// the controller's lock, so call it when a decision is known to be
+// there, not on every request.
+func (c *Controller) DecisionsOn(id uint64) []policy.Record {
+	if id == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []policy.Record
+	for i := c.seq - uint64(c.ringLen); i < c.seq; i++ {
+		if r := &c.ring[i%uint64(len(c.ring))]; r.Task == id {
+			out = append(out, *r)
+		}
 	}
 	return out
 }

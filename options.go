@@ -1,6 +1,7 @@
 package moirai
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -27,6 +28,8 @@ type config struct {
 	dryRun           bool
 	onError          func(error)
 	decisionObserver func(policy.Record)
+	decisionCtx      func(context.Context, policy.Record)
+	traceID          func(context.Context) string
 	traceOnly        bool
 	penalties        bool
 	durations        *estimate.Durations
@@ -161,6 +164,36 @@ func WithErrorHandler(fn func(error)) Option {
 // from the controller's goroutine. It must not block.
 func WithDecisionObserver(fn func(policy.Record)) Option {
 	return func(c *config) { c.decisionObserver = fn }
+}
+
+// WithDecisionObserverContext is [WithDecisionObserver] with the decided
+// task's context: the context the task was begun from, which carries the
+// request's values (its trace span, its logger's attributes), or
+// context.Background() when the decision is on no live task. It is called
+// with every decision record, after acting, from the controller's
+// goroutine, outside its locks, and must not block. The task may have
+// ended by then: code that must act while the task runs (annotate its
+// span before it ends) reads [Controller.DecisionsOn] from the task's
+// own goroutine instead.
+func WithDecisionObserverContext(fn func(ctx context.Context, r policy.Record)) Option {
+	return func(c *config) { c.decisionCtx = fn }
+}
+
+// WithTraceID sets how the controller reads the trace id of a decided
+// task's request from the context the task was begun from: fn returns a
+// W3C trace id, 32 lowercase hexadecimal digits not all zero (what
+// go.opentelemetry.io/otel/trace's TraceID.String returns), or "" when
+// the context carries none. The controller stores it in the decision's
+// record (policy.Record.TraceID: the log, [Controller.Decisions], the
+// live page), so that an operator goes from a decision to its trace.
+// fn is called once per decision on a live task, from the controller's
+// goroutine and outside its locks, just after the decision is recorded
+// (the log's copy gains the id then); it must not block. A value that
+// is not a W3C trace id is dropped. Default: none, records carry no trace
+// id. The core imports no tracing library: package otelmoirai supplies
+// fn for OpenTelemetry.
+func WithTraceID(fn func(ctx context.Context) string) Option {
+	return func(c *config) { c.traceID = fn }
 }
 
 // WithPenalties turns pBox's penalties (package penalty) on or off in the

@@ -381,9 +381,7 @@ func (c *Controller) publishDiagnosis(r *policy.Record) {
 		return
 	}
 	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai diagnosis", r.Attrs()...)
-	if c.cfg.decisionObserver != nil {
-		c.callUser("decision observer", func() { c.cfg.decisionObserver(*r) })
-	}
+	c.observe(context.Background(), r)
 }
 
 // ExpectedWait returns how long a new run of class can expect to wait

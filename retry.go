@@ -268,7 +268,8 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		c.callUser("retry notifier", func() { cfg.notify(time.Since(start)) })
 	}
 	spec.Cancellable = false
-	tctx, t = c.Begin(ctx, spec)
+	rctx := context.WithValue(ctx, reexecKey{}, &Reexecution{Replaces: t.ID(), Began: taskx.Parent(t), FirstRun: start})
+	tctx, t = c.Begin(rctx, spec)
 	err = c.runUser(tctx, fn)
 	t.End(err)
 	c.mu.Lock()

@@ -810,12 +810,19 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 	if a.cfg.durations != nil {
 		a.cfg.durations.Skip(c.Task)
 	}
+	var gain float64
+	if ev.Main < len(c.Usage) {
+		gain = c.Usage[ev.Main]
+	}
 	return []policy.Decision{{
-		Policy:  a.Name(),
-		Action:  policy.Cancel,
-		Task:    c.Task,
-		Reason:  ev.Reason,
-		Details: ev.Attrs(a.cfg.logged),
+		Policy:   a.Name(),
+		Action:   policy.Cancel,
+		Task:     c.Task,
+		Class:    c.Class,
+		Resource: ev.Levels[ev.Contended[ev.Main]].Resource,
+		Gain:     gain,
+		Reason:   ev.Reason,
+		Details:  ev.Attrs(a.cfg.logged),
 	}}
 }
 

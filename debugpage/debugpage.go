@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -28,6 +29,11 @@ type Config struct {
 	// Sections adds providers' data (fences, the guard): each is shown as a
 	// titled key/value table and as a JSON member.
 	Sections []Section
+	// TraceURL links each decision's trace id (see moirai.WithTraceID) to
+	// the tracing backend: the URL with "{trace_id}" replaced by the id,
+	// such as "https://jaeger.example/trace/{trace_id}". Empty: the id is
+	// shown as text.
+	TraceURL string
 }
 
 // Section is a provider's block on the page.
@@ -103,6 +109,11 @@ type DecisionView struct {
 	Lost float64 `json:"lost,omitempty"`
 	// Details is the explanation, structured: groups are objects.
 	Details map[string]any `json:"details,omitempty"`
+	// TraceID is the W3C trace id of the decided task's request, when the
+	// controller reads one (moirai.WithTraceID); TraceURL its link, when
+	// Config.TraceURL is set.
+	TraceID  string `json:"trace_id,omitempty"`
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 // Handler serves the page for c.
@@ -147,7 +158,7 @@ func Collect(c *moirai.Controller, cfg Config) View {
 	v.Reexecution = reexecutionView(c.RetryStats())
 	ds := c.Decisions()
 	for i := len(ds) - 1; i >= 0; i-- { // newest first
-		v.Decisions = append(v.Decisions, decisionView(ds[i], cfg.ShowKeys))
+		v.Decisions = append(v.Decisions, decisionView(ds[i], cfg))
 	}
 	for _, sec := range cfg.Sections {
 		if v.Sections == nil {
@@ -158,11 +169,14 @@ func Collect(c *moirai.Controller, cfg Config) View {
 	return v
 }
 
-func decisionView(r policy.Record, keys bool) DecisionView {
+func decisionView(r policy.Record, cfg Config) DecisionView {
 	d := DecisionView{Seq: r.Seq, Time: r.Time, Policy: r.Policy, Action: r.Action.String(), Task: r.Task,
-		Outcome: r.Outcome.String(), Reason: r.Reason, Note: r.Note, Lost: r.Lost}
-	if keys {
+		Outcome: r.Outcome.String(), Reason: r.Reason, Note: r.Note, Lost: r.Lost, TraceID: r.TraceID}
+	if cfg.ShowKeys {
 		d.Key = r.TaskKey
+	}
+	if r.TraceID != "" && cfg.TraceURL != "" {
+		d.TraceURL = strings.ReplaceAll(cfg.TraceURL, "{trace_id}", r.TraceID)
 	}
 	if len(r.Details) > 0 {
 		d.Details = attrsValue(r.Details)
@@ -210,7 +224,7 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}t
 {{with .Reexecution}}<tr><td>{{.Waiting}}</td><td>{{.Reexecuted}}</td><td>{{.Completed}}</td><td>{{.Dropped}}</td><td>{{.Cancelled}}</td><td>{{.Capped}}</td></tr>{{end}}</table>
 <h2>Decisions ({{len .Decisions}})</h2>
 <table id="decisions"><tr><th>#</th><th>time</th><th>policy</th><th>action</th><th>task</th><th>outcome</th><th>why</th></tr>
-{{range .Decisions}}<tr class="decision"><td>{{.Seq}}</td><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Policy}}</td><td>{{.Action}}</td><td>{{.Task}}{{if .Key}} {{.Key}}{{end}}</td><td>{{.Outcome}}{{if .Note}} ({{.Note}}){{end}}</td>
+{{range .Decisions}}<tr class="decision"><td>{{.Seq}}</td><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Policy}}</td><td>{{.Action}}</td><td>{{.Task}}{{if .Key}} {{.Key}}{{end}}{{if .TraceURL}}<br><a class="trace" href="{{.TraceURL}}">trace {{.TraceID}}</a>{{else if .TraceID}}<br><span class="trace">trace {{.TraceID}}</span>{{end}}</td><td>{{.Outcome}}{{if .Note}} ({{.Note}}){{end}}</td>
 <td>{{.Reason}}{{if .Lost}} (lost {{printf "%.3f" .Lost}} resource-s){{end}}{{$d := .Details}}{{if $d}}<div class="d">{{range keys $d}}{{.}}={{text (index $d .)}}<br>{{end}}</div>{{end}}</td></tr>
 {{end}}</table>
 <h2>Resources</h2>

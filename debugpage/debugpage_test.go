@@ -149,3 +149,48 @@ func TestPageHidesKeys(t *testing.T) {
 		}
 	}
 }
+
+type traceKey struct{}
+
+// TestDecisionsLinkToTheirTrace: a decision on a task whose request
+// carries a trace id shows it, linked through Config.TraceURL, on the
+// page and in its JSON twin; one without shows none.
+func TestDecisionsLinkToTheirTrace(t *testing.T) {
+	const tid = "0af7651916cd43dd8448eb211c80319c"
+	ctl := moirai.New(moirai.WithTraceOnly(),
+		moirai.WithTraceID(func(ctx context.Context) string { s, _ := ctx.Value(traceKey{}).(string); return s }))
+	defer ctl.Close()
+	_, a := ctl.Begin(context.WithValue(context.Background(), traceKey{}, tid), moirai.Spec{Class: "report", Cancellable: true})
+	defer a.End(nil)
+	_, b := ctl.Begin(context.Background(), moirai.Spec{Class: "report", Cancellable: true})
+	defer b.End(nil)
+	for _, id := range []uint64{a.ID(), b.ID()} {
+		if err := ctl.Cancel(id, "operator"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := debugpage.Config{TraceURL: "https://traces.example/trace/{trace_id}?q=" + hostile}
+	_, body := get(t, debugpage.Handler(ctl, cfg), "/debug/moirai?format=json")
+	var v debugpage.View
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Decisions) != 2 {
+		t.Fatalf("decisions: %+v", v.Decisions)
+	}
+	newest, oldest := v.Decisions[0], v.Decisions[1]
+	if oldest.Task != a.ID() || oldest.TraceID != tid || oldest.TraceURL != "https://traces.example/trace/"+tid+"?q="+hostile {
+		t.Errorf("traced decision: %+v", oldest)
+	}
+	if newest.Task != b.ID() || newest.TraceID != "" || newest.TraceURL != "" {
+		t.Errorf("untraced decision: %+v", newest)
+	}
+	_, page := get(t, debugpage.Handler(ctl, cfg), "/debug/moirai")
+	if !strings.Contains(page, `<a class="trace" href="https://traces.example/trace/`+tid+`?q=%3cscript%3e`) || strings.Contains(page, "<script>") {
+		t.Errorf("page lacks the escaped trace link:\n%s", page)
+	}
+	_, page = get(t, debugpage.Handler(ctl, debugpage.Config{}), "/debug/moirai")
+	if !strings.Contains(page, `<span class="trace">trace `+tid+`</span>`) {
+		t.Errorf("page without TraceURL lacks the trace id:\n%s", page)
+	}
+}

@@ -361,11 +361,12 @@ func (p *Policy) penalize(w *walker, tds []time.Duration, tfs []float64) []polic
 func (p *Policy) penalty(s *snapshot.Snapshot, nt, vt *snapshot.Task, n hold, td time.Duration, tf float64) policy.Decision {
 	limit := p.capFor(s, nt.Class, n.res)
 	return policy.Decision{
-		Action: policy.Penalize,
-		Task:   nt.ID,
-		Class:  nt.Class,
-		Delay:  p.next(nt, vt, td, tf, limit),
-		Reason: fmt.Sprintf("defers task %d on %s: %s", vt.ID, s.Resources[n.res].Name, deferral(vt.ID, tf, vt.Goal)),
+		Action:   policy.Penalize,
+		Task:     nt.ID,
+		Class:    nt.Class,
+		Delay:    p.next(nt, vt, td, tf, limit),
+		Resource: s.Resources[n.res].Name,
+		Reason:   fmt.Sprintf("defers task %d on %s: %s", vt.ID, s.Resources[n.res].Name, deferral(vt.ID, tf, vt.Goal)),
 		Details: []slog.Attr{
 			slog.Uint64("victim", vt.ID),
 			slog.Duration("victim_deferred", td),

@@ -67,6 +67,14 @@ type Decision struct {
 	Class string
 	// Delay is the length of a Penalize decision.
 	Delay time.Duration
+	// Resource names the resource the decision is about (optional): the
+	// most contended resource a cancellation frees, the resource a
+	// penalized task defers others on. Gain is what acting is expected
+	// to free of it, in the deciding policy's unit (package cancel's
+	// Atropos: the task's future use of Resource, in seconds of the whole
+	// resource, the unit of Record.Lost); 0 when the policy says nothing.
+	Resource string
+	Gain     float64
 	// Reason says in one line why; Details carries the evidence (contention
 	// levels, candidates, scores) as structured attributes.
 	Reason  string
@@ -167,6 +175,11 @@ type Record struct {
 	// used when it was cancelled (seconds of the whole resource, summed
 	// over its resources): the work the cancellation threw away.
 	Lost float64
+	// TraceID is the W3C trace id (32 lowercase hex digits) of the
+	// request the decided task served, as the controller's trace-id
+	// function (moirai.WithTraceID) read it from the task's context: the
+	// way from a decision to its trace. "" when unknown.
+	TraceID string
 }
 
 // Attrs returns the record as slog attributes.
@@ -181,6 +194,12 @@ func (r *Record) Attrs() []slog.Attr {
 		slog.String("outcome", r.Outcome.String()),
 		slog.String("reason", r.Reason),
 	}
+	if r.Resource != "" {
+		a = append(a, slog.String("resource", r.Resource))
+	}
+	if r.Gain > 0 {
+		a = append(a, slog.Float64("gain", r.Gain))
+	}
 	if r.Delay > 0 {
 		a = append(a, slog.Duration("delay", r.Delay))
 	}
@@ -189,6 +208,9 @@ func (r *Record) Attrs() []slog.Attr {
 	}
 	if r.Note != "" {
 		a = append(a, slog.String("note", r.Note))
+	}
+	if r.TraceID != "" {
+		a = append(a, slog.String("trace_id", r.TraceID))
 	}
 	if len(r.Details) > 0 {
 		a = append(a, slog.Attr{Key: "details", Value: slog.GroupValue(r.Details...)})
