@@ -67,13 +67,24 @@ func defaults() config {
 // them (a client choosing its paths would choose the classes). A class
 // is cut to 128 bytes.
 //
-// The default is the pattern of the route that serves the request
-// (http.Request.Pattern): the one the ServeMux the middleware wraps
-// matches, or, when the middleware is mounted on one route of a mux, that
-// route's. A pattern without a method gets the request's method in front
-// ("GET /users/{id}"; a method outside RFC 9110's becomes "OTHER"). A
-// request no pattern serves (no route matched, or a handler other than a
-// ServeMux) has the class of its method alone.
+// The default is the pattern of the route that serves the request: the
+// one the ServeMux the middleware wraps matches (and, when that route's
+// handler is itself a ServeMux, the one it matches, and so on), whatever
+// an outer mux the middleware is mounted under set in
+// http.Request.Pattern; or, when the middleware wraps a handler other
+// than a ServeMux, the pattern of the route it is mounted on. A Handler
+// nested in another of the same controller that wraps a ServeMux refines
+// the outer one's class to its own mux's route (see the package
+// documentation, "Nesting"). A pattern without a method gets the
+// request's method in front ("GET /users/{id}"; a method outside RFC
+// 9110's becomes "OTHER"). A request no pattern serves (no route matched,
+// or no mux anywhere) has the class of its method alone. Where the
+// middleware cannot see the routing mux (it wraps other middleware that
+// wraps the mux), the route it is mounted on may serve requests of
+// different weights: the controller notices a class whose tasks' holds
+// differ by orders of magnitude and stops trusting its history (see
+// moirai's CANCELLATION.md), but a WithClass, or a Handler around the mux
+// itself, keeps the classes right.
 func WithClass(fn func(*http.Request) string) Option {
 	return func(c *config) {
 		if fn != nil {
@@ -203,6 +214,8 @@ func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	sp := outer.Spec()
 	if h.cfg.class != nil {
 		sp.Class = h.classOf(r)
+	} else if pattern := h.muxPattern(r); pattern != "" {
+		sp.Class = clipClass(routeClass(r.Method, pattern))
 	}
 	if h.cfg.keySet {
 		sp.Key = h.cfg.key(r)
@@ -220,16 +233,45 @@ func (h *handler) classOf(r *http.Request) string {
 	if h.cfg.class != nil {
 		c = h.cfg.class(r)
 	} else {
-		pattern := r.Pattern
-		if pattern == "" && h.mux != nil {
-			_, pattern = h.mux.Handler(r)
+		pattern := h.muxPattern(r)
+		if pattern == "" && h.mux == nil {
+			pattern = r.Pattern // the route this Handler is mounted on
 		}
 		c = routeClass(r.Method, pattern)
 	}
+	return clipClass(c)
+}
+
+func clipClass(c string) string {
 	if len(c) > maxClass {
 		c = c[:maxClass]
 	}
 	return c
+}
+
+// maxMuxDepth bounds how deep muxPattern follows muxes routing to muxes.
+const maxMuxDepth = 8
+
+// muxPattern is the pattern of the route that serves r in the ServeMux
+// this Handler wraps, following a route whose handler is itself a
+// ServeMux to the route that one matches; "" when the Handler wraps no
+// ServeMux or none matches. An outer mux's r.Pattern is not it: the
+// route is where the request ends up, not where it was mounted.
+func (h *handler) muxPattern(r *http.Request) string {
+	var pattern string
+	mux := h.mux
+	for range maxMuxDepth {
+		if mux == nil {
+			break
+		}
+		next, p := mux.Handler(r)
+		if p == "" {
+			break
+		}
+		pattern = p
+		mux, _ = next.(*http.ServeMux)
+	}
+	return pattern
 }
 
 // routeClass is the class of a request of method served by pattern.

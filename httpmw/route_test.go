@@ -1,0 +1,150 @@
+package httpmw_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/httpmw"
+)
+
+// genRoute is one route of a generated service: its pattern in the mux
+// that routes it, a path that reaches it, the request's method and the
+// class that is its ground truth.
+type genRoute struct {
+	pattern, path, method, class string
+}
+
+// genRoutes returns 2–8 routes of distinct first segments (so that no
+// two conflict), with or without a method, with or without wildcards.
+func genRoutes(rng *rand.Rand) []genRoute {
+	methods := []string{"GET", "POST", "PUT", "DELETE"}
+	n := 2 + rng.IntN(7)
+	rs := make([]genRoute, n)
+	for i := range rs {
+		var pat, path strings.Builder
+		fmt.Fprintf(&pat, "/r%d", i)
+		fmt.Fprintf(&path, "/r%d", i)
+		for range rng.IntN(4) {
+			switch rng.IntN(3) {
+			case 0:
+				fmt.Fprintf(&pat, "/{w%d}", pat.Len())
+				fmt.Fprintf(&path, "/%d", rng.IntN(1e6))
+			default:
+				seg := fmt.Sprintf("s%d", rng.IntN(100))
+				pat.WriteString("/" + seg)
+				path.WriteString("/" + seg)
+			}
+		}
+		method := methods[rng.IntN(len(methods))]
+		r := genRoute{pattern: pat.String(), path: path.String(), method: method}
+		if rng.IntN(2) == 0 {
+			r.pattern = method + " " + r.pattern
+			r.class = r.pattern
+		} else {
+			r.class = method + " " + r.pattern
+		}
+		rs[i] = r
+	}
+	return rs
+}
+
+// genLayout mounts mux, which routes the generated routes, in a random
+// layout, as services are written: the middleware around the mux
+// (always, or around a root mux that hands every path to it), then, from
+// the inside out, 0–4 of: a root mux that serves the layout at "/" beside
+// "/debug/"; a root mux that serves it under a prefix through
+// http.StripPrefix; a middleware of the application's own; another
+// moirai Handler. It returns the handler and the prefix a request's path
+// gets, and describes the layout.
+func genLayout(rng *rand.Rand, ctl *moirai.Controller, mux *http.ServeMux, opts func() []httpmw.Option) (http.Handler, string, string) {
+	var h http.Handler
+	var desc []string
+	if rng.IntN(4) == 0 {
+		root := http.NewServeMux()
+		root.Handle("/", mux)
+		root.HandleFunc("/debug/", func(http.ResponseWriter, *http.Request) {})
+		h = httpmw.Handler(ctl, root, opts()...)
+		desc = append(desc, "H(root{/: mux})")
+	} else {
+		h = httpmw.Handler(ctl, mux, opts()...)
+		desc = append(desc, "H(mux)")
+	}
+	prefix := ""
+	for range rng.IntN(5) {
+		switch rng.IntN(4) {
+		case 0:
+			root := http.NewServeMux()
+			root.Handle("/", h)
+			root.HandleFunc("/debug/", func(http.ResponseWriter, *http.Request) {})
+			h = root
+			desc = append(desc, "root{/}")
+		case 1:
+			p := fmt.Sprintf("/p%d", rng.IntN(100))
+			root := http.NewServeMux()
+			root.Handle(p+"/", http.StripPrefix(p, h))
+			h = root
+			prefix = p + prefix
+			desc = append(desc, "root{"+p+"/: StripPrefix}")
+		case 2:
+			inner := h
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-App", "1")
+				inner.ServeHTTP(w, r)
+			})
+			desc = append(desc, "app-middleware")
+		case 3:
+			h = httpmw.Handler(ctl, h, opts()...)
+			desc = append(desc, "H")
+		}
+	}
+	return h, prefix, strings.Join(desc, " < ")
+}
+
+// TestClassIsTheRouteGenerated: on generated services (random routes,
+// random layouts), every request's class is its route's pattern in the
+// mux that routes it, whatever mux the middleware is mounted under, and
+// one task serves it. Replay a failure with its seed.
+func TestClassIsTheRouteGenerated(t *testing.T) {
+	const layouts = 300
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	requests, bad := 0, 0
+	for seed := range uint64(layouts) {
+		rng := rand.New(rand.NewPCG(seed, 43))
+		routes := genRoutes(rng)
+		var got string
+		mux := http.NewServeMux()
+		for _, rt := range routes {
+			mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+				got = moirai.From(r.Context()).Spec().Class
+			})
+		}
+		opts := func() []httpmw.Option {
+			if rng.IntN(3) == 0 {
+				return []httpmw.Option{httpmw.WithReexecution()}
+			}
+			return nil
+		}
+		h, prefix, desc := genLayout(rng, ctl, mux, opts)
+		for _, rt := range routes {
+			before := begun(ctl)
+			got = ""
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(rt.method, prefix+rt.path, nil))
+			requests++
+			if got != rt.class {
+				bad++
+				t.Errorf("seed %d, layout %s: %s %s: class %q (status %d); want %q", seed, desc, rt.method, prefix+rt.path, got, w.Code, rt.class)
+			}
+			if n := begun(ctl) - before; n != 1 {
+				t.Errorf("seed %d, layout %s: %d tasks for one request", seed, desc, n)
+			}
+		}
+	}
+	t.Logf("%d layouts, %d requests: class = route in %d", layouts, requests, requests-bad)
+}
