@@ -348,6 +348,9 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) po
 	switch {
 	case d.Action == policy.Penalize:
 		c.penalizeLocked(t, d, &rec)
+	case d.Action == policy.Diagnose:
+		// A finding about a class: recorded and logged, nothing done.
+		rec.Outcome, rec.TaskClass = policy.Acted, d.Class
 	case d.Action != policy.Cancel:
 		rec.Outcome, rec.Note = policy.Skipped, "unknown action "+d.Action.String()
 	case t == nil:

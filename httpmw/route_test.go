@@ -1,12 +1,18 @@
 package httpmw_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/httpmw"
@@ -147,4 +153,110 @@ func TestClassIsTheRouteGenerated(t *testing.T) {
 		}
 	}
 	t.Logf("%d layouts, %d requests: class = route in %d", layouts, requests, requests-bad)
+}
+
+// TestTwoReportsKeepTheOlderGenerated is the pgx service of a new user,
+// mounted in generated layouts: a pool of 10 connections, item lookups
+// (3 ms on a connection, 200/s) and fan-out reports (6 workers, queries of
+// 200 ms, 1.2 s in all, reporting progress), served with re-execution. A
+// second report starts when the first is half done and oversubscribes the
+// pool. Whatever the layout, the older report completes without being
+// cancelled, and the newcomer is cancelled (then re-executed) or delayed.
+func TestTwoReportsKeepTheOlderGenerated(t *testing.T) {
+	const layouts = 12
+	for seed := range uint64(layouts) {
+		synctest.Test(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 4343))
+			ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond))
+			defer ctl.Close()
+			pool := ctl.Semaphore("db-pool", 10)
+			query := func(ctx context.Context, d time.Duration) error {
+				p, err := pool.Acquire(ctx, 1)
+				if err != nil {
+					return err
+				}
+				defer p.Release()
+				select {
+				case <-time.After(d):
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			var cancelledRuns [2]atomic.Int32
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /item/{id}", func(w http.ResponseWriter, r *http.Request) {
+				if err := query(r.Context(), 3*time.Millisecond); err != nil {
+					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				}
+			})
+			mux.HandleFunc("GET /report/{n}", func(w http.ResponseWriter, r *http.Request) {
+				n, _ := strconv.Atoi(r.PathValue("n"))
+				ctx := r.Context()
+				const workers, queries = 6, 36
+				var mu sync.Mutex
+				var next, done int64
+				var wg sync.WaitGroup
+				for range workers {
+					wg.Go(func() {
+						for {
+							mu.Lock()
+							if next >= queries || ctx.Err() != nil {
+								mu.Unlock()
+								return
+							}
+							next++
+							mu.Unlock()
+							if query(ctx, 200*time.Millisecond) != nil {
+								return
+							}
+							mu.Lock()
+							done++
+							moirai.From(ctx).Progress(done, queries)
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				if ctx.Err() != nil {
+					cancelledRuns[n].Add(1)
+					return // the middleware answers a cancelled run
+				}
+			})
+			for _, name := range []string{"GET /health", "GET /users/{id}", "DELETE /cache"} {
+				if rng.IntN(2) == 0 {
+					mux.HandleFunc(name, func(http.ResponseWriter, *http.Request) {})
+				}
+			}
+			h, prefix, desc := genLayout(rng, ctl, mux, func() []httpmw.Option {
+				return []httpmw.Option{httpmw.WithReexecution()}
+			})
+			var wg sync.WaitGroup
+			var ended [2]time.Duration
+			var codes [2]int
+			start := time.Now()
+			report := func(n int) {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest("GET", fmt.Sprintf("%s/report/%d", prefix, n), nil))
+				ended[n], codes[n] = time.Since(start), w.Code
+			}
+			wg.Go(func() { time.Sleep(200 * time.Millisecond); report(0) })
+			wg.Go(func() { time.Sleep(800 * time.Millisecond); report(1) })
+			for i := range 600 { // 3 s at 200/s
+				time.Sleep(5 * time.Millisecond)
+				wg.Go(func() {
+					h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", fmt.Sprintf("%s/item/%d", prefix, i), nil))
+				})
+			}
+			wg.Wait()
+			t.Logf("seed %d, layout %s: older report %d at %v (%d runs cancelled), newer %d at %v (%d runs cancelled)",
+				seed, desc, codes[0], ended[0].Round(time.Millisecond), cancelledRuns[0].Load(), codes[1], ended[1].Round(time.Millisecond), cancelledRuns[1].Load())
+			if codes[0] != http.StatusOK || cancelledRuns[0].Load() != 0 {
+				t.Errorf("seed %d, layout %s: the older report answered %d after %d cancelled runs; want it kept", seed, desc, codes[0], cancelledRuns[0].Load())
+			}
+			if cancelledRuns[1].Load() == 0 && ended[1] < ended[0]+time.Second {
+				t.Errorf("seed %d, layout %s: the newer report was neither cancelled nor delayed (ended at %v, the older at %v)", seed, desc, ended[1], ended[0])
+			}
+		})
+	}
 }
