@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -213,8 +214,8 @@ func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr stri
 func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	sp := outer.Spec()
 	if h.cfg.class != nil {
-		sp.Class = h.classOf(r)
-	} else if pattern := h.muxPattern(r); pattern != "" {
+		sp.Class, _ = h.classOf(r)
+	} else if pattern, _ := h.muxPattern(r); pattern != "" {
 		sp.Class = clipClass(routeClass(r.Method, pattern))
 	}
 	if h.cfg.keySet {
@@ -227,19 +228,22 @@ func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	return sp
 }
 
-// classOf is r's class: WithClass's, or its route's pattern.
-func (h *handler) classOf(r *http.Request) string {
+// classOf is r's class: WithClass's, or its route's pattern; and, when
+// the route was matched in the ServeMux this Handler wraps, the match.
+func (h *handler) classOf(r *http.Request) (string, route) {
 	var c string
+	var rt route
 	if h.cfg.class != nil {
 		c = h.cfg.class(r)
 	} else {
-		pattern := h.muxPattern(r)
+		var pattern string
+		pattern, rt = h.muxPattern(r)
 		if pattern == "" && h.mux == nil {
 			pattern = r.Pattern // the route this Handler is mounted on
 		}
 		c = routeClass(r.Method, pattern)
 	}
-	return clipClass(c)
+	return clipClass(c), rt
 }
 
 func clipClass(c string) string {
@@ -247,31 +251,6 @@ func clipClass(c string) string {
 		c = c[:maxClass]
 	}
 	return c
-}
-
-// maxMuxDepth bounds how deep muxPattern follows muxes routing to muxes.
-const maxMuxDepth = 8
-
-// muxPattern is the pattern of the route that serves r in the ServeMux
-// this Handler wraps, following a route whose handler is itself a
-// ServeMux to the route that one matches; "" when the Handler wraps no
-// ServeMux or none matches. An outer mux's r.Pattern is not it: the
-// route is where the request ends up, not where it was mounted.
-func (h *handler) muxPattern(r *http.Request) string {
-	var pattern string
-	mux := h.mux
-	for range maxMuxDepth {
-		if mux == nil {
-			break
-		}
-		next, p := mux.Handler(r)
-		if p == "" {
-			break
-		}
-		pattern = p
-		mux, _ = next.(*http.ServeMux)
-	}
-	return pattern
 }
 
 // routeClass is the class of a request of method served by pattern.
@@ -305,11 +284,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		outer = nil
 	}
 	var class string
+	var rt route // the wrapped mux's match, when it made one
 	if outer != nil {
 		sp = h.refined(r, outer)
 		class = sp.Class
 	} else {
-		class = h.classOf(r)
+		class, rt = h.classOf(r)
 	}
 	if h.cfg.fence != nil {
 		permit, err := h.cfg.fence.Fence().Acquire(r.Context(), h.path(r, class))
@@ -342,13 +322,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
-	sw := &statusWriter{ResponseWriter: w}
+	sw := newStatusWriter(w)
+	defer sw.release()
 	if h.cfg.tree {
 		sw.tree = treeAnswer{h: h, ctx: ctx, in: treeIn}
 	}
 	err := errPanicked
 	defer func() { t.End(err) }()
-	h.next.ServeHTTP(sw, r.WithContext(ctx))
+	h.serve(sw, r.WithContext(ctx), rt)
 	err = outcome(ctx, sw.status)
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		// An inner Handler may have refined the task's class.
@@ -377,7 +358,8 @@ func (h *handler) serveNested(w http.ResponseWriter, r *http.Request, outer *moi
 			return
 		}
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := newStatusWriter(w)
+	defer sw.release()
 	h.next.ServeHTTP(sw, r)
 	if sw.status == 0 && errors.Is(context.Cause(r.Context()), moirai.ErrCancelled) {
 		h.rejectCancelled(w, r.Context(), outer.Spec().Class)
@@ -537,6 +519,24 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	tree   treeAnswer // h nil: no tree
+}
+
+// statusWriters recycles the statusWriters of requests that are over:
+// one allocation less per request. A handler must not use its
+// ResponseWriter once it has returned (net/http's rule), so a writer is
+// reused only after the handler it served has.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
+func newStatusWriter(w http.ResponseWriter) *statusWriter {
+	sw := statusWriters.Get().(*statusWriter)
+	sw.ResponseWriter = w
+	return sw
+}
+
+// release returns s to the pool, forgetting the request.
+func (s *statusWriter) release() {
+	*s = statusWriter{}
+	statusWriters.Put(s)
 }
 
 // treeAnswer is what a statusWriter needs to answer for a tree.
