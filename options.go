@@ -29,6 +29,7 @@ type config struct {
 	decisionObserver func(policy.Record)
 	traceOnly        bool
 	penalties        bool
+	earlyAction      bool
 	durations        *estimate.Durations
 	regularOverload  func(bool)
 }
@@ -47,6 +48,7 @@ func defaults() config {
 		hookTimeout:  time.Second,
 		unendedGrace: 10 * time.Second,
 		penalties:    true,
+		earlyAction:  true,
 	}
 }
 
@@ -141,6 +143,16 @@ func WithUnendedGrace(d time.Duration) Option {
 			c.unendedGrace = d
 		}
 	}
+}
+
+// WithEarlyAction turns early action (package trend) on or off in the
+// default composition of [New]: on a capacity-bounded resource (a pool,
+// a semaphore, a cache), a task whose share grows while the others'
+// waits or misses rise is penalized or cancelled before the objective
+// is missed. Default on. It has no effect when policies or detectors
+// are configured ([WithPolicy], [WithDetector]) or with [WithTraceOnly].
+func WithEarlyAction(on bool) Option {
+	return func(c *config) { c.earlyAction = on }
 }
 
 // WithDryRun makes the controller record and log decisions without acting
