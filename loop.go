@@ -137,6 +137,7 @@ func (c *Controller) step() time.Duration {
 	c.buildLocked(&c.snap, &c.live, true)
 	c.trackBusyLocked()
 	c.observeLoadLocked()
+	c.observeBudgetLocked()
 	c.durations.Observe(&c.snap)
 	c.observeLocked()
 	firing := c.detectLocked()

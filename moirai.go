@@ -120,6 +120,7 @@ type Controller struct {
 	// never waits for the loop. Never held with mu.
 	gmu     sync.Mutex
 	retries RetryStats
+	budget  budgetState // guarded by mu
 
 	scratchLive []*task.Task
 	parts       []partial            // per-worker sums of a snapshot build

@@ -14,6 +14,7 @@ type Option func(*config)
 type config struct {
 	sloQuantile      float64
 	sloTarget        time.Duration
+	sloWindow        time.Duration
 	logger           *slog.Logger
 	resolution       time.Duration
 	coarseTick       time.Duration
@@ -39,6 +40,7 @@ func defaults() config {
 	return config{
 		sloQuantile:  0.99,
 		sloTarget:    100 * time.Millisecond,
+		sloWindow:    5 * time.Minute,
 		logger:       slog.New(slog.DiscardHandler),
 		resolution:   time.Millisecond,
 		coarseTick:   20 * time.Millisecond,
@@ -59,6 +61,19 @@ func WithSLO(q float64, target time.Duration) Option {
 	return func(c *config) {
 		if q > 0 && q < 1 && target > 0 {
 			c.sloQuantile, c.sloTarget = q, target
+		}
+	}
+}
+
+// WithSLOWindow sets the window the objective of [WithSLO] holds over:
+// "p99 ≤ 50 ms over 5 minutes" allows 1 % of a window's requests to miss,
+// the error budget that maintenance which cannot otherwise run under the
+// load is scheduled against (see [Retry]). Default 5 minutes. Values
+// under a second are ignored.
+func WithSLOWindow(d time.Duration) Option {
+	return func(c *config) {
+		if d >= time.Second {
+			c.sloWindow = d
 		}
 	}
 }
