@@ -19,8 +19,8 @@ import (
 // reader/writer lock at 300/s (each holding it 1 ms) for the whole of
 // run, and, at 20 s, a maintenance task holding the write lock for hold,
 // through Retry with maxWait. It returns the readers' latencies by
-// arrival, the maintenance's error and when it ended.
-func maintenanceUnderLoad(t *testing.T, ctl *moirai.Controller, hold, run, maxWait time.Duration) (lat []time.Duration, merr error, ended time.Duration) {
+// arrival, when the maintenance ended and its error.
+func maintenanceUnderLoad(t *testing.T, ctl *moirai.Controller, hold, run, maxWait time.Duration) (lat []time.Duration, ended time.Duration, merr error) {
 	t.Helper()
 	table := ctl.RWMutex("table")
 	start := time.Now()
@@ -59,7 +59,7 @@ func maintenanceUnderLoad(t *testing.T, ctl *moirai.Controller, hold, run, maxWa
 		})
 	}
 	wg.Wait()
-	return lat, merr, ended
+	return lat, ended, merr
 }
 
 func p99(lat []time.Duration) time.Duration {
@@ -78,7 +78,7 @@ func TestMaintenanceRunsOnTheErrorBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithSLOWindow(5*time.Minute))
 		defer ctl.Close()
-		lat, err, ended := maintenanceUnderLoad(t, ctl, 1200*time.Millisecond, 5*time.Minute, 2*time.Minute)
+		lat, ended, err := maintenanceUnderLoad(t, ctl, 1200*time.Millisecond, 5*time.Minute, 2*time.Minute)
 		st := ctl.RetryStats()
 		t.Logf("maintenance ended at %v (%v); readers' p99 over the window %v; retry stats %+v", ended, err, p99(lat), st)
 		if err != nil {
@@ -104,7 +104,7 @@ func TestMaintenanceThatCanNeverFitFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithSLOWindow(5*time.Minute))
 		defer ctl.Close()
-		_, err, ended := maintenanceUnderLoad(t, ctl, 20*time.Second, 60*time.Second, 30*time.Second)
+		_, ended, err := maintenanceUnderLoad(t, ctl, 20*time.Second, 60*time.Second, 30*time.Second)
 		t.Logf("maintenance ended at %v: %v; retry stats %+v", ended, err, ctl.RetryStats())
 		for _, r := range ctl.Decisions() {
 			t.Logf("decision %s %s %s: %.300s", r.Action, r.TaskClass, r.Outcome, r.Reason)

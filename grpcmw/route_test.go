@@ -13,6 +13,9 @@ import (
 	"github.com/moirai-go/moirai/task"
 )
 
+// appKey is the application's own context key.
+type appKey struct{}
+
 // TestClassIsTheMethodGenerated: on generated servers (random services
 // and methods, chains of 1–3 interceptors of the controller with the
 // application's own interceptors between them), every call's class is its
@@ -22,7 +25,7 @@ func TestClassIsTheMethodGenerated(t *testing.T) {
 	ctl := moirai.New(moirai.WithTraceOnly())
 	defer ctl.Close()
 	app := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		return handler(context.WithValue(ctx, struct{}{}, 1), req)
+		return handler(context.WithValue(ctx, appKey{}, 1), req)
 	}
 	calls := 0
 	for seed := range uint64(servers) {
