@@ -34,13 +34,13 @@ func TestMixedClassKeepsTheOlderReport(t *testing.T) {
 		if !merged {
 			light, report = "GET /item/{id}", "GET /report"
 		}
-		minGain := time.Duration(10+rng.IntN(40)) * ms
+		minGain := time.Duration(10+rng.IntN(16)) * ms
 		a := NewAtropos(MultiObjective, WithConfirmation(0), WithMinGain(minGain))
 		var at time.Duration
 		for range 3 + rng.IntN(50) {
 			teach(a, &at, light, "db-pool", capacity, 1, time.Duration(1+rng.IntN(5))*ms)
 		}
-		oldAge := time.Duration(1000+rng.IntN(9000)) * ms
+		oldAge := time.Duration(2000+rng.IntN(8000)) * ms
 		var done, total int64
 		if rng.IntN(2) == 0 {
 			done, total = int64(30+rng.IntN(66)), 100
