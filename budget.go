@@ -61,6 +61,10 @@ type budgetState struct {
 	curStart    int64 // its start, on the controller's clock (snapshot.At)
 	first       int64 // the first step's time; 0 before it
 	committed   float64
+	// releasing holds the harm of the budgeted runs over, with when they
+	// ended: it stays promised until their victims, which complete just
+	// after the hold, are counted among the window's misses.
+	releasing []release
 	rate        []float64 // per resource ID−1: its ended users per second (see rateOf)
 	rateWeight  []float64 // per resource ID−1: the weight the moving mean has gathered
 	// nextFit is, per class whose re-execution waits on the budget, when
@@ -90,6 +94,19 @@ func (c *Controller) noteHoldAtLeastLocked(class string, hold time.Duration) {
 	}
 }
 
+// release is the harm of a budgeted run over since at.
+type release struct {
+	victims float64
+	at      int64
+}
+
+// releaseLocked gives back the harm promised to a budgeted run that is
+// over, once its victims have had time to be counted (twice the
+// objective).
+func (c *Controller) releaseLocked(victims float64) {
+	c.budget.releasing = append(c.budget.releasing, release{victims, c.clock.Now()})
+}
+
 // bucketWidth returns the width of one bucket of the window.
 func (c *Controller) bucketWidth() int64 {
 	return max(int64(c.cfg.sloWindow)/budgetBuckets, 1)
@@ -112,6 +129,10 @@ func (c *Controller) observeBudgetLocked() {
 	}
 	if now-b.curStart >= w { // a gap of more than a window
 		b.curStart = now
+	}
+	for len(b.releasing) > 0 && time.Duration(c.clock.Now()-b.releasing[0].at) >= 2*c.cfg.sloTarget {
+		b.committed = max(b.committed-b.releasing[0].victims, 0)
+		b.releasing = b.releasing[1:]
 	}
 	lat := &c.snap.Completed.Latency
 	n, late := float64(lat.Count()), lat.Above(c.cfg.sloTarget)
@@ -156,7 +177,8 @@ const budgetSeen = 10 * time.Second
 // budgetOf is the window's error budget as the steps have seen it: the
 // misses allowed over the window, the misses counted in it, and whether
 // enough of it has been seen to tell (budgetSeen, or the whole window
-// when shorter).
+// when shorter). Until a whole window has been seen, the requests of
+// the part not seen yet are those of the last budgetSeen's rate.
 func (c *Controller) budgetOf() (allowed, late float64, known bool) {
 	b := &c.budget
 	now := int64(c.snap.At)
@@ -164,8 +186,18 @@ func (c *Controller) budgetOf() (allowed, late float64, known bool) {
 	if b.first == 0 || seen < min(budgetSeen, c.cfg.sloWindow) || b.sumTotal <= 0 {
 		return 0, max(b.sumLate, 0), false
 	}
-	rate := b.sumTotal / seen.Seconds()
-	return (1 - c.cfg.sloQuantile) * rate * c.cfg.sloWindow.Seconds(), max(b.sumLate, 0), true
+	requests := b.sumTotal
+	if rest := c.cfg.sloWindow - seen; rest > 0 {
+		// The last budgetSeen's buckets (the current one partly filled).
+		k := max(int(int64(budgetSeen)/c.bucketWidth()), 1)
+		var recent float64
+		for j := range k {
+			recent += b.total[(b.cur-j+budgetBuckets)%budgetBuckets]
+		}
+		span := time.Duration(int64(k-1)*c.bucketWidth() + max(now-b.curStart, 1))
+		requests += recent / span.Seconds() * rest.Seconds()
+	}
+	return (1 - c.cfg.sloQuantile) * requests, max(b.sumLate, 0), true
 }
 
 // harm is what a run holding used for hold is expected to cost the

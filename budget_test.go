@@ -208,3 +208,72 @@ func TestMaintenanceAsOftenAsTheBudgetAllows(t *testing.T) {
 		}
 	})
 }
+
+// A compaction whose class is known to hold the lock for 20 s (one ran
+// while nothing else did) is cancelled under the read load, and its harm,
+// about 6,000 readers, exceeds half a whole window's budget: it waits for
+// the load to stop until its maximum wait, then fails with the advice,
+// its expected hold named.
+func TestMaintenanceKnownTooLongFailsAtMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithSLO(0.99, 50*time.Millisecond), moirai.WithSLOWindow(5*time.Minute))
+		defer ctl.Close()
+		table := ctl.RWMutex("table")
+		compact := func() error {
+			return moirai.Retry(context.Background(), ctl, moirai.Spec{Class: "POST /compact", Cancellable: true},
+				func(ctx context.Context) error {
+					if err := table.Lock(ctx); err != nil {
+						return err
+					}
+					defer table.Unlock()
+					select {
+					case <-time.After(20 * time.Second):
+						return nil
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					}
+				}, moirai.RetryMaxWait(30*time.Second))
+		}
+		if err := compact(); err != nil {
+			t.Fatalf("alone: %v", err)
+		}
+		time.Sleep(time.Second)
+		start := time.Now()
+		var wg sync.WaitGroup
+		var err error
+		var ended time.Duration
+		wg.Go(func() {
+			time.Sleep(20 * time.Second)
+			err = compact()
+			ended = time.Since(start)
+		})
+		for range 70 * 300 {
+			time.Sleep(time.Second / 300)
+			wg.Go(func() {
+				ctx, task := ctl.Begin(context.Background(), moirai.Spec{Class: "GET /item", Cancellable: true})
+				err := table.RLock(ctx)
+				if err == nil {
+					time.Sleep(time.Millisecond)
+					table.RUnlock(ctx)
+				}
+				task.End(err)
+			})
+		}
+		wg.Wait()
+		t.Logf("ended at %v: %v; %+v", ended, err, ctl.RetryStats())
+		if !errors.Is(err, moirai.ErrNoWindow) {
+			t.Fatalf("compaction under load: %v; want no window", err)
+		}
+		for _, want := range []string{"lock table for about 2", "error budget", "hold under", "moirai vet"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if ended < 50*time.Second || ended > 51*time.Second {
+			t.Errorf("failed at %v; want at its maximum wait, 30 s after its first run at 20 s", ended)
+		}
+		if st := ctl.RetryStats(); st.OverBudget != 1 || st.Budgeted != 0 {
+			t.Errorf("retry stats %+v: want one drop over the budget and no budgeted run", st)
+		}
+	})
+}

@@ -291,7 +291,7 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 			timer.Stop()
 			stop(nil)
 			c.mu.Lock()
-			c.budget.committed = max(c.budget.committed-promised.victims, 0)
+			c.releaseLocked(promised.victims)
 			c.mu.Unlock()
 		}()
 	}
