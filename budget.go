@@ -64,9 +64,9 @@ type budgetState struct {
 	// releasing holds the harm of the budgeted runs over, with when they
 	// ended: it stays promised until their victims, which complete just
 	// after the hold, are counted among the window's misses.
-	releasing []release
-	rate        []float64 // per resource ID−1: its ended users per second (see rateOf)
-	rateWeight  []float64 // per resource ID−1: the weight the moving mean has gathered
+	releasing  []release
+	rate       []float64 // per resource ID−1: its ended users per second (see rateOf)
+	rateWeight []float64 // per resource ID−1: the weight the moving mean has gathered
 	// nextFit is, per class whose re-execution waits on the budget, when
 	// it next fits (the controller's clock); bounded by maxDiagnosed.
 	nextFit map[string]int64
