@@ -195,10 +195,11 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 }
 
 type handler struct {
-	ctl  *moirai.Controller
-	next http.Handler
-	mux  *http.ServeMux // next, when it is one: where the default class comes from
-	cfg  config
+	ctl    *moirai.Controller
+	next   http.Handler
+	mux    *http.ServeMux // next, when it is one: where the default class comes from
+	cfg    config
+	routes classCache // the classes of the routes served
 }
 
 func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
@@ -216,7 +217,7 @@ func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	if h.cfg.class != nil {
 		sp.Class, _ = h.classOf(r)
 	} else if pattern, _ := h.muxPattern(r); pattern != "" {
-		sp.Class = clipClass(routeClass(r.Method, pattern))
+		sp.Class = clipClass(h.routes.class(r.Method, pattern))
 	}
 	if h.cfg.keySet {
 		sp.Key = h.cfg.key(r)
@@ -241,7 +242,7 @@ func (h *handler) classOf(r *http.Request) (string, route) {
 		if pattern == "" && h.mux == nil {
 			pattern = r.Pattern // the route this Handler is mounted on
 		}
-		c = routeClass(r.Method, pattern)
+		c = h.routes.class(r.Method, pattern)
 	}
 	return clipClass(c), rt
 }
@@ -253,19 +254,24 @@ func clipClass(c string) string {
 	return c
 }
 
+// routeMethod is method as a class names it: RFC 9110's, or OTHER.
+func routeMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	case "":
+		return http.MethodGet
+	}
+	return "OTHER"
+}
+
 // routeClass is the class of a request of method served by pattern.
 func routeClass(method, pattern string) string {
 	if strings.IndexByte(pattern, ' ') >= 0 {
 		return pattern // the pattern names its method
 	}
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
-	case "":
-		method = http.MethodGet
-	default:
-		method = "OTHER"
-	}
+	method = routeMethod(method)
 	if pattern == "" {
 		return method
 	}

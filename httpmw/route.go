@@ -3,6 +3,8 @@ package httpmw
 import (
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // A request's class is the route that serves it: the pattern the
@@ -63,4 +65,36 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	r.Pattern = rt.pattern
 	rt.handler.ServeHTTP(w, r)
+}
+
+// classCache keeps the class of each method and pattern without a method
+// served ("GET" and "/users/{id}" make "GET /users/{id}"), so that a
+// request's class is not a string built anew each time. Patterns are the
+// routes', and methods RFC 9110's or OTHER, so the pairs are few; past
+// maxCachedClasses, classes are built and not kept. The zero value is
+// ready to use.
+type classCache struct {
+	m sync.Map // classKey → string
+	n atomic.Int32
+}
+
+type classKey struct{ method, pattern string }
+
+// maxCachedClasses bounds a classCache.
+const maxCachedClasses = 1024
+
+// class is routeClass(method, pattern), kept.
+func (c *classCache) class(method, pattern string) string {
+	if pattern == "" || strings.IndexByte(pattern, ' ') >= 0 {
+		return routeClass(method, pattern) // no string to build
+	}
+	k := classKey{routeMethod(method), pattern}
+	if v, ok := c.m.Load(k); ok {
+		return v.(string)
+	}
+	class := k.method + " " + pattern
+	if c.n.Add(1) <= maxCachedClasses {
+		c.m.Store(k, class)
+	}
+	return class
 }
