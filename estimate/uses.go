@@ -358,9 +358,10 @@ const (
 
 // Mixed reports whether the tasks of class use some resource in amounts
 // that differ by orders of magnitude, as a class that merges routes
-// does (a report and a lookup behind one pattern): the class's ended
-// tasks typically use less than floor resource-seconds of it ([Uses.Typical])
-// while one of its live tasks, working while it held it (its waits for
+// does (a report and a lookup behind one pattern): the class's tasks that
+// ended on their own (not a cancelled task's lower bound) typically use
+// less than floor resource-seconds of it ([Uses.Typical]) while one of
+// its live tasks, working while it held it (its waits for
 // other resources left out), has used [MixedPeak] × floor or more, and
 // [MixedSpread] times the typical use or more. The class's history then
 // says nothing about any one of its tasks: not that a newcomer is light,
@@ -370,10 +371,13 @@ const (
 // the class that ends.
 func (u *Uses) Mixed(class string, floor float64) (res string, typical, peak float64, ok bool) {
 	c := u.classes[class]
-	if c == nil || c.n == 0 || !(floor > 0) {
+	if c == nil || c.n == 0 || !c.ended || !(floor > 0) {
 		return "", 0, 0, false
 	}
 	for name, p := range c.peak {
+		if c.bound[name] {
+			continue // known only from a cancelled task: a lower bound
+		}
 		low := c.low[name]
 		if low < floor && p >= MixedPeak*floor && p >= MixedSpread*low && (res == "" || name < res) {
 			res, typical, peak, ok = name, low, p, true
