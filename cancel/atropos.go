@@ -1133,7 +1133,12 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 		fut, fs := v*factor, FromProgress
 		if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
 			total, ok := a.uses.Total(t.Class, r.Name)
-			ok = ok && !mixed
+			// A mixed class's history is not this task's, but for a
+			// task holding one unit with no progress of its own: a
+			// light request stalled while it holds is still not a
+			// culprit (the heavy members of a merged class hold
+			// several units, or report progress).
+			ok = ok && (!mixed || (u.Held < 2 && src == estimate.Lindy))
 			// A class known only to use at least its total (its tasks
 			// were cancelled before they ended): a bound under the
 			// minimum gain says nothing, one over it is a heavy class

@@ -351,7 +351,7 @@ func spentOf(spent []resSpent, name string) float64 {
 // The spread that makes a class mixed (see [Uses.Mixed]).
 const (
 	// MixedPeak: a live task of the class used this many times the floor.
-	MixedPeak = 20
+	MixedPeak = 8
 	// MixedSpread: its use is this many times the class's typical use.
 	MixedSpread = 100
 )
