@@ -123,7 +123,7 @@ var decisionControllers = []struct {
 	name string
 	opts []Option
 }{
-	{"atropos", []Option{WithSLO(0.99, 50*time.Millisecond)}},
+	{"atropos", []Option{WithSLO(0.99, 50*time.Millisecond), WithEarlyAction(false)}},
 	{"pbox", []Option{WithPolicy(penalty.New()), WithTick(20*time.Millisecond, 5*time.Millisecond)}},
 }
 

@@ -158,7 +158,7 @@
 //     task that waits behind another (chain.go charges a chain's holds
 //     to its root).
 //   - penalty: pBox's penalties, a continuous policy.
-//   - trend (opt-in): early action on a task whose share of a
+//   - trend: early action on a task whose share of a
 //     capacity-bounded resource grows while the others' misses or waits
 //     rise, before any objective is missed.
 //   - admit: DAGOR's priority admission and its priorities on the wire.

@@ -127,6 +127,7 @@ func (c *Controller) step() time.Duration {
 	c.buildLocked(&c.snap, &c.live, true)
 	c.trackBusyLocked()
 	c.observeLoadLocked()
+	c.observeBudgetLocked()
 	c.durations.Observe(&c.snap)
 	c.observeLocked()
 	firing := c.detectLocked()
@@ -337,6 +338,9 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) (p
 	switch {
 	case d.Action == policy.Penalize:
 		c.penalizeLocked(t, d, &rec)
+	case d.Action == policy.Diagnose:
+		// A finding about a class: recorded and logged, nothing done.
+		rec.Outcome, rec.TaskClass = policy.Acted, d.Class
 	case d.Action != policy.Cancel:
 		rec.Outcome, rec.Note = policy.Skipped, "unknown action "+d.Action.String()
 	case t == nil:

@@ -20,6 +20,7 @@ import (
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
+	"github.com/moirai-go/moirai/trend"
 )
 
 // ErrCancelled is the cause with which the controller cancels a task's
@@ -119,6 +120,7 @@ type Controller struct {
 	// never waits for the loop. Never held with mu.
 	gmu     sync.Mutex
 	retries RetryStats
+	budget  budgetState // guarded by mu
 
 	scratchLive []*task.Task
 	parts       []partial            // per-worker sums of a snapshot build
@@ -146,7 +148,10 @@ type Controller struct {
 // the multi-objective [cancel.Atropos] policy, which acts only on tasks
 // begun with Spec.Cancellable set, and pBox's penalties
 // ([penalty.Policy]), which delay the tasks that defer others beyond their
-// isolation goal ([WithPenalties](false) leaves them out).
+// isolation goal ([WithPenalties](false) leaves them out); in front of
+// them, early action ([trend.Policy]), which acts on a task whose share
+// of a pool, semaphore or cache grows while the others suffer, before
+// the objective is missed ([WithEarlyAction](false) leaves it out).
 func New(opts ...Option) *Controller {
 	cfg := defaults()
 	for _, o := range opts {
@@ -166,8 +171,11 @@ func New(opts ...Option) *Controller {
 			detect.NewSLO(cfg.sloQuantile, cfg.sloTarget, detect.WithPrediction(durations)),
 			detect.NewCollapse(0.5),
 		}
-		cfg.policies = []policy.Policy{cancel.NewAtropos(cancel.MultiObjective,
-			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2))}
+		if cfg.earlyAction {
+			cfg.policies = append(cfg.policies, trend.New())
+		}
+		cfg.policies = append(cfg.policies, cancel.NewAtropos(cancel.MultiObjective,
+			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2)))
 		if cfg.penalties {
 			cfg.policies = append(cfg.policies, penalty.New())
 		}

@@ -114,7 +114,7 @@ func TestTraceIDFunctionPanicIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var errs []error
-		ctl := moirai.New(moirai.WithTraceOnly(),
+		ctl := moirai.New(moirai.WithoutMechanisms(),
 			moirai.WithTraceID(func(context.Context) string { panic("boom") }),
 			moirai.WithErrorHandler(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }))
 		defer ctl.Close()
@@ -183,7 +183,7 @@ func TestPenaltyServedIsReadable(t *testing.T) {
 // the first run's names nothing.
 func TestReexecutionOfNamesTheRunReplaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
 		parent := context.WithValue(context.Background(), traceKey{}, "request")
 		type run struct {
@@ -229,9 +229,9 @@ func TestReexecutionOfNamesTheRunReplaced(t *testing.T) {
 // for another controller's task.
 func TestUsageOfNamesTheResourcesATaskUsed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctl := moirai.New(moirai.WithTraceOnly())
+		ctl := moirai.New(moirai.WithoutMechanisms())
 		defer ctl.Close()
-		other := moirai.New(moirai.WithTraceOnly())
+		other := moirai.New(moirai.WithoutMechanisms())
 		defer other.Close()
 		mu := ctl.Mutex("table:orders")
 		hctx, holder := ctl.Begin(context.Background(), moirai.Spec{Class: "report"})

@@ -15,6 +15,7 @@ type Option func(*config)
 type config struct {
 	sloQuantile      float64
 	sloTarget        time.Duration
+	sloWindow        time.Duration
 	logger           *slog.Logger
 	resolution       time.Duration
 	coarseTick       time.Duration
@@ -32,6 +33,7 @@ type config struct {
 	traceID          func(context.Context) string
 	traceOnly        bool
 	penalties        bool
+	earlyAction      bool
 	durations        *estimate.Durations
 	regularOverload  func(bool)
 }
@@ -41,6 +43,7 @@ func defaults() config {
 	return config{
 		sloQuantile:  0.99,
 		sloTarget:    100 * time.Millisecond,
+		sloWindow:    5 * time.Minute,
 		logger:       slog.New(slog.DiscardHandler),
 		resolution:   time.Millisecond,
 		coarseTick:   20 * time.Millisecond,
@@ -50,6 +53,7 @@ func defaults() config {
 		hookTimeout:  time.Second,
 		unendedGrace: 10 * time.Second,
 		penalties:    true,
+		earlyAction:  true,
 	}
 }
 
@@ -60,6 +64,19 @@ func WithSLO(q float64, target time.Duration) Option {
 	return func(c *config) {
 		if q > 0 && q < 1 && target > 0 {
 			c.sloQuantile, c.sloTarget = q, target
+		}
+	}
+}
+
+// WithSLOWindow sets the window the objective of [WithSLO] holds over:
+// "p99 ≤ 50 ms over 5 minutes" allows 1 % of a window's requests to miss,
+// the error budget that maintenance which cannot otherwise run under the
+// load is scheduled against (see [Retry]). Default 5 minutes. Values
+// under a second are ignored.
+func WithSLOWindow(d time.Duration) Option {
+	return func(c *config) {
+		if d >= time.Second {
+			c.sloWindow = d
 		}
 	}
 }
@@ -144,6 +161,16 @@ func WithUnendedGrace(d time.Duration) Option {
 			c.unendedGrace = d
 		}
 	}
+}
+
+// WithEarlyAction turns early action (package trend) on or off in the
+// default composition of [New]: on a capacity-bounded resource (a pool,
+// a semaphore, a cache), a task whose share grows while the others'
+// waits or misses rise is penalized or cancelled before the objective
+// is missed. Default on. It has no effect when policies or detectors
+// are configured ([WithPolicy], [WithDetector]) or with [WithoutMechanisms].
+func WithEarlyAction(on bool) Option {
+	return func(c *config) { c.earlyAction = on }
 }
 
 // WithDryRun makes the controller run its mechanisms, record and log

@@ -130,6 +130,7 @@ func (c *Controller) observeLoadLocked() {
 	}
 	for i, k := range st.users {
 		f := st.folds[(i+1)%len(st.folds)].Load()
+		c.observeRateLocked(i, f-st.seenFolds[i])
 		if k > 0 || f != st.seenFolds[i] || (i < len(c.busyAt) && c.busyAt[i] == now) {
 			st.usedAt[i] = now
 		}
@@ -334,10 +335,12 @@ func (c *Controller) diagnoseLocked(class string, used []usedRes, hold time.Dura
 }
 
 // waitWindow waits until a re-execution of class, holding used for about
-// hold, fits (see fitsLocked). It returns "" when it does, the reason of
-// the last refusal when the wait timed out (cfg.maxWait, or latest), or
-// ctx's cause.
-func (c *Controller) waitWindow(ctx context.Context, class string, used []usedRes, hold time.Duration, cfg retryConfig, latest time.Time) (string, error) {
+// hold, fits (see fitsLocked), or the objective's error budget can absorb
+// its harm (see budget.go). It returns "" when it does, with the harm
+// promised to the budget (to release when the run is over), the reason
+// of the last refusal when the wait timed out (cfg.maxWait, or latest),
+// with over set when the hold can never fit the budget, or ctx's cause.
+func (c *Controller) waitWindow(ctx context.Context, class string, used []usedRes, hold time.Duration, cfg retryConfig, latest time.Time) (reason string, promised harm, over bool, err error) {
 	deadline := time.Now().Add(cfg.maxWait)
 	bound := fmt.Sprintf("within %v", cfg.maxWait)
 	if !latest.IsZero() && latest.Before(deadline) {
@@ -345,9 +348,30 @@ func (c *Controller) waitWindow(ctx context.Context, class string, used []usedRe
 	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	defer func() {
+		c.mu.Lock()
+		delete(c.budget.nextFit, class)
+		c.mu.Unlock()
+	}()
+	var never string // why the budget can never absorb it, once known
 	for {
 		c.mu.Lock()
 		ok, why := c.fitsLocked(used, hold, cfg.quiet)
+		var h harm
+		if !ok {
+			var bok, bnever bool
+			var bwhy string
+			bok, bnever, h, bwhy = c.budgetFitsLocked(class, used, hold)
+			switch {
+			case bok:
+				ok, promised = true, h
+			case bnever:
+				never = bwhy
+			case bwhy != "":
+				why += "; " + bwhy
+				c.noteNextFitLocked(class, h.victims)
+			}
+		}
 		if ok {
 			c.reserveLocked(used, 1) // released by Retry when the run is over
 		}
@@ -356,22 +380,58 @@ func (c *Controller) waitWindow(ctx context.Context, class string, used []usedRe
 		c.mu.Unlock()
 		c.publishDiagnosis(diag)
 		if ok {
-			return "", nil
+			if promised.victims > 0 {
+				c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai maintenance on the error budget",
+					slog.String("class", class), slog.String("resource", h.res), slog.Duration("hold", hold),
+					slog.Float64("victims", h.victims), slog.Duration("limit", h.limit))
+			}
+			return "", promised, false, nil
 		}
 		select {
 		case <-stepped:
 		case <-timer.C:
+			if never != "" {
+				c.mu.Lock()
+				diag = c.overBudgetLocked(class, never)
+				c.mu.Unlock()
+				c.publishDiagnosis(diag)
+				return fmt.Sprintf("no window %s: %s", bound, never), harm{}, true, nil
+			}
 			c.mu.Lock()
 			diag = c.diagnoseLocked(class, used, hold, true)
 			c.mu.Unlock()
 			c.publishDiagnosis(diag)
-			return fmt.Sprintf("no window %s: %s", bound, why), nil
+			return fmt.Sprintf("no window %s: %s", bound, why), harm{}, false, nil
 		case <-ctx.Done():
-			return "", context.Cause(ctx)
+			return "", harm{}, false, context.Cause(ctx)
 		case <-c.done:
-			return "controller closed", nil
+			return "controller closed", harm{}, false, nil
 		}
 	}
+}
+
+// noteNextFitLocked records when a re-execution of class, harming
+// victims, next fits the budget (what ExpectedWait says).
+func (c *Controller) noteNextFitLocked(class string, victims float64) {
+	b := &c.budget
+	if b.nextFit == nil {
+		b.nextFit = map[string]int64{}
+	}
+	if _, ok := b.nextFit[class]; !ok && len(b.nextFit) >= maxDiagnosed {
+		return
+	}
+	b.nextFit[class] = int64(c.snap.At) + int64(c.nextFitLocked(victims))
+}
+
+// overBudgetLocked records a re-execution of class that can never fit the
+// error budget (why says so) as a diagnosis, and returns it to publish.
+func (c *Controller) overBudgetLocked(class, why string) *policy.Record {
+	c.seq++
+	rec := policy.Record{Seq: c.seq, Time: c.clock.Time(c.clock.Now()), TaskClass: class, Outcome: policy.Acted,
+		Decision: policy.Decision{Policy: "reexecution", Action: policy.Diagnose, Class: class, Reason: why}}
+	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec
+	c.ringLen = min(c.ringLen+1, len(c.ring))
+	return &rec
 }
 
 // publishDiagnosis logs a diagnosis and hands it to the decision
@@ -392,9 +452,13 @@ func (c *Controller) publishDiagnosis(r *policy.Record) {
 func (c *Controller) ExpectedWait(class string) time.Duration {
 	c.mu.Lock()
 	mean, ok := c.durations.Mean(class)
+	var fit time.Duration
+	if at, has := c.budget.nextFit[class]; has {
+		fit = time.Duration(at - int64(c.snap.At))
+	}
 	c.mu.Unlock()
 	if !ok || mean <= 0 {
-		return 0
+		return max(fit, 0)
 	}
 	n := 1
 	c.gmu.Lock()
@@ -402,5 +466,5 @@ func (c *Controller) ExpectedWait(class string) time.Duration {
 		n += g.pending
 	}
 	c.gmu.Unlock()
-	return time.Duration(n) * mean
+	return max(time.Duration(n)*mean, fit)
 }

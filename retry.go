@@ -10,6 +10,7 @@ import (
 
 	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/internal/taskx"
+	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/task"
 	"github.com/moirai-go/moirai/tree"
 )
@@ -82,6 +83,14 @@ type RetryStats struct {
 	// Capped counts the first runs that waited behind their class's cap
 	// while a cancelled run of the class was pending.
 	Capped uint64
+	// Budgeted counts the re-executions admitted on the objective's error
+	// budget: their hold did not fit the load, its harm fit the budget
+	// (see [WithSLOWindow]).
+	Budgeted uint64
+	// OverBudget counts the re-executions dropped because their hold
+	// could never fit the error budget while the load lasted (among
+	// Dropped).
+	OverBudget uint64
 }
 
 // RetryStats returns what [Retry] did on this controller so far.
@@ -116,6 +125,11 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 //     longer be met), the run is dropped: Retry returns an error wrapping
 //     [ErrCancelled], [ErrDropped] and [ErrNoWindow] that says why. This
 //     holds for background tasks too.
+//   - A run whose hold of a lock cannot fit while the load lasts is
+//     admitted when the objective's error budget over its window
+//     ([WithSLOWindow]) can absorb the requests it will delay, stopped at
+//     the longest hold the budget absorbs, and dropped with an error that
+//     says what would make it fit when it can never fit (see budget.go).
 //   - A class whose hold of a lock exceeds the objective while others use
 //     the lock is reported once, with the advice to split its work.
 //
@@ -246,7 +260,10 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		}
 		cfg.maxWait = max(cfg.maxWait-culprit.Wait, time.Millisecond)
 	}
-	reason, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
+	c.mu.Lock()
+	expected = c.holdOfLocked(spec.Class, expected)
+	c.mu.Unlock()
+	reason, promised, over, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
 	switch {
 	case werr != nil:
 		c.gmu.Lock()
@@ -254,9 +271,34 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		c.gmu.Unlock()
 		return werr
 	case reason != "":
+		if over {
+			c.gmu.Lock()
+			c.retries.OverBudget++
+			c.gmu.Unlock()
+		}
 		return c.dropRetry(spec, reason)
 	}
+	runCtx := ctx
+	var overBudget error
+	if promised.victims > 0 {
+		// A run admitted on the budget is stopped at the longest hold
+		// the budget absorbs: its class's hold was a guess.
+		var stop context.CancelCauseFunc
+		runCtx, stop = context.WithCancelCause(ctx)
+		overBudget = fmt.Errorf("%w: held %s past the %v the error budget absorbs", ErrCancelled, promised.res, promised.limit.Round(time.Millisecond))
+		timer := time.AfterFunc(promised.limit, func() { stop(overBudget) })
+		defer func() {
+			timer.Stop()
+			stop(nil)
+			c.mu.Lock()
+			c.releaseLocked(promised.victims)
+			c.mu.Unlock()
+		}()
+	}
 	c.gmu.Lock()
+	if promised.victims > 0 {
+		c.retries.Budgeted++
+	}
 	c.retries.Reexecuted++
 	c.retries.Waiting--
 	reexecuted = true
@@ -268,13 +310,31 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		c.callUser("retry notifier", func() { cfg.notify(time.Since(start)) })
 	}
 	spec.Cancellable = false
-	rctx := context.WithValue(ctx, reexecKey{}, &Reexecution{Replaces: t.ID(), Began: taskx.Parent(t), FirstRun: start})
+	rctx := context.WithValue(runCtx, reexecKey{}, &Reexecution{Replaces: t.ID(), Began: taskx.Parent(t), FirstRun: start})
 	tctx, t = c.Begin(rctx, spec)
 	err = c.runUser(tctx, fn)
 	t.End(err)
 	c.mu.Lock()
 	c.reserveLocked(used, -1)
+	stopped := err != nil && overBudget != nil && context.Cause(runCtx) == overBudget
+	var diag *policy.Record
+	var why string
+	if stopped {
+		c.noteHoldAtLeastLocked(spec.Class, promised.limit)
+		// Its harm at the limit, as the budget saw it when it admitted it.
+		h := promised
+		h.victims = promised.left
+		why = c.budgetAdviceLocked(spec.Class, h, fmt.Sprintf("more than %v (it was stopped there, not done)", promised.limit.Round(time.Millisecond)), promised.allowed, promised.left)
+		diag = c.overBudgetLocked(spec.Class, why)
+	}
 	c.mu.Unlock()
+	if stopped {
+		c.publishDiagnosis(diag)
+		c.gmu.Lock()
+		c.retries.OverBudget++
+		c.gmu.Unlock()
+		return c.dropRetry(spec, "its run on the error budget was stopped: "+why)
+	}
 	if err == nil {
 		c.gmu.Lock()
 		c.retries.Completed++

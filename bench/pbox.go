@@ -13,8 +13,8 @@ import (
 )
 
 // The pBox controllers: penalties alone, and the composed default of
-// moirai.New (penalties and targeted cancellation with re-execution,
-// admission off).
+// moirai.New (early action, targeted cancellation with re-execution and
+// penalties; admission off), with and without early action.
 func init() {
 	RegisterController(Controller{
 		Name:     "pbox",
@@ -24,7 +24,8 @@ func init() {
 		},
 	})
 	// composed is the library's default composition, with early action
-	// (package trend) in front of it or not.
+	// (package trend) in front of it, as moirai.New has it, or not
+	// (moirai.WithEarlyAction(false)).
 	composed := func(early bool) func(time.Duration) []moirai.Option {
 		return func(slo time.Duration) []moirai.Option {
 			d := estimate.NewDurations(0)
@@ -42,19 +43,25 @@ func init() {
 	}
 	RegisterController(Controller{
 		Name:      "moirai",
-		Describe:  "the composed default: penalties under the isolation goal, targeted cancellation on resource overload; re-execution; admission off",
-		Options:   composed(false),
+		Describe:  "the composed default: early action on a capacity-bounded resource whose culprit's share grows while the others suffer, targeted cancellation on resource overload, penalties under the isolation goal; re-execution; admission off",
+		Options:   composed(true),
 		Reexecute: true,
 	})
 	RegisterController(Controller{
 		Name:     "moirai-noreexec",
 		Describe: "the composed default without re-execution: a cancelled request is dropped; beside moirai, what re-execution changes",
-		Options:  composed(false),
+		Options:  composed(true),
 	})
 	RegisterController(Controller{
 		Name:      "moirai-trend",
-		Describe:  "the composed default with early action first (package trend, opt-in): a task whose share of a capacity-bounded resource grows while the others' misses or waits rise is penalized or cancelled before the objective is missed",
+		Describe:  "the composed default, early action (package trend) included: the name of moirai in the results saved before early action was part of the default",
 		Options:   composed(true),
+		Reexecute: true,
+	})
+	RegisterController(Controller{
+		Name:      "moirai-notrend",
+		Describe:  "the composed default without early action (moirai.WithEarlyAction(false)): beside moirai, what early action changes",
+		Options:   composed(false),
 		Reexecute: true,
 	})
 }

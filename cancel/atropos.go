@@ -167,15 +167,17 @@ func WithDurations(d *estimate.Durations) AtroposOption {
 type Atropos struct {
 	variant Variant
 	cfg     atroposConfig
-	levels  []float64
-	order   []int32
-	top     []int32
-	sky     []int32
-	topSet  []bool
-	dimOf   []int32
-	floor   []float64
-	work    []cand
-	vals    []float64
+	// mixedSaid holds the classes reported mixed (diagnoseMixed).
+	mixedSaid map[string]bool
+	levels    []float64
+	order     []int32
+	top       []int32
+	sky       []int32
+	topSet    []bool
+	dimOf     []int32
+	floor     []float64
+	work      []cand
+	vals      []float64
 
 	ownDurations bool
 	pending      uint64        // the task chosen, awaiting confirmation
@@ -463,7 +465,7 @@ func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
 	// The process-wide minimum gain, not the waiters' (gainFloors): a
 	// class is heavy or not whoever waits at the moment.
 	total, ok := a.uses.Typical(class, r.Name)
-	return ok && total >= a.cfg.minGain.Seconds()
+	return ok && total >= a.cfg.minGain.Seconds() && !a.mixed(class)
 }
 
 // lightOn reports whether class is known to be light on resource r: the
@@ -474,7 +476,17 @@ func (a *Atropos) heavyOn(class string, r *snapshot.Resource) bool {
 // an overload for as long as the moving mean remembers the first.
 func (a *Atropos) lightOn(class string, r *snapshot.Resource) bool {
 	total, ok := a.uses.Typical(class, r.Name)
-	return ok && total < a.cfg.minGain.Seconds()
+	return ok && total < a.cfg.minGain.Seconds() && !a.mixed(class)
+}
+
+// mixed reports whether class is mixed (estimate.Uses.Mixed against the
+// process-wide minimum gain): its tasks' uses differ by orders of
+// magnitude, so its history says nothing of one of them. Neither heavy
+// nor light, its tasks' gains come from their own holds, progress and
+// age.
+func (a *Atropos) mixed(class string) bool {
+	_, _, _, ok := a.uses.Mixed(class, a.cfg.minGain.Seconds())
+	return ok
 }
 
 // observeOthers updates, per lock and queue resource, the moving mean of
@@ -734,6 +746,16 @@ type Candidate struct {
 	Why string
 }
 
+// MixedClass is a class whose tasks use a resource in amounts that differ
+// by orders of magnitude (estimate.Uses.Mixed): typically Typical
+// resource-seconds, while one of them used Peak. Its history is not
+// trusted: neither a newcomer's gain nor an old holder's end is taken
+// from it.
+type MixedClass struct {
+	Class, Resource string
+	Typical, Peak   float64
+}
+
 // Excluded is a task left out of the candidates, with the reason.
 type Excluded struct {
 	Task  uint64
@@ -765,8 +787,11 @@ type Evaluation struct {
 	// NoGainTasks lists the first few tasks left out for no gain that hold
 	// a contended resource (the tasks that only wait are counted only).
 	NoGainTasks []Excluded
-	Chosen      int // index into Candidates, -1 for none
-	Reason      string
+	// Mixed lists the first few classes of the tasks weighed whose history
+	// was not trusted (see estimate.Uses.Mixed).
+	Mixed  []MixedClass
+	Chosen int // index into Candidates, -1 for none
+	Reason string
 }
 
 // Evaluate runs the policy on s and returns its full reasoning. It does
@@ -781,12 +806,13 @@ func (a *Atropos) Evaluate(s *snapshot.Snapshot) Evaluation {
 // or no cancellable task would free any of it. The decision's Details
 // carry the explanation.
 func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
+	found := a.diagnoseMixed()
 	var ev Evaluation
 	ev.Chosen = -1
 	a.evaluate(s, &ev, a.cfg.logged)
 	if ev.Chosen < 0 {
 		a.pending = 0
-		return nil
+		return found
 	}
 	c := &ev.Candidates[ev.Chosen]
 	// The confirmation keeps a victim the scheduler stalled from being
@@ -795,10 +821,10 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 	if a.cfg.confirm > 0 && !ev.Levels[ev.Contended[ev.Main]].KnownHeavy {
 		if a.pending != c.Task || s.At < a.pendingSince {
 			a.pending, a.pendingSince = c.Task, s.At
-			return nil
+			return found
 		}
 		if s.At-a.pendingSince < a.cfg.confirm {
-			return nil
+			return found
 		}
 	}
 	a.pending = 0
@@ -814,7 +840,7 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 	if ev.Main < len(c.Usage) {
 		gain = c.Usage[ev.Main]
 	}
-	return []policy.Decision{{
+	return append(found, policy.Decision{
 		Policy:   a.Name(),
 		Action:   policy.Cancel,
 		Task:     c.Task,
@@ -823,7 +849,40 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 		Gain:     gain,
 		Reason:   ev.Reason,
 		Details:  ev.Attrs(a.cfg.logged),
-	}}
+	})
+}
+
+// maxDiagnosedMixed bounds the classes reported mixed once.
+const maxDiagnosedMixed = 1024
+
+// diagnoseMixed returns a Diagnose decision for each class found mixed
+// (see [MixedClass]) since the last step, once per class: the operator
+// learns that the class merges work of different weights, which a class
+// of its own per route (httpmw.WithClass, or the middleware around the
+// mux that routes) would tell apart.
+func (a *Atropos) diagnoseMixed() []policy.Decision {
+	if a.variant == CurrentUsage {
+		return nil
+	}
+	var ds []policy.Decision
+	a.uses.Risen(func(class string) {
+		if a.mixedSaid[class] || len(a.mixedSaid) >= maxDiagnosedMixed {
+			return
+		}
+		res, typ, peak, ok := a.uses.Mixed(class, a.cfg.minGain.Seconds())
+		if !ok {
+			return
+		}
+		if a.mixedSaid == nil {
+			a.mixedSaid = map[string]bool{}
+		}
+		a.mixedSaid[class] = true
+		ds = append(ds, policy.Decision{Policy: a.Name(), Action: policy.Diagnose, Class: class,
+			Reason: fmt.Sprintf("class %q is mixed: its tasks use %.4g resource-s of %s typically, one used %.4g; its history is not trusted for gains and losses (they come from each task's own holds, progress and age); give each kind of work a class of its own (the route: httpmw.Handler around the ServeMux that routes it, or httpmw.WithClass)",
+				class, typ, res, peak),
+			Details: []slog.Attr{slog.String("resource", res), slog.Float64("typical_resource_s", typ), slog.Float64("peak_resource_s", peak)}})
+	})
+	return ds
 }
 
 // cand is the compact working form of a candidate: the policy sorts and
@@ -841,6 +900,17 @@ type cand struct {
 	sufficient   bool
 	background   bool // a Background task: chosen before any foreground one
 	future       FutureSource
+	mixed        bool // its class's history was not trusted
+}
+
+// noteMixed lists class in ev.Mixed, once, up to maxListed classes.
+func (a *Atropos) noteMixed(ev *Evaluation, class string) {
+	if len(ev.Mixed) >= maxListed || slices.ContainsFunc(ev.Mixed, func(m MixedClass) bool { return m.Class == class }) {
+		return
+	}
+	if res, typ, peak, ok := a.uses.Mixed(class, a.cfg.minGain.Seconds()); ok {
+		ev.Mixed = append(ev.Mixed, MixedClass{Class: class, Resource: res, Typical: typ, Peak: peak})
+	}
 }
 
 // FutureSource says where a candidate's future use came from.
@@ -1000,6 +1070,9 @@ func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, tot
 		clear(vals[off:])
 		c := cand{task: int32(ti), off: int32(off), background: t.Kind == task.Background}
 		any, holds := a.future(s, t, main, usage, &c)
+		if c.mixed && holds {
+			a.noteMixed(ev, t.Class)
+		}
 		if !any {
 			vals = vals[:off]
 			ev.NoGain++
@@ -1030,6 +1103,15 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 	var held int64
 	p, src, factor := -1.0, estimate.Source(0), 1.0
 	fsrc := FutureSource(0)
+	// A mixed class's history says nothing of this task: its progress
+	// is its own (reported, else half done at its age) and its future
+	// use its own holds', or the resource's demand.
+	mixed := a.variant != CurrentUsage && a.mixed(t.Class)
+	durations := a.cfg.durations
+	if mixed {
+		durations = nil
+	}
+	c.mixed = mixed
 	first, n := int(t.First), int(t.N)
 	for ui := first; ui < first+n; ui++ {
 		u := &s.Usage[ui]
@@ -1052,7 +1134,7 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 		}
 		holds = true
 		if p < 0 {
-			p, src = estimate.Progress(t, a.cfg.durations)
+			p, src = estimate.Progress(t, durations)
 			if a.variant != CurrentUsage {
 				factor = estimate.Future(1, p) // (1−p)/p, p already clamped
 			}
@@ -1060,6 +1142,12 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 		fut, fs := v*factor, FromProgress
 		if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
 			total, ok := a.uses.Total(t.Class, r.Name)
+			// A mixed class's history is not this task's, but for a
+			// task holding one unit with no progress of its own: a
+			// light request stalled while it holds is still not a
+			// culprit (the heavy members of a merged class hold
+			// several units, or report progress).
+			ok = ok && (!mixed || (u.Held < 2 && src == estimate.Lindy))
 			// A class known only to use at least its total (its tasks
 			// were cancelled before they ended): a bound under the
 			// minimum gain says nothing, one over it is a heavy class
@@ -1454,6 +1542,10 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 			how += fmt.Sprintf("; decided without confirmation: tasks of classes known to be heavy on %s leave the others too little while %d wait", l.Resource, l.Waiters)
 		}
 	}
+	for _, m := range ev.Mixed {
+		how += fmt.Sprintf("; class %q is mixed (its tasks use %.4g resource-s of %s typically, one used %.4g): its history is not trusted, its tasks' gains and losses come from their own holds, progress and age",
+			m.Class, m.Typical, m.Resource, m.Peak)
+	}
 	return fmt.Sprintf("class %q frees %s of the %s use (from %s), loses %.3f resource-s after %v, progress %.2f (%s); %s",
 		c.Class, strings.Join(frees, " and "), what, c.Future, c.Loss, c.Elapsed.Round(time.Millisecond), c.Progress, c.Source, how)
 }
@@ -1519,6 +1611,14 @@ func (ev *Evaluation) Attrs(n int) []slog.Attr {
 			ng = append(ng, slog.Group(strconv.FormatUint(x.Task, 10), slog.String("class", x.Class), slog.String("why", x.Why)))
 		}
 		out = append(out, slog.Attr{Key: "no_gain", Value: slog.GroupValue(ng...)})
+	}
+	if len(ev.Mixed) > 0 {
+		var mx []slog.Attr
+		for _, m := range ev.Mixed {
+			mx = append(mx, slog.Group(m.Class, slog.String("resource", m.Resource),
+				slog.Float64("typical_resource_s", m.Typical), slog.Float64("peak_resource_s", m.Peak)))
+		}
+		out = append(out, slog.Attr{Key: "mixed_classes", Value: slog.GroupValue(mx...)})
 	}
 	return out
 }

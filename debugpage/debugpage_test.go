@@ -157,7 +157,7 @@ type traceKey struct{}
 // page and in its JSON twin; one without shows none.
 func TestDecisionsLinkToTheirTrace(t *testing.T) {
 	const tid = "0af7651916cd43dd8448eb211c80319c"
-	ctl := moirai.New(moirai.WithTraceOnly(),
+	ctl := moirai.New(moirai.WithoutMechanisms(),
 		moirai.WithTraceID(func(ctx context.Context) string { s, _ := ctx.Value(traceKey{}).(string); return s }))
 	defer ctl.Close()
 	_, a := ctl.Begin(context.WithValue(context.Background(), traceKey{}, tid), moirai.Spec{Class: "report", Cancellable: true})

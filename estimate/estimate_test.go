@@ -352,3 +352,33 @@ func TestTotalNeedsAUseOfTheResource(t *testing.T) {
 		t.Fatalf("after a task without it: Total(sleep, server) = %v, %v; want a decayed estimate", got, ok)
 	}
 }
+
+// A class known only from a task cancelled early (its use a lower bound)
+// is not mixed when its next task holds for long: the early cancel says
+// nothing of what the class typically uses. A class whose tasks ended on
+// their own having used little is, when one of its tasks works on the
+// resource for long.
+func TestMixedNeedsAnEndedTask(t *testing.T) {
+	res := []snapshot.Resource{{Name: "pool", Kind: resource.KindQueue, Capacity: 10}}
+	hold := func(id uint64, class string, cancelled bool, held int64, d time.Duration) *snapshot.Snapshot {
+		return &snapshot.Snapshot{Window: 5 * time.Millisecond, Resources: res,
+			Tasks: []snapshot.Task{{ID: id, Class: class, Cancelled: cancelled, Age: d, N: 1}},
+			Usage: []snapshot.Usage{{Usage: task.Usage{Held: held, Hold: d}}}}
+	}
+	none := &snapshot.Snapshot{Window: 5 * time.Millisecond, Resources: res}
+	u := NewUses(0)
+	u.Observe(hold(1, "report", true, 6, 40*time.Millisecond)) // cancelled early
+	u.Observe(none)
+	u.Observe(hold(2, "report", false, 6, 7*time.Second)) // a report working for 7 s
+	if _, _, _, ok := u.Mixed("report", 0.025); ok {
+		t.Error("mixed on a cancelled task's lower bound; want not")
+	}
+	for id := range uint64(5) {
+		u.Observe(hold(10+id, "GET /", false, 1, time.Millisecond)) // lookups end on their own
+		u.Observe(none)
+	}
+	u.Observe(hold(20, "GET /", false, 6, 7*time.Second)) // a report behind the same pattern
+	if res, typ, peak, ok := u.Mixed("GET /", 0.025); !ok || res != "pool" || peak < 4 || typ > 0.001 {
+		t.Errorf("Mixed(GET /) = %q, %v, %v, %v; want mixed on pool, typically 0.0001, peak 4.2", res, typ, peak, ok)
+	}
+}

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"time"
 
 	"github.com/moirai-go/moirai/snapshot"
 )
@@ -43,6 +44,9 @@ type Uses struct {
 	maxClasses int
 	seen       map[uint64]seenUse
 	gen        uint64
+	// risen holds the classes whose peak rose since [Uses.Risen] last
+	// drained it.
+	risen map[string]struct{}
 }
 
 type classUse struct {
@@ -54,6 +58,10 @@ type classUse struct {
 	n     float64
 	// ended is set once a task of the class has ended on its own.
 	ended bool
+	// peak holds, per resource, an upper envelope of the use of the
+	// class's live tasks that work while they hold it (see Mixed): it
+	// rises at once and falls as slowly as low rises.
+	peak map[string]float64
 }
 
 type seenUse struct {
@@ -111,6 +119,12 @@ func (u *Uses) Observe(s *snapshot.Snapshot) {
 					st.spent = append(st.spent, resSpent{r.Name, v})
 				}
 			}
+			if c := u.classes[t.Class]; c != nil && !t.Blocked && !t.Cancelled && c.observePeak(s, first, n) {
+				if u.risen == nil {
+					u.risen = map[string]struct{}{}
+				}
+				u.risen[t.Class] = struct{}{}
+			}
 		}
 		u.seen[t.ID] = st
 	}
@@ -125,6 +139,49 @@ func (u *Uses) Observe(s *snapshot.Snapshot) {
 			u.record(st.class, st.spent)
 		}
 	}
+}
+
+// observePeak raises the class's peak use of each resource to what its
+// live task, whose usage is s.Usage[first:first+n], used of it while it
+// worked: its use less the share of its hold it spent waiting for other
+// resources (a request holding a worker slot while it waits for a lock
+// does not work on the slot). It reports whether a peak rose.
+func (c *classUse) observePeak(s *snapshot.Snapshot, first, n int) (rose bool) {
+	var waited time.Duration
+	for ui := first; ui < first+n; ui++ {
+		waited += max(s.Usage[ui].Wait, 0)
+	}
+	for ui := first; ui < first+n; ui++ {
+		us := &s.Usage[ui]
+		if us.Res < 0 || int(us.Res) >= len(s.Resources) || us.Hold <= 0 {
+			continue
+		}
+		r := &s.Resources[us.Res]
+		v := Spent(&us.Usage, r.Capacity)
+		working := us.Hold - (waited - max(us.Wait, 0))
+		if working <= 0 || !(v > 0) {
+			continue
+		}
+		v *= min(float64(working)/float64(us.Hold), 1)
+		if c.peak == nil {
+			c.peak = map[string]float64{}
+		}
+		if p, ok := c.peak[r.Name]; (ok && v > p) || (!ok && len(c.peak) < usesMaxResources) {
+			c.peak[r.Name] = v
+			rose = true
+		}
+	}
+	return rose
+}
+
+// Risen calls fn with each class whose peak use of a resource (see
+// [Uses.Mixed]) rose since the last call, and forgets them: the classes
+// that may have become mixed.
+func (u *Uses) Risen(fn func(class string)) {
+	for class := range u.risen {
+		fn(class)
+	}
+	clear(u.risen)
 }
 
 // record adds one ended task of class that used spent.
@@ -144,6 +201,10 @@ func (u *Uses) record(class string, spent []resSpent) {
 			c.mean[name] = m * (1 - usesWeight)
 			c.low[name] *= 1 - usesWeight
 		}
+	}
+	for name, p := range c.peak {
+		// The peak falls as slowly as the lower envelope rises.
+		c.peak[name] = p - usesRise*(p-spentOf(spent, name))
 	}
 	for _, rs := range spent {
 		delete(c.bound, rs.res)
@@ -276,6 +337,53 @@ func (u *Uses) EachHeavy(floor float64, fn func(res string)) {
 			}
 		}
 	}
+}
+
+func spentOf(spent []resSpent, name string) float64 {
+	for _, rs := range spent {
+		if rs.res == name {
+			return rs.spent
+		}
+	}
+	return 0
+}
+
+// The spread that makes a class mixed (see [Uses.Mixed]).
+const (
+	// MixedPeak: a live task of the class used this many times the floor.
+	MixedPeak = 8
+	// MixedSpread: its use is this many times the class's typical use.
+	MixedSpread = 100
+)
+
+// Mixed reports whether the tasks of class use some resource in amounts
+// that differ by orders of magnitude, as a class that merges routes
+// does (a report and a lookup behind one pattern): the class's tasks that
+// ended on their own (not a cancelled task's lower bound) typically use
+// less than floor resource-seconds of it ([Uses.Typical]) while one of
+// its live tasks, working while it held it (its waits for
+// other resources left out), has used [MixedPeak] × floor or more, and
+// [MixedSpread] times the typical use or more. The class's history then
+// says nothing about any one of its tasks: not that a newcomer is light,
+// nor that an old holder is about to end. It returns the first such
+// resource, the class's typical use of it and the peak. The peak is
+// remembered, falling slowly (as [Uses.Typical] rises) with every task of
+// the class that ends.
+func (u *Uses) Mixed(class string, floor float64) (res string, typical, peak float64, ok bool) {
+	c := u.classes[class]
+	if c == nil || c.n == 0 || !c.ended || !(floor > 0) {
+		return "", 0, 0, false
+	}
+	for name, p := range c.peak {
+		if c.bound[name] {
+			continue // known only from a cancelled task: a lower bound
+		}
+		low := c.low[name]
+		if low < floor && p >= MixedPeak*floor && p >= MixedSpread*low && (res == "" || name < res) {
+			res, typical, peak, ok = name, low, p, true
+		}
+	}
+	return res, typical, peak, ok
 }
 
 func hasRes(spent []resSpent, name string) bool {

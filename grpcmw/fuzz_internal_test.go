@@ -85,7 +85,7 @@ func FuzzTreeMetadata(f *testing.F) {
 			md.Append(tree.Key, second)
 		}
 		ctx := metadata.NewIncomingContext(context.Background(), md)
-		got, in := c.treeIn(ctx, md, "/m", c.isTrusted)
+		got, in := c.treeIn(ctx, "/m", c.isTrusted)
 		want := trusted && second == "" && tree.Parse(v)
 		if in != want || (in && got != v) {
 			t.Fatalf("tree %q (then %q), trusted %v: joined %q (%v), want joined %v", v, second, trusted, got, in, want)

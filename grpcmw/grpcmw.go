@@ -220,23 +220,23 @@ func (c *config) continuation(ctx context.Context) bool {
 }
 
 func (c *config) priorityOf(ctx context.Context, method string) moirai.Priority {
-	md, _ := metadata.FromIncomingContext(ctx)
-	return c.priorityIn(ctx, md, method, c.isTrusted)
+	return c.priorityIn(ctx, method, c.isTrusted)
 }
 
 func (c *config) isTrusted(ctx context.Context) bool { return c.trusted != nil && c.trusted(ctx) }
 
-// priorityIn is the priority of a call whose incoming metadata is md.
-func (c *config) priorityIn(ctx context.Context, md metadata.MD, method string, trusted func(context.Context) bool) moirai.Priority {
-	if md != nil {
-		if v := md.Get(KeyPriority); len(v) > 0 {
-			if trusted(ctx) && len(v) == 1 {
-				if p, ok := admit.ParsePriority(v[0]); ok {
-					return p
-				}
-			} else {
-				untrusted.Add(1)
+// priorityIn is the priority of a call of ctx, from its incoming
+// metadata. It reads the one key (metadata.ValueFromIncomingContext
+// copies nothing when it is absent, the common case), never a copy of
+// the whole metadata.
+func (c *config) priorityIn(ctx context.Context, method string, trusted func(context.Context) bool) moirai.Priority {
+	if v := metadata.ValueFromIncomingContext(ctx, KeyPriority); len(v) > 0 {
+		if trusted(ctx) && len(v) == 1 {
+			if p, ok := admit.ParsePriority(v[0]); ok {
+				return p
 			}
+		} else {
+			untrusted.Add(1)
 		}
 	}
 	if c.priority != nil {
@@ -249,11 +249,11 @@ var epoch = time.Now()
 
 func monotonic() time.Duration { return time.Since(epoch) }
 
-// treeIn returns the tree a call whose incoming metadata is md joins,
-// and whether a trusted caller sent it (else it is a new tree's root).
-func (c *config) treeIn(ctx context.Context, md metadata.MD, class string, trusted func(context.Context) bool) (string, bool) {
-	// md's keys are lower case (metadata.FromIncomingContext's copy).
-	if v := md[tree.Key]; len(v) > 0 {
+// treeIn returns the tree a call of ctx joins, from its incoming
+// metadata, and whether a trusted caller sent it (else it is a new
+// tree's root).
+func (c *config) treeIn(ctx context.Context, class string, trusted func(context.Context) bool) (string, bool) {
+	if v := metadata.ValueFromIncomingContext(ctx, tree.Key); len(v) > 0 {
 		if len(v) == 1 && tree.Parse(v[0]) && trusted(ctx) {
 			return v[0], true
 		}
@@ -278,7 +278,6 @@ var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call reject
 
 // begin runs admission, begins the call's task and waits for a worker slot.
 func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
 	// The peer's trust is asked once per call, and only when the call
 	// carries something that needs it.
 	trust := -1
@@ -291,7 +290,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		}
 		return trust == 1
 	}
-	p := c.priorityIn(ctx, md, method, trusted)
+	p := c.priorityIn(ctx, method, trusted)
 	// The controller's clock: one atomic load while nothing is wrong,
 	// precise while a detector fires.
 	arrived := ctl.Now()
@@ -331,7 +330,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
 		c.apply(&sp, sp.Class)
 		if c.tree {
-			sp.Tree, treeIn = c.treeIn(ctx, md, sp.Class, trusted)
+			sp.Tree, treeIn = c.treeIn(ctx, sp.Class, trusted)
 		}
 		ctx, t = ctl.Begin(ctx, sp)
 	}

@@ -27,14 +27,14 @@ func BenchmarkTreeCarry(b *testing.B) {
 	b.Run("server/baseline", func(b *testing.B) {
 		defer cpuPerOp(b)()
 		for b.Loop() {
-			_ = c.priorityIn(ctx, md, "/m", c.isTrusted)
+			_ = c.priorityIn(ctx, "/m", c.isTrusted)
 		}
 	})
 	b.Run("server/moirai", func(b *testing.B) {
 		defer cpuPerOp(b)()
 		for b.Loop() {
-			_ = c.priorityIn(ctx, md, "/m", c.isTrusted)
-			if _, in := c.treeIn(ctx, md, "/m", c.isTrusted); !in {
+			_ = c.priorityIn(ctx, "/m", c.isTrusted)
+			if _, in := c.treeIn(ctx, "/m", c.isTrusted); !in {
 				b.Fatal("not joined")
 			}
 		}

@@ -36,7 +36,9 @@
 // goes through. An inner Handler (typically one per route, under an outer
 // one on the mux, as in the usage below) finds the outer task in the
 // request's context and refines it with its own options rather than
-// beginning a task: the class when it has [WithClass], the key with
+// beginning a task: the class when it has [WithClass] or wraps a
+// ServeMux that routes the request (its route is where the request ends
+// up, however the outer layers mounted it), the key with
 // [WithKey], the cancellability with [WithCancellable], and the objective
 // and kind its [WithObjective] and [WithBackground] give the resulting
 // class; what it does not set stays the outer Handler's. Its admission and

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -67,13 +68,24 @@ func defaults() config {
 // them (a client choosing its paths would choose the classes). A class
 // is cut to 128 bytes.
 //
-// The default is the pattern of the route that serves the request
-// (http.Request.Pattern): the one the ServeMux the middleware wraps
-// matches, or, when the middleware is mounted on one route of a mux, that
-// route's. A pattern without a method gets the request's method in front
-// ("GET /users/{id}"; a method outside RFC 9110's becomes "OTHER"). A
-// request no pattern serves (no route matched, or a handler other than a
-// ServeMux) has the class of its method alone.
+// The default is the pattern of the route that serves the request: the
+// one the ServeMux the middleware wraps matches (and, when that route's
+// handler is itself a ServeMux, the one it matches, and so on), whatever
+// an outer mux the middleware is mounted under set in
+// http.Request.Pattern; or, when the middleware wraps a handler other
+// than a ServeMux, the pattern of the route it is mounted on. A Handler
+// nested in another of the same controller that wraps a ServeMux refines
+// the outer one's class to its own mux's route (see the package
+// documentation, "Nesting"). A pattern without a method gets the
+// request's method in front ("GET /users/{id}"; a method outside RFC
+// 9110's becomes "OTHER"). A request no pattern serves (no route matched,
+// or no mux anywhere) has the class of its method alone. Where the
+// middleware cannot see the routing mux (it wraps other middleware that
+// wraps the mux), the route it is mounted on may serve requests of
+// different weights: the controller notices a class whose tasks' holds
+// differ by orders of magnitude and stops trusting its history (see
+// moirai's CANCELLATION.md), but a WithClass, or a Handler around the mux
+// itself, keeps the classes right.
 func WithClass(fn func(*http.Request) string) Option {
 	return func(c *config) {
 		if fn != nil {
@@ -183,10 +195,11 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 }
 
 type handler struct {
-	ctl  *moirai.Controller
-	next http.Handler
-	mux  *http.ServeMux // next, when it is one: where the default class comes from
-	cfg  config
+	ctl    *moirai.Controller
+	next   http.Handler
+	mux    *http.ServeMux // next, when it is one: where the default class comes from
+	cfg    config
+	routes classCache // the classes of the routes served
 }
 
 func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
@@ -202,7 +215,9 @@ func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr stri
 func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	sp := outer.Spec()
 	if h.cfg.class != nil {
-		sp.Class = h.classOf(r)
+		sp.Class, _ = h.classOf(r)
+	} else if pattern, _ := h.muxPattern(r); pattern != "" {
+		sp.Class = clipClass(h.routes.class(r.Method, pattern))
 	}
 	if h.cfg.keySet {
 		sp.Key = h.cfg.key(r)
@@ -214,22 +229,41 @@ func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	return sp
 }
 
-// classOf is r's class: WithClass's, or its route's pattern.
-func (h *handler) classOf(r *http.Request) string {
+// classOf is r's class: WithClass's, or its route's pattern; and, when
+// the route was matched in the ServeMux this Handler wraps, the match.
+func (h *handler) classOf(r *http.Request) (string, route) {
 	var c string
+	var rt route
 	if h.cfg.class != nil {
 		c = h.cfg.class(r)
 	} else {
-		pattern := r.Pattern
-		if pattern == "" && h.mux != nil {
-			_, pattern = h.mux.Handler(r)
+		var pattern string
+		pattern, rt = h.muxPattern(r)
+		if pattern == "" && h.mux == nil {
+			pattern = r.Pattern // the route this Handler is mounted on
 		}
-		c = routeClass(r.Method, pattern)
+		c = h.routes.class(r.Method, pattern)
 	}
+	return clipClass(c), rt
+}
+
+func clipClass(c string) string {
 	if len(c) > maxClass {
 		c = c[:maxClass]
 	}
 	return c
+}
+
+// routeMethod is method as a class names it: RFC 9110's, or OTHER.
+func routeMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	case "":
+		return http.MethodGet
+	}
+	return "OTHER"
 }
 
 // routeClass is the class of a request of method served by pattern.
@@ -237,14 +271,7 @@ func routeClass(method, pattern string) string {
 	if strings.IndexByte(pattern, ' ') >= 0 {
 		return pattern // the pattern names its method
 	}
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
-	case "":
-		method = http.MethodGet
-	default:
-		method = "OTHER"
-	}
+	method = routeMethod(method)
 	if pattern == "" {
 		return method
 	}
@@ -263,11 +290,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		outer = nil
 	}
 	var class string
+	var rt route // the wrapped mux's match, when it made one
 	if outer != nil {
 		sp = h.refined(r, outer)
 		class = sp.Class
 	} else {
-		class = h.classOf(r)
+		class, rt = h.classOf(r)
 	}
 	if h.cfg.fence != nil {
 		permit, err := h.cfg.fence.Fence().Acquire(r.Context(), h.path(r, class))
@@ -300,13 +328,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
-	sw := &statusWriter{ResponseWriter: w}
+	sw := newStatusWriter(w)
+	defer sw.release()
 	if h.cfg.tree {
 		sw.tree = treeAnswer{h: h, ctx: ctx, in: treeIn}
 	}
 	err := errPanicked
 	defer func() { t.End(err) }()
-	h.next.ServeHTTP(sw, r.WithContext(ctx))
+	h.serve(sw, r.WithContext(ctx), rt)
 	err = outcome(ctx, sw.status)
 	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		// An inner Handler may have refined the task's class.
@@ -335,7 +364,8 @@ func (h *handler) serveNested(w http.ResponseWriter, r *http.Request, outer *moi
 			return
 		}
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := newStatusWriter(w)
+	defer sw.release()
 	h.next.ServeHTTP(sw, r)
 	if sw.status == 0 && errors.Is(context.Cause(r.Context()), moirai.ErrCancelled) {
 		h.rejectCancelled(w, r.Context(), outer.Spec().Class)
@@ -495,6 +525,24 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	tree   treeAnswer // h nil: no tree
+}
+
+// statusWriters recycles the statusWriters of requests that are over:
+// one allocation less per request. A handler must not use its
+// ResponseWriter once it has returned (net/http's rule), so a writer is
+// reused only after the handler it served has.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
+func newStatusWriter(w http.ResponseWriter) *statusWriter {
+	sw := statusWriters.Get().(*statusWriter)
+	sw.ResponseWriter = w
+	return sw
+}
+
+// release returns s to the pool, forgetting the request.
+func (s *statusWriter) release() {
+	*s = statusWriter{}
+	statusWriters.Put(s)
 }
 
 // treeAnswer is what a statusWriter needs to answer for a tree.

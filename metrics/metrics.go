@@ -50,7 +50,7 @@ func NewCollector(c *moirai.Controller, providers ...Provider) *Collector {
 		hold:         d("resource_hold_seconds_total", "Time ended tasks held the resource.", "resource"),
 		waits:        d("resource_waits_total", "Waits for the resource (for memory: misses) by ended tasks.", "resource"),
 		evictions:    d("resource_evictions_total", "Units of the resource ended tasks evicted (memory).", "resource"),
-		retries:      d("retries_total", "Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up).", "outcome"),
+		retries:      d("retries_total", "Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up); budgeted (reexecuted on the objective's error budget, their hold not fitting the load) and over_budget (dropped, their hold never fitting the error budget).", "outcome"),
 	}
 }
 
@@ -96,7 +96,8 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range []struct {
 		n string
 		v uint64
-	}{{"cancelled", rs.Cancelled}, {"reexecuted", rs.Reexecuted}, {"dropped", rs.Dropped}, {"interrupted", rs.Interrupted}} {
+	}{{"cancelled", rs.Cancelled}, {"reexecuted", rs.Reexecuted}, {"dropped", rs.Dropped}, {"interrupted", rs.Interrupted},
+		{"budgeted", rs.Budgeted}, {"over_budget", rs.OverBudget}} {
 		ctr(m.retries, float64(k.v), k.n)
 	}
 	for _, r := range m.c.Resources().All() {

@@ -128,11 +128,13 @@ func TestCollectorCountsRetries(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(ctl))
 	want := `
-# HELP moirai_retries_total Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up).
+# HELP moirai_retries_total Cancelled runs of moirai.Retry (and the middleware's re-execution), by what became of them: cancelled (all), reexecuted, dropped (objective out of reach or waited too long), interrupted (the caller gave up); budgeted (reexecuted on the objective's error budget, their hold not fitting the load) and over_budget (dropped, their hold never fitting the error budget).
 # TYPE moirai_retries_total counter
+moirai_retries_total{outcome="budgeted"} 0
 moirai_retries_total{outcome="cancelled"} 1
 moirai_retries_total{outcome="dropped"} 0
 moirai_retries_total{outcome="interrupted"} 0
+moirai_retries_total{outcome="over_budget"} 0
 moirai_retries_total{outcome="reexecuted"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "moirai_retries_total"); err != nil {

@@ -25,7 +25,7 @@ func requestContext() context.Context {
 // trace id of the decided task's request.
 func ExampleNew() {
 	tel := otelmoirai.New() // the global providers
-	ctl := moirai.New(append(tel.ControllerOptions(), moirai.WithTraceOnly())...)
+	ctl := moirai.New(append(tel.ControllerOptions(), moirai.WithoutMechanisms())...)
 	defer ctl.Close()
 	if err := tel.Instrument(ctl); err != nil {
 		fmt.Println(err)
@@ -46,7 +46,7 @@ func ExampleNew() {
 // finish function records on the request's span what moirai did.
 func ExampleTelemetry_Track() {
 	tel := otelmoirai.New()
-	ctl := moirai.New(append(tel.ControllerOptions(), moirai.WithTraceOnly())...)
+	ctl := moirai.New(append(tel.ControllerOptions(), moirai.WithoutMechanisms())...)
 	defer ctl.Close()
 	_ = tel.Instrument(ctl)
 	defer tel.Close()

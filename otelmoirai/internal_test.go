@@ -84,9 +84,9 @@ func TestVersionOfADevelopmentBuild(t *testing.T) {
 
 func TestInstrumentTiesOneController(t *testing.T) {
 	tel := New()
-	a := moirai.New(moirai.WithTraceOnly())
+	a := moirai.New(moirai.WithoutMechanisms())
 	defer a.Close()
-	b := moirai.New(moirai.WithTraceOnly())
+	b := moirai.New(moirai.WithoutMechanisms())
 	defer b.Close()
 	if err := tel.Instrument(nil); err == nil {
 		t.Error("Instrument(nil) succeeded")

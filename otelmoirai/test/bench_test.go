@@ -17,7 +17,7 @@ func BenchmarkHandler(b *testing.B) {
 	s := newSDK()
 	defer s.shutdown()
 	tel := s.telemetry()
-	ctl := newController(tel, moirai.WithTraceOnly())
+	ctl := newController(tel, moirai.WithoutMechanisms())
 	defer ctl.Close()
 	if err := tel.Instrument(ctl); err != nil {
 		b.Fatal(err)

@@ -65,7 +65,7 @@ func TestDocumentedMetrics(t *testing.T) {
 	defer s.shutdown()
 	rp := &recordingProvider{MeterProvider: s.mp, made: map[string]string{}}
 	tel := otelmoirai.New(otelmoirai.WithMeterProvider(rp), otelmoirai.WithTracerProvider(s.tp), otelmoirai.WithLoggerProvider(s.lp))
-	ctl := newController(tel, moirai.WithTraceOnly())
+	ctl := newController(tel, moirai.WithoutMechanisms())
 	defer ctl.Close()
 	if err := tel.Instrument(ctl); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func Example() {
 	defer mp.Shutdown(context.Background())
 
 	tel := otelmoirai.New(otelmoirai.WithTracerProvider(tp), otelmoirai.WithMeterProvider(mp))
-	ctl := moirai.New(append(tel.ControllerOptions(), moirai.WithTraceOnly())...)
+	ctl := moirai.New(append(tel.ControllerOptions(), moirai.WithoutMechanisms())...)
 	defer ctl.Close()
 	if err := tel.Instrument(ctl); err != nil {
 		panic(err)

@@ -148,7 +148,7 @@ func TestGRPCRejectedCallSpanCarriesTheLevel(t *testing.T) {
 	s := newSDK()
 	defer s.shutdown()
 	tel := s.telemetry()
-	ctl := newController(tel, moirai.WithTraceOnly())
+	ctl := newController(tel, moirai.WithoutMechanisms())
 	defer ctl.Close()
 	d := overloaded(t)
 	rejecting := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

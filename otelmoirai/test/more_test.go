@@ -43,7 +43,7 @@ func TestRejectedRequestSpanCarriesTheLevel(t *testing.T) {
 	s := newSDK()
 	defer s.shutdown()
 	tel := s.telemetry()
-	ctl := newController(tel, moirai.WithTraceOnly())
+	ctl := newController(tel, moirai.WithoutMechanisms())
 	defer ctl.Close()
 	d := overloaded(t)
 	if err := tel.Instrument(ctl); err != nil {
