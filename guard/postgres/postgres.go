@@ -376,29 +376,7 @@ func build(at time.Time, acts []activityRow, locks []lockRow, progress []progres
 		at = time.Now()
 	}
 	obs := &guard.Observation{At: at, Skipped: map[string]int{}}
-	index := map[int64]int{}
-	for i := range acts {
-		s, ok := session(&acts[i], at)
-		if !ok {
-			obs.Skipped["pg_stat_activity"]++
-			continue
-		}
-		if _, dup := index[s.ID]; dup {
-			obs.Skipped["pg_stat_activity"]++
-			continue
-		}
-		index[s.ID] = len(obs.Sessions)
-		obs.Sessions = append(obs.Sessions, s)
-	}
-	for i := range progress {
-		p := &progress[i]
-		if p.pid == nil || p.done == nil || p.total == nil || *p.total <= 0 || *p.done < 0 {
-			continue // a phase without a measurable total: no progress, not an error
-		}
-		if j, ok := index[int64(*p.pid)]; ok {
-			obs.Sessions[j].Done, obs.Sessions[j].Total = min(*p.done, *p.total), *p.total
-		}
-	}
+	index := addSessions(obs, acts, progress, at)
 
 	// The waits, and who waits for whom.
 	waiting := map[int64]bool{}
@@ -458,6 +436,35 @@ func build(at time.Time, acts []activityRow, locks []lockRow, progress []progres
 		}
 	}
 	return obs
+}
+
+// addSessions adds the sessions of pg_stat_activity, with their progress,
+// to obs, and returns the index of each pid in obs.Sessions.
+func addSessions(obs *guard.Observation, acts []activityRow, progress []progressRow, at time.Time) map[int64]int {
+	index := map[int64]int{}
+	for i := range acts {
+		s, ok := session(&acts[i], at)
+		if !ok {
+			obs.Skipped["pg_stat_activity"]++
+			continue
+		}
+		if _, dup := index[s.ID]; dup {
+			obs.Skipped["pg_stat_activity"]++
+			continue
+		}
+		index[s.ID] = len(obs.Sessions)
+		obs.Sessions = append(obs.Sessions, s)
+	}
+	for i := range progress {
+		p := &progress[i]
+		if p.pid == nil || p.done == nil || p.total == nil || *p.total <= 0 || *p.done < 0 {
+			continue // a phase without a measurable total: no progress, not an error
+		}
+		if j, ok := index[int64(*p.pid)]; ok {
+			obs.Sessions[j].Done, obs.Sessions[j].Total = min(*p.done, *p.total), *p.total
+		}
+	}
+	return index
 }
 
 // roots resolves a waiter's blockers to the root holders: blockers that
