@@ -97,6 +97,7 @@ func (g *Guard) call(ctx context.Context, action string, t Target) (err error) {
 const maxDecisions = 256
 
 func (g *Guard) record(d Decision) Decision {
+	d = escapeAll(d) // every output of it shows server strings escaped
 	g.mu.Lock()
 	g.decisions = append(g.decisions, d)
 	if len(g.decisions) > maxDecisions {

@@ -95,7 +95,7 @@ func New(src Source, opt Options) (*Guard, error) {
 		cancel.WithConfirmation(opt.AlertInterval/2),
 		cancel.WithMinGain(opt.SLO/2))
 	if opt.Audit != nil {
-		g.audit = slog.New(slog.NewJSONHandler(opt.Audit, nil))
+		g.audit = slog.New(escapingHandler{slog.NewJSONHandler(opt.Audit, nil)})
 	}
 	if opt.Registerer != nil {
 		m, err := newMetrics(opt.Registerer, src.Name())
@@ -242,7 +242,7 @@ func (g *Guard) crossing() map[int64]string {
 		}
 		for _, w := range c.Waiters {
 			if ws := g.b.sessions[w]; ws != nil && ws.Database != g.scope {
-				g.cross[c.Root] = fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", printableText(c.Resource), ws.Database, g.scope)
+				g.cross[c.Root] = fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", Escape(c.Resource), ws.Database, g.scope)
 				break
 			}
 		}
@@ -313,7 +313,7 @@ func (g *Guard) reportChains(snap *snapshot.Snapshot, obs *Observation) (ds []De
 			d.Target = Target{Session: rs.ID, Statement: rs.Statement, QueryStart: rs.QueryStart, XactStart: rs.XactStart, Query: rs.Query}
 			d.User, d.App = rs.User, rs.Application
 		}
-		d.Reason = fmt.Sprintf("%d session(s) wait for %s behind session %d", len(c.Waiters), printableText(c.Resource), c.Root)
+		d.Reason = fmt.Sprintf("%d session(s) wait for %s behind session %d", len(c.Waiters), Escape(c.Resource), c.Root)
 		g.m.notActed(code)
 		ds = append(ds, g.record(d))
 	}

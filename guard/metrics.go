@@ -16,7 +16,7 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
-	c := prometheus.Labels{"source": source}
+	c := prometheus.Labels{"source": Escape(source)}
 	m := &metrics{
 		polls: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_polls_total",
 			Help: "Polls of the server's views.", ConstLabels: c}),
@@ -73,12 +73,12 @@ func (m *metrics) polled(obs *Observation, s *snapshot.Snapshot, ignored int) {
 
 func (m *metrics) decided(d Decision) {
 	if m != nil {
-		m.decisions.WithLabelValues(d.Action, d.Outcome).Inc()
+		m.decisions.WithLabelValues(Escape(d.Action), Escape(d.Outcome)).Inc()
 	}
 }
 
 func (m *metrics) notActed(reason string) {
 	if m != nil {
-		m.chainsLeft.WithLabelValues(reason).Inc()
+		m.chainsLeft.WithLabelValues(Escape(reason)).Inc()
 	}
 }

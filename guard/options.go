@@ -81,4 +81,5 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.Logger = escaping(o.Logger)
 }

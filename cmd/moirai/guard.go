@@ -239,7 +239,7 @@ func modeOf(o guard.Options) string {
 // scopeOf says where the guard acts.
 func scopeOf(gd *guard.Guard) string {
 	if db := gd.Scope(); db != "" {
-		return fmt.Sprintf("in database %q only (--all-databases widens it)", printable(db))
+		return fmt.Sprintf("in database %q only (--all-databases widens it)", guard.Escape(db))
 	}
 	return "in every database"
 }
@@ -275,30 +275,7 @@ func printDecisions(out io.Writer, g *globalFlags, ds []guard.Decision) error {
 		}
 		return nil
 	}
-	if len(ds) == 0 {
-		_, err := fmt.Fprintln(out, "no decision")
-		return err
-	}
-	for _, d := range ds {
-		if d.Outcome == guard.OutcomeNoAction {
-			fmt.Fprintf(out, "no action on %s: root session %d (%s@%s), %d waiting: %s\n", printable(d.Resource), d.Root,
-				printable(d.User), printable(d.App), len(d.Waiters), printable(d.Note))
-			continue
-		}
-		fmt.Fprintf(out, "%s session %d (%s@%s): %s %s\n  %s\n", d.Action, d.Target.Session,
-			printable(d.User), printable(d.App), d.Outcome, printable(d.Note), printable(d.Reason))
-	}
-	return nil
-}
-
-// printable replaces control characters in server-provided text.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
+	return guard.WriteDecisions(out, ds)
 }
 
 func newGuardExplainCommand(g *globalFlags) *cobra.Command {
