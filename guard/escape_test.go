@@ -19,8 +19,8 @@ func TestEscape(t *testing.T) {
 		{"accounts", "accounts"},
 		{"résumé 表", "résumé 表"},
 		{"t\x1b[2Jx", `t\x1b[2Jx`},
-		{"t\u009b2Jx", `t\u009b2Jx`},   // the 8-bit CSI, as UTF-8
-		{"t\x9b2Jx", `t\x9b2Jx`},       // the 8-bit CSI, a raw byte
+		{"t\u009b2Jx", `t\u009b2Jx`}, // the 8-bit CSI, as UTF-8
+		{"t\x9b2Jx", `t\x9b2Jx`},     // the 8-bit CSI, a raw byte
 		{"a\u202eb\u2066c", `a\u202eb\u2066c`},
 		{"line\nforged=1\r\t", `line\x0aforged=1\x0d\x09`},
 		{"\x7f\u0085\u2028", `\x7f\u0085\u2028`},
