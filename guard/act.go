@@ -10,18 +10,21 @@ import (
 
 // act carries out (or records) one cancel decision on the task chosen in
 // the snapshot built from obs.
-func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason string, details []slog.Attr) Decision {
+//
+// It returns false, recording nothing, for a standby's decision on a task
+// it reported already.
+func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason string, details []slog.Attr) (Decision, bool) {
 	now := obs.At
 	d := Decision{Time: now, Action: "cancel", Task: id, Reason: reason, Evaluation: attrsMap(details)}
 	target, s, ok := g.b.Target(id)
 	if !ok {
 		d.Outcome, d.Note = OutcomeSkipped, "the task is not in the last poll"
-		return g.record(d)
+		return g.record(d), true
 	}
 	d.Target, d.User, d.App = target, s.User, s.Application
 	if code, why := g.blocker(s); code != "" {
 		d.Outcome, d.Note, d.Blocked = OutcomeSkipped, why, code
-		return g.record(d)
+		return g.record(d), true
 	}
 	if g.b.holdsLock(s.ID) {
 		d.Root = s.ID
@@ -30,10 +33,24 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 	if !s.Active {
 		d.Action = "terminate"
 	}
+	if g.role == RoleStandby {
+		// Another replica holds the lease: it acts; this one says once
+		// what it would have done, and acts if it takes the lease while
+		// the task is still chosen.
+		if g.standby[id] {
+			return Decision{}, false
+		}
+		if len(g.standby) >= maxDecisions {
+			clear(g.standby)
+		}
+		g.standby[id] = true
+		d.Outcome, d.Note = OutcomeStandby, "standby: another replica holds the lease "+g.lease
+		return g.record(d), true
+	}
 	mono := time.Since(g.start)
 	if g.acted && mono-g.lastAction < g.opt.MinInterval {
 		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("minimum interval between actions (%v) not elapsed", g.opt.MinInterval)
-		return g.record(d)
+		return g.record(d), true
 	}
 	recent := g.actions[:0]
 	for _, t := range g.actions {
@@ -44,13 +61,13 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 	g.actions = recent
 	if len(g.actions) >= g.opt.MaxPerMinute {
 		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("%d actions in the last minute already (the maximum)", g.opt.MaxPerMinute)
-		return g.record(d)
+		return g.record(d), true
 	}
 	// From here on the task is never chosen again, whatever happens.
 	g.b.MarkCancelled(id)
 	if g.opt.DryRun {
 		d.Outcome = OutcomeDryRun
-		return g.record(d)
+		return g.record(d), true
 	}
 	err := g.call(ctx, d.Action, target)
 	g.acted, g.lastAction = true, mono
@@ -63,7 +80,7 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 	default:
 		d.Outcome, d.Note = OutcomeFailed, err.Error()
 	}
-	return g.record(d)
+	return g.record(d), true
 }
 
 // annotate adds to the policy's reason for choosing task id (of session

@@ -8,6 +8,9 @@ const (
 	OutcomeDryRun  = "dry-run"
 	OutcomeSkipped = "skipped"
 	OutcomeFailed  = "failed"
+	// OutcomeStandby: the guard would act, but another replica holds the
+	// lease (see Leaser); recorded once per task.
+	OutcomeStandby = "standby"
 	// OutcomeNoAction: a chain of waits has waited long enough to act on
 	// and its root cannot be acted on (Note says why, Blocked the reason's
 	// code); the guard acts on nobody in that chain, never on a waiter.

@@ -46,8 +46,24 @@ type Guard struct {
 
 	scope     string           // the database acted in; "" with AllDatabases
 	reported  map[string]bool  // the chains left alone and reported, by root task and resource
+	standby   map[uint64]bool  // the tasks a standby reported it would act on
 	cross     map[int64]string // roots of chains crossing the scope, of poll crossPoll
 	crossPoll uint64
+
+	leaser    Leaser // nil: no lease (dry run, NoLease, or a source without one)
+	lease     string
+	role      string // Role*; written by the polling goroutine under mu
+	roleSince time.Time
+
+	// The state a health check reads (under mu).
+	lastPoll        time.Time
+	lastErr         string
+	polls, failures uint64
+	reloads         uint64
+	reloadErr       string
+	pending         *Options // applied at the start of the next Step
+	stop            chan struct{}
+	stopOnce        sync.Once
 }
 
 // minContention is the policy's contention threshold in the guard: one
@@ -60,24 +76,56 @@ func New(src Source, opt Options) (*Guard, error) {
 		return nil, errors.New("guard: no source")
 	}
 	opt.defaults()
-	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(), reported: map[string]bool{}}
-	if !opt.AllDatabases {
-		g.scope = opt.Database
-		if g.scope == "" {
-			sc, ok := src.(Scoped)
-			if !ok {
-				// Fail closed: a source that does not say where it
-				// connected (a wrapper) would otherwise act everywhere.
-				return nil, fmt.Errorf("guard: source %s does not say which database it guards (guard.Scoped): set Options.Database, or Options.AllDatabases to act in every database", src.Name())
-			}
-			if g.scope = sc.Database(); g.scope == "" {
-				return nil, errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
-			}
-		}
+	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(),
+		reported: map[string]bool{}, standby: map[uint64]bool{}, stop: make(chan struct{})}
+	var err error
+	if g.scope, err = scopeOf(src, opt); err != nil {
+		return nil, err
 	}
 	g.b.Cancellable = g.cancellable
-	g.b.MinRun = opt.SLO
 	g.durations = estimate.NewDurations(0)
+	g.configure()
+	g.setRole()
+	if opt.Audit != nil {
+		g.audit = slog.New(escapingHandler{slog.NewJSONHandler(opt.Audit, nil)})
+	}
+	if opt.Registerer != nil {
+		m, err := newMetrics(opt.Registerer, src.Name())
+		if err != nil {
+			return nil, err
+		}
+		g.m = m
+	}
+	return g, nil
+}
+
+// scopeOf is the database a guard of src with opt acts in ("" for every
+// one).
+func scopeOf(src Source, opt Options) (string, error) {
+	if opt.AllDatabases {
+		return "", nil
+	}
+	if opt.Database != "" {
+		return opt.Database, nil
+	}
+	sc, ok := src.(Scoped)
+	if !ok {
+		// Fail closed: a source that does not say where it connected (a
+		// wrapper) would otherwise act everywhere.
+		return "", fmt.Errorf("guard: source %s does not say which database it guards (guard.Scoped): set Options.Database, or Options.AllDatabases to act in every database", src.Name())
+	}
+	if db := sc.Database(); db != "" {
+		return db, nil
+	}
+	return "", errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
+}
+
+// configure builds the policy from g.opt (at New and at each reload: a
+// reload starts the policy's confirmations afresh, and keeps the learnt
+// durations and the snapshots' history).
+func (g *Guard) configure() {
+	opt := g.opt
+	g.b.MinRun = opt.SLO
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
 		cancel.WithDurations(g.durations),
 		cancel.WithContentionWindow(2*opt.Interval),
@@ -94,17 +142,29 @@ func New(src Source, opt Options) (*Guard, error) {
 		// take three).
 		cancel.WithConfirmation(opt.AlertInterval/2),
 		cancel.WithMinGain(opt.SLO/2))
-	if opt.Audit != nil {
-		g.audit = slog.New(escapingHandler{slog.NewJSONHandler(opt.Audit, nil)})
-	}
-	if opt.Registerer != nil {
-		m, err := newMetrics(opt.Registerer, src.Name())
-		if err != nil {
-			return nil, err
+}
+
+// setRole sets the guard's lease and role from g.opt.
+func (g *Guard) setRole() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was := g.role
+	g.leaser, g.lease = nil, ""
+	l, ok := g.src.(Leaser)
+	switch {
+	case g.opt.DryRun:
+		g.role = RoleDryRun
+	case ok && !g.opt.NoLease:
+		g.leaser, g.lease = l, leaseName(g.opt, g.scope)
+		if was != RoleActive {
+			g.role = RoleStandby // until the first poll takes the lease
 		}
-		g.m = m
+	default:
+		g.role = RoleSolo
 	}
-	return g, nil
+	if g.role != was {
+		g.roleSince = time.Now()
+	}
 }
 
 // cancellable is who the policy may choose: ordinary, unprotected client
@@ -154,7 +214,9 @@ func (g *Guard) Options() Options { return g.opt }
 // Run polls every Interval, or every AlertInterval while the last poll saw
 // a session wait for a lock, until ctx is done. A failed poll is logged and
 // counted; the guard goes on. It returns ctx's error's cause when ctx
-// ends, after any action in progress has returned.
+// ends, after any action in progress has returned (ctx's end aborts the
+// poll in progress); and nil after Stop, once the poll in progress and its
+// actions are done.
 func (g *Guard) Run(ctx context.Context) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -170,6 +232,8 @@ func (g *Guard) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-g.stop:
+			return nil
 		case <-t.C:
 		}
 	}
@@ -195,14 +259,22 @@ func (g *Guard) nextInterval() time.Duration {
 // Step polls once, decides, and acts (or records, in a dry run). It
 // returns the decisions taken in this step.
 func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
+	g.applyPending()
+	g.checkLease(ctx)
 	obs, err := g.poll(ctx)
 	if err != nil {
 		g.m.pollFailed()
 		g.mu.Lock()
 		g.alert = false // a server that fails polls is not polled faster
+		g.failures++
+		g.lastErr = Escape(err.Error())
 		g.mu.Unlock()
 		return nil, err
 	}
+	g.mu.Lock()
+	g.polls++
+	g.lastPoll, g.lastErr = time.Now(), ""
+	g.mu.Unlock()
 	snap, ignored := g.b.Build(obs)
 	g.m.polled(obs, snap, ignored)
 	g.policy.Observe(snap)
@@ -221,7 +293,9 @@ func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 		return ds, nil
 	}
 	for _, d := range g.policy.Decide(snap) {
-		ds = append(ds, g.act(ctx, obs, d.Task, d.Reason, d.Details))
+		if d, ok := g.act(ctx, obs, d.Task, d.Reason, d.Details); ok {
+			ds = append(ds, d)
+		}
 	}
 	return ds, nil
 }

@@ -52,6 +52,14 @@ type Options struct {
 	// them (default 10).
 	MinInterval  time.Duration
 	MaxPerMinute int
+	// Lease names the lease the replicas of one guard share, so that only
+	// the one holding it acts (see [Leaser]). It is taken whenever the
+	// guard acts (not DryRun) and its source is a Leaser, unless NoLease.
+	// Default "moirai-guard:" and the database acted in ("*" for every
+	// one): replicas guarding one database exclude each other, guards of
+	// two databases do not.
+	Lease   string
+	NoLease bool
 	// Audit receives one JSON line per decision (nil: none).
 	Audit io.Writer
 	// Logger logs polls that fail and actions (nil: slog.Default()).

@@ -21,6 +21,10 @@ type Source struct {
 	noMDL    bool   // WithoutMDLView: behave as on a server without a view
 	selfSup  bool   // the guard's own account is a superuser (Check)
 	privs    privileges
+
+	lease     *sql.Conn // the lease's own connection (see Lease)
+	leaseHeld bool
+	leaseName string
 }
 
 // Database returns the DSN's database ("" when it names none): the
@@ -70,7 +74,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
 		return nil, fmt.Errorf("guard/mysql: %w", err)
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(2)
+	db.SetMaxOpenConns(3) // polls, actions, and the lease's own
 	db.SetMaxIdleConns(2)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -87,7 +91,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
 func (s *Source) Name() string { return "mysql" }
 
 // Close closes the pool.
-func (s *Source) Close() error { return s.db.Close() }
+func (s *Source) Close() error {
+	s.dropLease()
+	return s.db.Close()
+}
 
 // ParseVersion checks a VERSION() string: MariaDB ≥ 10.6.
 func ParseVersion(v string) error {

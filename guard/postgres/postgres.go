@@ -50,8 +50,13 @@ import (
 // Source polls one PostgreSQL server.
 type Source struct {
 	pool     *pgxpool.Pool
+	connCfg  *pgx.ConnConfig // for the lease's connection
 	user     string
 	database string
+
+	lease     *pgx.Conn // the lease's own connection (see Lease)
+	leaseHeld bool
+	leaseKey  int64
 }
 
 var _ guard.Source = (*Source)(nil)
@@ -88,7 +93,7 @@ func Open(ctx context.Context, dsn string) (*Source, error) {
 		pool.Close()
 		return nil, fmt.Errorf("guard/postgres: cannot reach %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &Source{pool: pool, user: cfg.ConnConfig.User, database: cfg.ConnConfig.Database}, nil
+	return &Source{pool: pool, connCfg: cfg.ConnConfig, user: cfg.ConnConfig.User, database: cfg.ConnConfig.Database}, nil
 }
 
 // Database returns the database the source connected to: the guard's
@@ -111,6 +116,7 @@ func (s *Source) Name() string { return "postgres" }
 
 // Close closes the pool.
 func (s *Source) Close() error {
+	s.dropLease()
 	s.pool.Close()
 	return nil
 }
@@ -536,7 +542,11 @@ func (s *Source) signal(ctx context.Context, fn string, t guard.Target, sameQuer
 		THEN CASE WHEN ` + fn + `($1) THEN 'signalled' ELSE 'refused' END
 		ELSE 'changed' END`
 	var res string
-	if err := s.pool.QueryRow(ctx, q, int32(t.Session), xact, query).Scan(&res); err != nil {
+	on := s.signaller()
+	if err := on.QueryRow(ctx, q, int32(t.Session), xact, query).Scan(&res); err != nil {
+		if on != s.pool {
+			s.dropLease() // the lease's connection failed: the lease is gone
+		}
 		return fmt.Errorf("guard/postgres: %s(%d): %w", fn, t.Session, err)
 	}
 	switch res {
