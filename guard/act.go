@@ -47,7 +47,7 @@ func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason str
 		d.Outcome, d.Note = OutcomeStandby, "standby: another replica holds the lease "+g.lease
 		return g.record(d), true
 	}
-	mono := time.Since(g.start)
+	mono := g.clock()
 	if g.acted && mono-g.lastAction < g.opt.MinInterval {
 		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("minimum interval between actions (%v) not elapsed", g.opt.MinInterval)
 		return g.record(d), true

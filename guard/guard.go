@@ -50,6 +50,9 @@ type Guard struct {
 	cross     map[int64]string // roots of chains crossing the scope, of poll crossPoll
 	crossPoll uint64
 
+	recorder *slog.Logger         // Options.Record (and the audit with AuditPolls)
+	clock    func() time.Duration // the rate limits' clock: time since start, or a replay's
+
 	leaser    Leaser // nil: no lease (dry run, NoLease, or a source without one)
 	lease     string
 	role      string // Role*; written by the polling goroutine under mu
@@ -86,8 +89,15 @@ func New(src Source, opt Options) (*Guard, error) {
 	g.durations = estimate.NewDurations(0)
 	g.configure()
 	g.setRole()
+	g.clock = func() time.Duration { return time.Since(g.start) }
 	if opt.Audit != nil {
 		g.audit = slog.New(escapingHandler{slog.NewJSONHandler(opt.Audit, nil)})
+	}
+	switch {
+	case opt.Record != nil:
+		g.recorder = slog.New(escapingHandler{slog.NewJSONHandler(opt.Record, nil)})
+	case opt.AuditPolls && g.audit != nil:
+		g.recorder = g.audit
 	}
 	if opt.Registerer != nil {
 		m, err := newMetrics(opt.Registerer, src.Name())
@@ -275,6 +285,7 @@ func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 	g.polls++
 	g.lastPoll, g.lastErr = time.Now(), ""
 	g.mu.Unlock()
+	g.recordPoll(obs)
 	snap, ignored := g.b.Build(obs)
 	g.m.polled(obs, snap, ignored)
 	g.policy.Observe(snap)

@@ -60,6 +60,11 @@ type Options struct {
 	// two databases do not.
 	Lease   string
 	NoLease bool
+	// Record receives one JSON line per poll, the observation as the guard
+	// saw it (nil: none), for Replay. AuditPolls writes those lines to
+	// Audit instead, among the decisions, when Record is nil.
+	Record     io.Writer
+	AuditPolls bool
 	// Audit receives one JSON line per decision (nil: none).
 	Audit io.Writer
 	// Logger logs polls that fail and actions (nil: slog.Default()).

@@ -10,6 +10,8 @@ import (
 	"github.com/moirai-go/moirai/guard/internal/replicas"
 )
 
+// long: the server's incident and the table of runs side by side.
+//
 // TestReplicas kills, or cuts the lease connection of, the active replica
 // at each poll of an incident (a transaction holding a row FOR UPDATE
 // while it runs SLEEP, three UPDATEs of the row queued behind it): never
@@ -79,8 +81,8 @@ func TestReplicas(t *testing.T) {
 		for _, at := range []int{0, 2, 4, 6} {
 			t.Run(fmt.Sprintf("%s-at-poll-%d", mode, at), func(t *testing.T) {
 				r := replicas.Run(t, srv, mode, at)
-				t.Logf("%s at poll %d: acted by %s, takeover %d poll(s), standby acted %d poll(s) after it could, double actions %d",
-					mode, at, r.ActedBy, r.TakeoverPolls, r.ActPolls, r.DoubleActions)
+				t.Logf("%s at poll %d: acted by %s, lease held again by %s after %d poll(s), standby acted %d poll(s) after it could, double actions %d",
+					mode, at, r.ActedBy, r.Holder, r.TakeoverPolls, r.ActPolls, r.DoubleActions)
 				if r.DoubleActions != 0 {
 					t.Errorf("%d incidents acted on twice", r.DoubleActions)
 				}

@@ -91,8 +91,8 @@ func TestReplicas(t *testing.T) {
 		for _, at := range []int{0, 2, 4, 6, 8} {
 			t.Run(fmt.Sprintf("%s-at-poll-%d", mode, at), func(t *testing.T) {
 				r := replicas.Run(t, srv, mode, at)
-				t.Logf("%s at poll %d: acted by %s, takeover %d poll(s), standby acted %d poll(s) after it could, double actions %d",
-					mode, at, r.ActedBy, r.TakeoverPolls, r.ActPolls, r.DoubleActions)
+				t.Logf("%s at poll %d: acted by %s, lease held again by %s after %d poll(s), standby acted %d poll(s) after it could, double actions %d",
+					mode, at, r.ActedBy, r.Holder, r.TakeoverPolls, r.ActPolls, r.DoubleActions)
 				if r.DoubleActions != 0 {
 					t.Errorf("%d incidents acted on twice", r.DoubleActions)
 				}

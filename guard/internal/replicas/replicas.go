@@ -85,15 +85,19 @@ type Result struct {
 	Acted bool
 	// ActedBy is the replica that acted ("A", "B").
 	ActedBy string
-	// TakeoverPolls is the standby's polls from the fault until it held
-	// the lease (-1: never).
+	// TakeoverPolls is the polls from the fault until a replica held the
+	// lease again (-1: never): B, or A when it was cut off and took it
+	// back first; Holder says which.
 	TakeoverPolls int
+	Holder        string
 	// ActPolls is the standby's polls from the first it could act at
 	// (the later of the fault and the first poll at which the active
 	// would have) to its action (-1: it did not act; 0 when A acted).
 	ActPolls int
 }
 
+// long: one loop steps both replicas, applies the fault and counts.
+//
 // Run runs one incident with two replicas, A (which takes the lease
 // first) and B, and applies mode to A at its poll faultAt (counted from
 // the incident's start; a fault after A acted is a fault mid-incident
@@ -138,11 +142,12 @@ func Run(t *testing.T, srv Server, mode Mode, faultAt int) Result {
 	acts := map[string]int{} // by statement
 	aAlive := true
 	faultB := -1  // B's polls before the fault
+	var faultTime time.Time
 	wouldAt := -1 // B's poll that first would have acted (standby) or acted
 	bPolls := 0
 	for poll := 0; poll < 60; poll++ {
 		if aAlive && faultB < 0 && poll == faultAt {
-			faultB = bPolls
+			faultB, faultTime = bPolls, time.Now()
 			switch mode {
 			case Kill:
 				srcs[0].Close()
@@ -166,8 +171,13 @@ func Run(t *testing.T, srv Server, mode Mode, faultAt int) Result {
 			}
 			if i == 1 {
 				bPolls++
-				if faultB >= 0 && res.TakeoverPolls < 0 && g.Status().Role == guard.RoleActive {
-					res.TakeoverPolls = bPolls - faultB
+			}
+			// The lease is held again: by B, or by A (cut, alive) once it
+			// has lost it and taken it back.
+			if st := g.Status(); faultB >= 0 && res.TakeoverPolls < 0 && st.Role == guard.RoleActive && st.RoleSince.After(faultTime) {
+				res.TakeoverPolls, res.Holder = bPolls-faultB, string(rune('A'+i))
+				if i == 0 {
+					res.TakeoverPolls++ // A polls before B in a round
 				}
 			}
 			for _, d := range ds {
