@@ -104,6 +104,9 @@ type Status struct {
 	// last reload was refused ("" when it was applied).
 	Reloads     uint64 `json:"reloads"`
 	ReloadError string `json:"reload_error,omitempty"`
+	// SLO and Interval are the options in force.
+	SLO      time.Duration `json:"slo_ns"`
+	Interval time.Duration `json:"interval_ns"`
 }
 
 // Status returns the guard's role and the state of its polls. It is safe
@@ -112,5 +115,6 @@ func (g *Guard) Status() Status {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return Status{Role: g.role, Lease: g.lease, RoleSince: g.roleSince, LastPoll: g.lastPoll, LastError: g.lastErr,
-		Polls: g.polls, Failures: g.failures, Decisions: len(g.decisions), Reloads: g.reloads, ReloadError: g.reloadErr}
+		Polls: g.polls, Failures: g.failures, Decisions: len(g.decisions), Reloads: g.reloads, ReloadError: g.reloadErr,
+		SLO: g.opt.SLO, Interval: g.opt.Interval}
 }

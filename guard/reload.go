@@ -104,3 +104,13 @@ func (g *Guard) Release(ctx context.Context) error {
 	g.m.leased(false, true)
 	return err
 }
+
+// RefuseReload records a reload refused before it reached Reload (a
+// config file that does not parse, or a setting that cannot change while
+// the guard runs): Status and the metrics say so.
+func (g *Guard) RefuseReload(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reloadErr = Escape(err.Error())
+	g.m.reloaded(false)
+}

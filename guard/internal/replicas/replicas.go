@@ -141,7 +141,7 @@ func Run(t *testing.T, srv Server, mode Mode, faultAt int) Result {
 	res := Result{TakeoverPolls: -1, ActPolls: -1}
 	acts := map[string]int{} // by statement
 	aAlive := true
-	faultB := -1  // B's polls before the fault
+	faultB := -1 // B's polls before the fault
 	var faultTime time.Time
 	wouldAt := -1 // B's poll that first would have acted (standby) or acted
 	bPolls := 0
