@@ -21,6 +21,7 @@ require (
 	github.com/moirai-go/moirai/analysis v0.0.0-00010101000000-000000000000
 	github.com/moirai-go/moirai/bench v0.0.0-00010101000000-000000000000
 	github.com/moirai-go/moirai/guard v0.0.0-00010101000000-000000000000
+	github.com/moirai-go/moirai/metrics v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.22.0
 	github.com/prometheus/common v0.62.0
 	github.com/spf13/cobra v1.10.2
@@ -41,7 +42,6 @@ require (
 	github.com/jackc/pgx/v5 v5.7.6 // indirect
 	github.com/jackc/puddle/v2 v2.2.2 // indirect
 	github.com/moirai-go/moirai/grpcmw v0.0.0-00010101000000-000000000000 // indirect
-	github.com/moirai-go/moirai/metrics v0.0.0-00010101000000-000000000000 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
