@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -250,4 +251,19 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+// TestShippedConfig: the example config of deploy/guard parses and gives
+// valid options, so the packaging cannot drift from the flags.
+func TestShippedConfig(t *testing.T) {
+	f, err := loadGuardFlags(newGuardCommand(&globalFlags{}).Flags(), "../../deploy/guard/guard.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.options(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if f.audit == "" || f.metricsAddr == "" || f.act {
+		t.Errorf("shipped config %+v: want an audit file, metrics and no --act", f)
+	}
 }
