@@ -63,12 +63,20 @@ type Option func(*Source)
 // is not installed.
 func WithoutMDLView() Option { return func(s *Source) { s.noMDL = true } }
 
-// Open opens a small dedicated pool to the server of dsn.
+// Open opens a small dedicated pool to the server of dsn. The DSN's
+// database is the guard's scope (see Database), not the connections'
+// current database: every statement of the source names its schema
+// (information_schema, mysql, performance_schema), so the guard's account
+// needs no privilege on the database it guards, and connecting does not
+// fail with "access denied to database" (1044) for the least-privilege
+// account.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
+	scope := cfg.DBName
+	cfg.DBName = ""
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("guard/mysql: %w", err)
@@ -80,7 +88,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
 		db.Close()
 		return nil, fmt.Errorf("guard/mysql: connect: %w", err)
 	}
-	s := &Source{db: db, user: cfg.User, database: cfg.DBName}
+	s := &Source{db: db, user: cfg.User, database: scope}
 	for _, o := range opts {
 		o(s)
 	}
