@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/guard"
+	"github.com/moirai-go/moirai/guard/internal/replicas"
 )
 
 // TestDocumentedGrants creates the least-privilege account docs/GUARD.md
@@ -27,27 +28,7 @@ func TestDocumentedGrants(t *testing.T) {
 	table(t, ctx, db, "gr_grants")
 	suffix := fmt.Sprintf("%06d", rand.IntN(1_000_000))
 	guardUser, appUser := "moirai_guard_t"+suffix, "moirai_app_t"+suffix
-	t.Cleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, u := range []string{guardUser, appUser} {
-			rows, err := db.QueryContext(c, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", u)
-			if err == nil {
-				var ids []int64
-				for rows.Next() {
-					var id int64
-					if rows.Scan(&id) == nil {
-						ids = append(ids, id)
-					}
-				}
-				rows.Close()
-				for _, id := range ids {
-					db.ExecContext(c, fmt.Sprintf("KILL CONNECTION %d", id))
-				}
-			}
-			db.ExecContext(c, fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", u))
-		}
-	})
+	t.Cleanup(func() { dropAccounts(db, guardUser, appUser) })
 	// The grants of docs/GUARD.md, word for word but the account.
 	for _, q := range documentedGrants(t, guardUser) {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -102,22 +83,7 @@ func TestDocumentedGrants(t *testing.T) {
 	if g.Scope() != "test" {
 		t.Fatalf("scope %q, want the DSN's database", g.Scope())
 	}
-	var acted []guard.Decision
-	for range 40 {
-		ds, err := g.Step(ctx)
-		if err != nil {
-			t.Fatalf("the documented account cannot poll: %v", err)
-		}
-		for _, d := range ds {
-			if d.Outcome == guard.OutcomeActed || d.Outcome == guard.OutcomeFailed {
-				acted = append(acted, d)
-			}
-		}
-		if len(acted) > 0 {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	acted := replicas.UntilActed(ctx, t, g, 250*time.Millisecond, 40)
 	if len(acted) != 1 || acted[0].Outcome != guard.OutcomeActed || acted[0].Target.Session != h.id {
 		t.Fatalf("decisions %+v: want the holder's statement cancelled by the documented account", acted)
 	}
@@ -182,4 +148,28 @@ func (o *ownSessions) Terminate(ctx context.Context, t guard.Target) error {
 func readDoc() (string, error) {
 	b, err := os.ReadFile("../../docs/GUARD.md")
 	return string(b), err
+}
+
+// dropAccounts ends the accounts' sessions (the test's own) and drops
+// them.
+func dropAccounts(db *sql.DB, users ...string) {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, u := range users {
+		rows, err := db.QueryContext(c, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", u)
+		if err == nil {
+			var ids []int64
+			for rows.Next() {
+				var id int64
+				if rows.Scan(&id) == nil {
+					ids = append(ids, id)
+				}
+			}
+			rows.Close()
+			for _, id := range ids {
+				db.ExecContext(c, fmt.Sprintf("KILL CONNECTION %d", id))
+			}
+		}
+		db.ExecContext(c, fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", u))
+	}
 }

@@ -10,16 +10,42 @@ import (
 	"github.com/moirai-go/moirai/guard/internal/replicas"
 )
 
-// long: the server's incident and the table of runs side by side.
-//
 // TestReplicas kills, or cuts the lease connection of, the active replica
 // at each poll of an incident (a transaction holding a row FOR UPDATE
 // while it runs SLEEP, three UPDATEs of the row queued behind it): never
 // a double action, and the standby takes over and acts.
 func TestReplicas(t *testing.T) {
+	srv := replicaServer(t)
+	for _, mode := range []replicas.Mode{replicas.Kill, replicas.Cut} {
+		for _, at := range []int{0, 2, 4, 6} {
+			t.Run(fmt.Sprintf("%s-at-poll-%d", mode, at), func(t *testing.T) {
+				r := replicas.Run(t, srv, mode, at)
+				t.Logf("%s at poll %d: acted by %s, lease held again by %s after %d poll(s), standby acted %d poll(s) after it could, double actions %d",
+					mode, at, r.ActedBy, r.Holder, r.TakeoverPolls, r.ActPolls, r.DoubleActions)
+				if r.DoubleActions != 0 {
+					t.Errorf("%d incidents acted on twice", r.DoubleActions)
+				}
+				if !r.Acted {
+					t.Error("the incident's holder was never acted on")
+				}
+				if r.TakeoverPolls < 0 || r.TakeoverPolls > 3 {
+					t.Errorf("takeover in %d polls, want 1 to 3", r.TakeoverPolls)
+				}
+				if r.ActedBy == "B" && r.ActPolls > 3 {
+					t.Errorf("the standby acted %d polls after it could, want at most 3", r.ActPolls)
+				}
+			})
+		}
+	}
+}
+
+// replicaServer is this server for the replicas harness: an incident is a
+// transaction holding a row FOR UPDATE while it runs SLEEP, three UPDATEs
+// of the row queued behind it.
+func replicaServer(t *testing.T) replicas.Server {
 	_, db, ctx := server(t)
 	table(t, ctx, db, "gr_replica")
-	srv := replicas.Server{
+	return replicas.Server{
 		Interval: 250 * time.Millisecond,
 		Open: func(ctx context.Context) (guard.Source, error) {
 			return Open(ctx, dsn())
@@ -77,25 +103,11 @@ func TestReplicas(t *testing.T) {
 			return err
 		},
 	}
-	for _, mode := range []replicas.Mode{replicas.Kill, replicas.Cut} {
-		for _, at := range []int{0, 2, 4, 6} {
-			t.Run(fmt.Sprintf("%s-at-poll-%d", mode, at), func(t *testing.T) {
-				r := replicas.Run(t, srv, mode, at)
-				t.Logf("%s at poll %d: acted by %s, lease held again by %s after %d poll(s), standby acted %d poll(s) after it could, double actions %d",
-					mode, at, r.ActedBy, r.Holder, r.TakeoverPolls, r.ActPolls, r.DoubleActions)
-				if r.DoubleActions != 0 {
-					t.Errorf("%d incidents acted on twice", r.DoubleActions)
-				}
-				if !r.Acted {
-					t.Error("the incident's holder was never acted on")
-				}
-				if r.TakeoverPolls < 0 || r.TakeoverPolls > 3 {
-					t.Errorf("takeover in %d polls, want 1 to 3", r.TakeoverPolls)
-				}
-				if r.ActedBy == "B" && r.ActPolls > 3 {
-					t.Errorf("the standby acted %d polls after it could, want at most 3", r.ActPolls)
-				}
-			})
-		}
-	}
+}
+
+// TestRecordReplay records the polls of a live dry-run guard on an
+// incident and replays them: the replay decides what the live guard did.
+func TestRecordReplay(t *testing.T) {
+	n := replicas.RecordReplay(t, replicaServer(t))
+	t.Logf("%d polls recorded and replayed: the same decisions", n)
 }

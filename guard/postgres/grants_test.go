@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/moirai-go/moirai/guard"
+	"github.com/moirai-go/moirai/guard/internal/replicas"
 )
 
 // TestDocumentedGrants creates the least-privilege role docs/GUARD.md
@@ -82,22 +83,7 @@ func TestDocumentedGrants(t *testing.T) {
 	if g.Scope() != cfg.Database {
 		t.Fatalf("scope %q, want the DSN's database %q", g.Scope(), cfg.Database)
 	}
-	var acted []guard.Decision
-	for range 100 {
-		ds, err := g.Step(ctx)
-		if err != nil {
-			t.Fatalf("the documented role cannot poll: %v", err)
-		}
-		for _, d := range ds {
-			if d.Outcome == guard.OutcomeActed || d.Outcome == guard.OutcomeFailed {
-				acted = append(acted, d)
-			}
-		}
-		if len(acted) > 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	acted := replicas.UntilActed(ctx, t, g, 100*time.Millisecond, 100)
 	if len(acted) != 1 || acted[0].Outcome != guard.OutcomeActed || acted[0].Target.Session != hpid {
 		t.Fatalf("decisions %+v: want the holder's statement cancelled by the documented role", acted)
 	}

@@ -109,3 +109,10 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordReplay records the polls of a live dry-run guard on an
+// incident and replays them: the replay decides what the live guard did.
+func TestRecordReplay(t *testing.T) {
+	n := replicas.RecordReplay(t, replicaServer(t))
+	t.Logf("%d polls recorded and replayed: the same decisions", n)
+}

@@ -126,11 +126,19 @@ func Run(t *testing.T, srv Server, mode Mode, faultAt int) Result {
 			t.Fatal(err)
 		}
 	}
-	// A takes the lease, B stands by.
-	for _, g := range gs {
-		if _, err := g.Step(ctx); err != nil {
+	// A takes the lease (the last run's holder may take a moment to be
+	// gone from the server), B stands by.
+	for range 20 {
+		if _, err := gs[0].Step(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if gs[0].Status().Role == guard.RoleActive {
+			break
+		}
+		time.Sleep(srv.Interval)
+	}
+	if _, err := gs[1].Step(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if a, b := gs[0].Status().Role, gs[1].Status().Role; a != guard.RoleActive || b != guard.RoleStandby {
 		t.Fatalf("roles A %s, B %s: want active, standby", a, b)
