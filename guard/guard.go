@@ -240,6 +240,11 @@ func (g *Guard) Run(ctx context.Context) error {
 		// poll delays none but itself), and never sooner than now.
 		t.Reset(max(0, time.Until(started.Add(g.nextInterval()))))
 		select {
+		case <-g.stop: // before a poll that is due already
+			return nil
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-g.stop:
