@@ -26,23 +26,7 @@ import (
 func TestDocumentedGrants(t *testing.T) {
 	server(t)
 	table(t, "gr_grants")
-	admin := client(t)
-	suffix := fmt.Sprintf("%06d", rand.IntN(1_000_000))
-	guardRole, appRole := "moirai_guard_t"+suffix, "moirai_app_t"+suffix
-	t.Cleanup(func() {
-		cleanup(fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename IN ('%s', '%s');
-			DROP OWNED BY %s; DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s`, guardRole, appRole, appRole, appRole, guardRole))
-	})
-	for _, q := range documentedGrants(t, guardRole) {
-		exec(t, admin, q)
-	}
-	exec(t, admin, fmt.Sprintf("CREATE ROLE %s LOGIN; GRANT SELECT, UPDATE ON gr_grants TO %s", appRole, appRole))
-	cfg, err := pgx.ParseConfig(dsn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gdsn := fmt.Sprintf("postgres://%s:guard-pw@%s:%d/%s?sslmode=disable", guardRole, cfg.Host, cfg.Port, cfg.Database)
-	adsn := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", appRole, cfg.Host, cfg.Port, cfg.Database)
+	gdsn, adsn, database := documentedRoles(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	src, err := Open(ctx, gdsn)
@@ -68,20 +52,28 @@ func TestDocumentedGrants(t *testing.T) {
 	h := app()
 	hpid := pid(t, h)
 	exec(t, h, "BEGIN; SELECT * FROM gr_grants WHERE id = 1 FOR UPDATE")
-	held := background(ctx, h, "SELECT pg_sleep(30)")
+	bctx, stop := context.WithCancel(ctx)
+	held := background(bctx, h, "SELECT pg_sleep(30)")
 	mine := map[int64]bool{hpid: true}
+	var waits []<-chan error
 	for range 3 {
 		w := app()
 		mine[pid(t, w)] = true
-		background(ctx, w, "UPDATE gr_grants SET v = v + 1 WHERE id = 1")
+		waits = append(waits, background(bctx, w, "UPDATE gr_grants SET v = v + 1 WHERE id = 1"))
 	}
+	t.Cleanup(func() { // before the connections close: their statements end first
+		stop()
+		for _, w := range waits {
+			<-w
+		}
+	})
 	g, err := guard.New(&ownSessions{Source: src, mine: mine}, guard.Options{Interval: 100 * time.Millisecond, SLO: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Scope() != cfg.Database {
-		t.Fatalf("scope %q, want the DSN's database %q", g.Scope(), cfg.Database)
+	if g.Scope() != database {
+		t.Fatalf("scope %q, want the DSN's database %q", g.Scope(), database)
 	}
 	acted := replicas.UntilActed(ctx, t, g, 100*time.Millisecond, 100)
 	if len(acted) != 1 || acted[0].Outcome != guard.OutcomeActed || acted[0].Target.Session != hpid {
@@ -145,4 +137,28 @@ func (o *ownSessions) Terminate(ctx context.Context, t guard.Target) error {
 		return fmt.Errorf("refused: session %d is not the test's", t.Session)
 	}
 	return o.Source.Terminate(ctx, t)
+}
+
+// documentedRoles creates the guard's role with docs/GUARD.md's grants
+// and an application's role (dropped when the test ends), and returns
+// their DSNs, naming the test's database.
+func documentedRoles(t *testing.T) (gdsn, adsn, database string) {
+	admin := client(t)
+	suffix := fmt.Sprintf("%06d", rand.IntN(1_000_000))
+	guardRole, appRole := "moirai_guard_t"+suffix, "moirai_app_t"+suffix
+	t.Cleanup(func() {
+		cleanup(fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename IN ('%s', '%s');
+			DROP OWNED BY %s; DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s`, guardRole, appRole, appRole, appRole, guardRole))
+	})
+	for _, q := range documentedGrants(t, guardRole) {
+		exec(t, admin, q)
+	}
+	exec(t, admin, fmt.Sprintf("CREATE ROLE %s LOGIN; GRANT SELECT, UPDATE ON gr_grants TO %s", appRole, appRole))
+	cfg, err := pgx.ParseConfig(dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gdsn = fmt.Sprintf("postgres://%s:guard-pw@%s:%d/%s?sslmode=disable", guardRole, cfg.Host, cfg.Port, cfg.Database)
+	adsn = fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", appRole, cfg.Host, cfg.Port, cfg.Database)
+	return gdsn, adsn, cfg.Database
 }
