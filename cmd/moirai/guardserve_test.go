@@ -267,3 +267,30 @@ func TestShippedConfig(t *testing.T) {
 		t.Errorf("shipped config %+v: want an audit file, metrics and no --act", f)
 	}
 }
+
+// FuzzGuardConfig reads fuzzed config files as `moirai guard --config`
+// does: every file is refused with an error or gives flags whose options
+// are valid or refused with an error; nothing panics.
+func FuzzGuardConfig(f *testing.F) {
+	f.Add("slo: 1s\nprotect-user: [a, b]\nact: true\n")
+	f.Add("dsn: [\n")
+	f.Add("interval: {a: 1}\nmax-per-minute: 1e99\n")
+	f.Add("protect-query: \"(\"\nprotect-app: [[x]]\n")
+	f.Add("? [a]\n: b\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		path := filepath.Join(t.TempDir(), "guard.yaml")
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fl, err := loadGuardFlags(newGuardCommand(&globalFlags{}).Flags(), path)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			return
+		}
+		if _, err := fl.options(io.Discard); err != nil && err.Error() == "" {
+			t.Fatal("an empty error")
+		}
+	})
+}
