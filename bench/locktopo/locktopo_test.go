@@ -221,7 +221,7 @@ func (f *fakeSource) Terminate(_ context.Context, t guard.Target) error {
 // every action, and carries out only those on the scenario's sessions.
 func TestRecorderActsOnlyOnItsOwn(t *testing.T) {
 	f := &fakeSource{}
-	r := &recorder{Source: f, mine: map[int64]int{10: 0}}
+	r := &recorder{Source: f, mine: map[int64]int{10: 0}, acts: &actions{}}
 	ctx := context.Background()
 	if err := r.Cancel(ctx, guard.Target{Session: 99}); !errors.Is(err, errNotMine) {
 		t.Errorf("cancel of another session: %v, want errNotMine", err)
