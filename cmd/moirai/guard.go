@@ -134,12 +134,12 @@ func (f *guardFlags) openSource(ctx context.Context, errOut io.Writer) (guard.So
 	var pe *guard.PrivilegeError
 	switch {
 	case errors.As(err, &pe) && f.skipPrivileges:
-		fmt.Fprintf(errOut, "moirai guard: warning: %v; going on (--skip-privilege-check)\n", err)
+		fmt.Fprintf(errOut, "moirai guard: warning: %s; going on (--skip-privilege-check)\n", guard.Escape(err.Error()))
 	case err != nil:
 		src.Close()
 		return nil, err
 	}
-	fmt.Fprintf(errOut, "moirai guard: %s (%s)\n", info.Version, strings.Join(info.Features, "; "))
+	fmt.Fprintf(errOut, "moirai guard: %s (%s)\n", guard.Escape(info.Version), guard.Escape(strings.Join(info.Features, "; ")))
 	if info.Superuser {
 		fmt.Fprintln(errOut, "moirai guard: warning: the guard's role is a superuser; it needs only the privileges docs/GUARD.md lists")
 	}
@@ -250,15 +250,15 @@ statement the guard would cancel now, with why. It never acts.`,
 			f.skipPrivileges = true // explaining needs no right to signal
 			src, err := f.openSource(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return escapedError(err)
 			}
 			defer src.Close()
 			gd, err := guard.New(src, opt)
 			if err != nil {
-				return err
+				return escapedError(err)
 			}
 			if _, err := twoSteps(cmd.Context(), gd, f.interval); err != nil {
-				return err
+				return escapedError(err)
 			}
 			x := gd.Explain()
 			if g.Output == outputJSON {
