@@ -89,6 +89,9 @@ func New(src Source, opt Options) (*Guard, error) {
 	g.durations = estimate.NewDurations(0)
 	g.configure()
 	g.setRole()
+	if g.role == RoleSolo && !opt.NoLease {
+		g.opt.Logger.Warn("guard: the source takes no lease: replicas of this guard would both act", "source", src.Name())
+	}
 	g.clock = func() time.Duration { return time.Since(g.start) }
 	if opt.Audit != nil {
 		g.audit = slog.New(escapingHandler{slog.NewJSONHandler(opt.Audit, nil)})
