@@ -28,6 +28,10 @@
 // The guard's role needs pg_monitor (to see every backend's statement and
 // locks) and pg_signal_backend (to cancel them); Check says which one is
 // missing. Superusers are never acted on unless the guard is told to.
+//
+// [Source.Lease] takes a session advisory lock (pg_try_advisory_lock) on
+// a connection of its own, which also carries the actions while the
+// lease is held (see guard.Leaser).
 package postgres
 
 import (
