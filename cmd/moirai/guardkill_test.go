@@ -79,7 +79,7 @@ func TestGuardReplicasKilled(t *testing.T) {
 		}
 		t.Skipf("no MariaDB: %v", err)
 	}
-	defer admin.Close()
+	t.Cleanup(func() { admin.Close() }) // after the cleanups registered below
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	db := fmt.Sprintf("moirai_guardkill_%06d", rand.IntN(1_000_000))
