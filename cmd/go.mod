@@ -21,10 +21,13 @@ require (
 	github.com/moirai-go/moirai/analysis v0.0.0-00010101000000-000000000000
 	github.com/moirai-go/moirai/bench v0.0.0-00010101000000-000000000000
 	github.com/moirai-go/moirai/guard v0.0.0-00010101000000-000000000000
+	github.com/moirai-go/moirai/metrics v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.22.0
+	github.com/prometheus/common v0.62.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/tools v0.49.0
 )
 
@@ -39,10 +42,8 @@ require (
 	github.com/jackc/pgx/v5 v5.7.6 // indirect
 	github.com/jackc/puddle/v2 v2.2.2 // indirect
 	github.com/moirai-go/moirai/grpcmw v0.0.0-00010101000000-000000000000 // indirect
-	github.com/moirai-go/moirai/metrics v0.0.0-00010101000000-000000000000 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
-	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/mod v0.39.0 // indirect

@@ -34,6 +34,8 @@ type Chain struct {
 //
 // It returns the uses, the sessions that wait, the chains, and the
 // sessions whose hold of a contended resource was inferred.
+//
+// long: one pass per rule of the contract above, in its order.
 func blame(in []Use, known map[int64]*Session) (out []Use, waiting map[int64]bool, chains []Chain, inferred map[int64]bool) {
 	waiting = map[int64]bool{}
 	for _, u := range in {

@@ -124,6 +124,7 @@ type topology struct {
 	obs         func(at time.Time) *Observation
 }
 
+// long: the generator's cases side by side.
 func randomTopology(r *rand.Rand) topology {
 	tp := topology{rootOf: map[int64][]int64{}, cancellable: map[int64]bool{}}
 	nroots := 1 + r.IntN(3)
@@ -221,6 +222,8 @@ func (tp *topology) isRoot(id int64) bool {
 // roots, the builder's snapshot marks every waiter blocked, makes only
 // roots the holders of a contended resource, and the library's policy
 // never offers a waiter as a candidate. MOIRAI_SEED replays one graph.
+//
+// long: the oracle's checks, one after the other.
 func TestRandomTopologiesBlameOnlyRoots(t *testing.T) {
 	seeds := seeds.Of(t, 300)
 	for _, seed := range seeds {

@@ -1,13 +1,11 @@
 package guard
 
 import (
-	"regexp"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/moirai-go/moirai/detect"
-	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -545,97 +543,6 @@ func (b *Builder) Chains() []Chain { return slices.Clone(b.chains) }
 // by the session was inferred by the source (see Use.Inferred).
 func (b *Builder) Inferred(session int64) bool { return b.inferred[session] }
 
-// serverContention follows the server's throughput and, while it is lost,
-// charges the loss to ServerResource as its delay (see ServerResource).
-func (b *Builder) serverContention(snap *snapshot.Snapshot, resIndex map[string]int32, lag time.Duration) {
-	if lag > 0 && b.lossSpan < 2*lag {
-		// Counters that move in bursts need a longer span; the history
-		// so far was averaged over too short a one.
-		b.lossSpan = 2 * lag
-		b.throughput = detect.NewCollapse(LossFraction, detect.WithSpan(b.lossSpan))
-	}
-	b.throughput.Observe(snap)
-	// A loss while a lock is contended, or within a span after, is the
-	// lock's doing: its waiters are the throughput lost, and the
-	// statements that run once it is released are its victims catching
-	// up, not the server's monopolists.
-	exec := estimate.ExecTime(snap)
-	for i := range snap.Resources {
-		if r := &snap.Resources[i]; r.Kind == resource.KindLock && estimate.Level(r.WindowWait, exec) >= lockExplains {
-			b.lockedAt = snap.At
-		}
-	}
-	if !b.throughput.Collapsed() || (b.lockedAt > 0 && snap.At-b.lockedAt < b.lossSpan) {
-		b.lossSince, b.loss = -1, 0
-		return
-	}
-	recent, best := b.throughput.Rates()
-	b.loss = estimate.Clamp01(1 - recent/best)
-	if b.lossSince < 0 {
-		b.lossSince = snap.At
-	}
-	ri, ok := resIndex[ServerResource]
-	if !ok {
-		return
-	}
-	r := &snap.Resources[ri]
-	delay := time.Duration(b.loss * float64(exec))
-	r.WindowWait += delay
-	r.Wait += delay
-	b.res[ServerResource].wait += delay
-	// Every live task waits for the lost capacity but those that have
-	// held the server for a whole span of the lost throughput. Only those
-	// hold it: a statement that has run for less than that may be one the
-	// loss itself held up (a commit stuck in a checkpoint's fsync), not a
-	// cause of it, and is no candidate. And its statement (not only its
-	// transaction: a transaction of short statements, one running at
-	// every poll, is the normal load) must have run MinRun.
-	// And a monopolist holds most of the server's work: its statement's
-	// time in the last span must be at least half of every running
-	// statement's (every client's UPDATE stuck in a stall of the server's
-	// own, seen in an open-loop run of my-ftwrl, has no such share).
-	clear(b.shares)
-	minRun := b.MinRun
-	if minRun <= 0 {
-		minRun = b.lossSpan
-	}
-	var work time.Duration
-	ran := make(map[int32]time.Duration)
-	for i := range snap.Usage {
-		if u := &snap.Usage[i]; u.Res == ri && u.Held > 0 {
-			s := b.byTask[snap.Tasks[u.Task].ID]
-			var run time.Duration
-			if s != nil {
-				run = clampSince(snap.Time, s.QueryStart, maxFirst)
-				if s.Age > 0 && s.XactStart.IsZero() {
-					run = s.Age
-				}
-			}
-			ran[u.Task] = run
-			work += min(run, b.lossSpan)
-		}
-	}
-	long := 0
-	for i := range snap.Usage {
-		u := &snap.Usage[i]
-		if u.Res != ri || u.Held <= 0 {
-			continue
-		}
-		run := ran[u.Task]
-		share := 0.0
-		if work > 0 {
-			share = float64(min(run, b.lossSpan)) / float64(work)
-		}
-		if u.Hold < b.lossSpan || run < minRun || share < 0.5 {
-			u.Held = 0
-			continue
-		}
-		long++
-		b.shares[snap.Tasks[u.Task].ID] = share
-	}
-	r.Waiters = max(len(snap.Tasks)-long, 0)
-}
-
 // Target returns how to act on the task of the last Build, and its
 // session, or false when the last Build had no such task.
 func (b *Builder) Target(id uint64) (Target, *Session, bool) {
@@ -675,38 +582,4 @@ func clampSince(at, since time.Time, limit time.Duration) time.Duration {
 		return 0
 	}
 	return min(max(at.Sub(since), 0), limit)
-}
-
-// Protection says which sessions the guard never acts on.
-type Protection struct {
-	Users, Applications []string       // exact names
-	Queries             *regexp.Regexp // statements matching it
-	AllowSuperuser      bool           // superusers may be acted on
-	AllowMaintenance    bool           // sessions other than "client" may be
-}
-
-// Protects reports whether p protects s, and why.
-func (p *Protection) Protects(s *Session) (bool, string) {
-	switch {
-	case s.Own:
-		return true, "the guard's own session"
-	case s.Superuser && !p.AllowSuperuser:
-		return true, "superuser session"
-	case s.Kind != "client" && !p.AllowMaintenance:
-		return true, "server session of kind " + s.Kind
-	}
-	for _, u := range p.Users {
-		if s.User == u {
-			return true, "protected user " + u
-		}
-	}
-	for _, a := range p.Applications {
-		if s.Application == a {
-			return true, "protected application " + a
-		}
-	}
-	if p.Queries != nil && p.Queries.MatchString(s.Query) {
-		return true, "statement matches the protected pattern"
-	}
-	return false, ""
 }

@@ -18,6 +18,25 @@
 // the scope [Options.Database]), nobody in the chain is acted on, and the
 // guard returns a [Decision] with [OutcomeNoAction], its Root and why.
 //
+// # Replicas, reloads, recordings
+//
+// An acting guard whose source is a [Leaser] acts only while it holds a
+// lease through the server itself (a PostgreSQL advisory lock, a MariaDB
+// GET_LOCK, on a connection of the source's own, which carries the
+// actions too): of two replicas on one server one acts, the other stands
+// by ([RoleStandby], [OutcomeStandby]) and takes over when the server
+// releases the lease, at its next poll. [Guard.Reload] replaces the
+// options between polls, keeping the audit, the metrics and the history;
+// [Guard.Stop] stops after the poll in progress; [Guard.Status] is what a
+// health check reads. [Options.Record] writes every poll, [ReadPolls] and
+// [Replay] run the decision logic on them again.
+//
+// # Outputs
+//
+// Every string a server supplies goes through [Escape] before any output
+// (text, JSON, audit, logs, metric labels): control characters and
+// bidirectional overrides become visible escapes.
+//
 // # What a harness reads
 //
 // Every [Decision] (from [Guard.Step] and [Guard.Decisions]) names its

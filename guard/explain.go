@@ -61,12 +61,12 @@ type SessionInfo struct {
 
 // Explain builds the explanation of the guard's last poll (call Step
 // first for a fresh one).
-func (g *Guard) Explain() Explanation {
+func (g *Guard) Explain() (x Explanation) {
 	ev, obs := g.Evaluate()
-	x := Explanation{Evaluation: ev, Sessions: map[int64]SessionInfo{}}
+	x = Explanation{Evaluation: ev, Sessions: map[int64]SessionInfo{}}
 	if obs == nil {
 		x.WouldReason = ev.Reason
-		return x
+		return escapeAll(x)
 	}
 	x.At = obs.At
 	sessions := map[int64]*Session{}
@@ -108,6 +108,7 @@ func (g *Guard) Explain() Explanation {
 		}
 		x.Chains = append(x.Chains, ci)
 	}
+	defer func() { x = escapeAll(x) }()
 	x.WouldReason = ev.Reason
 	if ev.Chosen >= 0 && ev.Chosen < len(ev.Candidates) {
 		id := ev.Candidates[ev.Chosen].Task
@@ -160,7 +161,7 @@ func (x *Explanation) WriteText(w io.Writer) error {
 				if e.Soft {
 					soft = " (soft: queued behind another waiter)"
 				}
-				p("    <- %d waits %s for %s %s%s\n", e.Waiter, e.Waited.Round(time.Millisecond), printableText(e.Resource), printableText(e.Mode), soft)
+				p("    <- %d waits %s for %s %s%s\n", e.Waiter, e.Waited.Round(time.Millisecond), Escape(e.Resource), Escape(e.Mode), soft)
 			}
 		}
 	}
@@ -170,9 +171,9 @@ func (x *Explanation) WriteText(w io.Writer) error {
 			inf = " (root inferred: the server shows no metadata lock view)"
 		}
 		if c.Blocked != "" {
-			p("\nno action on %s (root %d, %d waiting)%s: %s\n", printableText(c.Resource), c.Root, len(c.Waiters), inf, printableText(c.Reason))
+			p("\nno action on %s (root %d, %d waiting)%s: %s\n", Escape(c.Resource), c.Root, len(c.Waiters), inf, Escape(c.Reason))
 		} else if inf != "" {
-			p("\nchain on %s: root %d%s\n", printableText(c.Resource), c.Root, inf)
+			p("\nchain on %s: root %d%s\n", Escape(c.Resource), c.Root, inf)
 		}
 	}
 	p("\ncontention:\n")
@@ -186,15 +187,15 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		if l.Contended {
 			mark = "  CONTENDED"
 		}
-		p("  %-40s %-6s level %.3f waiters %d%s\n", printableText(l.Resource), l.Kind, l.Level, l.Waiters, mark)
+		p("  %-40s %-6s level %.3f waiters %d%s\n", Escape(l.Resource), l.Kind, l.Level, l.Waiters, mark)
 	}
 	if !any {
 		p("  none\n")
 	}
 	if x.Would != 0 {
-		p("\nwould cancel session %d %s\n  because %s\n", x.Would, x.describe(x.Would), printableText(x.WouldReason))
+		p("\nwould cancel session %d %s\n  because %s\n", x.Would, x.describe(x.Would), Escape(x.WouldReason))
 	} else {
-		p("\nwould do nothing: %s\n", printableText(x.WouldReason))
+		p("\nwould do nothing: %s\n", Escape(x.WouldReason))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -209,17 +210,6 @@ func (x *Explanation) describe(id int64) string {
 	if s.Protected != "" {
 		prot = " PROTECTED: " + s.Protected
 	}
-	return fmt.Sprintf("%s@%s %s %s: %s%s", printableText(s.User), printableText(s.Application), printableText(s.State),
-		s.Age.Round(time.Millisecond), printableText(s.Query), prot)
-}
-
-// printableText replaces control characters, so that a statement's text
-// cannot move the terminal's cursor.
-func printableText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return ' '
-		}
-		return r
-	}, s)
+	return fmt.Sprintf("%s@%s %s %s: %s%s", Escape(s.User), Escape(s.Application), Escape(s.State),
+		s.Age.Round(time.Millisecond), Escape(s.Query), prot)
 }

@@ -11,6 +11,8 @@ import "strings"
 //
 // It is a lexer, not a parser: for text it cannot read (an unterminated
 // quote) it returns what it has, never fails.
+//
+// long: one lexer loop, whose states read best together.
 func Fingerprint(q string) string {
 	var b strings.Builder
 	b.Grow(len(q))

@@ -4,151 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moirai-go/moirai/cancel"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/snapshot"
 )
 
-// Options configure a [Guard]. The zero value of each field is its
-// default.
-type Options struct {
-	// Interval between polls (default 250 ms).
-	Interval time.Duration
-	// AlertInterval is the interval between polls while a session waits
-	// for a lock (default the smaller of Interval and 100 ms; never more
-	// than Interval). The guard polls faster only then, so a quiet server
-	// pays the slow rate, and a culprit is confirmed and cancelled a few
-	// hundred milliseconds sooner than at Interval. Neither interval is
-	// kept when the server's views would not be fresh yet (see
-	// Observation.Refresh).
-	AlertInterval time.Duration
-	// SLO is the wait the guard tolerates: once a session has waited this
-	// long for a lock, or is expected to by the time the lock's holders
-	// let go, or the server has lost throughput for this long (see
-	// ServerResource), the guard looks for the culprit, and acts if the
-	// policy confirms a contended resource (default 1 s).
-	SLO time.Duration
-	// DryRun decides and logs, never acts. (The library acts unless told
-	// not to; the command line runs dry unless given --act.)
-	DryRun bool
-	// Database is the database the guard acts in: it never acts on a
-	// session of another database, nor on the root of a chain of waits
-	// that crosses into another (it reports the chain instead). Empty: the
-	// database the source connected to (the DSN's), when the source names
-	// one (see [Scoped]); a source that names none (an empty database in
-	// a MariaDB DSN), or does not implement Scoped (a wrapping source),
-	// makes New fail unless AllDatabases is set.
-	Database string
-	// AllDatabases lets the guard act in every database of the server.
-	AllDatabases bool
-	// AuditRawSQL makes the audit hold each statement's text; by default
-	// it holds the statement's fingerprint (its literals removed).
-	AuditRawSQL bool
-	// Protect lists the sessions never acted on.
-	Protect Protection
-	// TerminateIdle allows ending the connection of a culprit that is idle
-	// in transaction (a statement cancel cannot reach it). Off by default.
-	TerminateIdle bool
-	// MinInterval separates two actions (default 1 s); MaxPerMinute bounds
-	// them (default 10).
-	MinInterval  time.Duration
-	MaxPerMinute int
-	// Audit receives one JSON line per decision (nil: none).
-	Audit io.Writer
-	// Logger logs polls that fail and actions (nil: slog.Default()).
-	Logger *slog.Logger
-	// Registerer registers the guard's metrics (nil: none). Never the
-	// global registry unless the caller passes it.
-	Registerer prometheus.Registerer
-}
-
-func (o *Options) defaults() {
-	if o.Interval <= 0 {
-		o.Interval = 250 * time.Millisecond
-	}
-	if o.AlertInterval <= 0 {
-		o.AlertInterval = min(o.Interval, 100*time.Millisecond)
-	}
-	o.AlertInterval = min(o.AlertInterval, o.Interval)
-	if o.SLO <= 0 {
-		o.SLO = time.Second
-	}
-	if o.MinInterval <= 0 {
-		o.MinInterval = time.Second
-	}
-	if o.MaxPerMinute <= 0 {
-		o.MaxPerMinute = 10
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-}
-
-// Outcome of one decision of the guard.
-const (
-	OutcomeActed   = "acted"
-	OutcomeDryRun  = "dry-run"
-	OutcomeSkipped = "skipped"
-	OutcomeFailed  = "failed"
-	// OutcomeNoAction: a chain of waits has waited long enough to act on
-	// and its root cannot be acted on (Note says why, Blocked the reason's
-	// code); the guard acts on nobody in that chain, never on a waiter.
-	OutcomeNoAction = "no-action"
-)
-
-// Reasons a chain's root cannot be acted on (Decision.Blocked, and the
-// label of the metric moirai_guard_chains_not_acted_total).
-const (
-	BlockedProtected  = "protected"   // the guard's own session, a protected user, application or statement
-	BlockedSuperuser  = "superuser"   // a superuser (or privileges unreadable: fails closed)
-	BlockedServer     = "maintenance" // a session of the server's own (autovacuum, replication, ...)
-	BlockedIdle       = "idle"        // idle in transaction, without TerminateIdle
-	BlockedNotRunning = "not-running" // holds a lock between statements outside a transaction (FTWRL, LOCK TABLES)
-	BlockedScope      = "scope"       // the root, or a waiter of its chain, is in another database
-	BlockedNoRoot     = "no-root"     // the server does not show whom the chain waits for
-)
-
 // Scoped is implemented by sources that know the database they connected
 // to (the DSN's): the guard's scope by default (see Options.Database).
 type Scoped interface {
 	Database() string
-}
-
-// Decision is one thing the guard decided, and what became of it.
-type Decision struct {
-	Time    time.Time `json:"time"`
-	Action  string    `json:"action"` // "cancel" or "terminate"
-	Outcome string    `json:"outcome"`
-	Note    string    `json:"note,omitempty"` // why it was skipped or failed
-	Task    uint64    `json:"task"`
-	Target  Target    `json:"target"`
-	User    string    `json:"user"`
-	App     string    `json:"application"`
-	Reason  string    `json:"reason"`
-	// Root is the root of the chain of waits the decision is about: the
-	// target itself when the guard acts on a lock's holder; the root left
-	// alone in a no-action decision. 0 for the server's resource.
-	Root int64 `json:"root,omitempty"`
-	// Resource is the contended resource of a no-action decision's chain;
-	// Waiters the sessions waiting in it.
-	Resource string  `json:"resource,omitempty"`
-	Waiters  []int64 `json:"waiters,omitempty"`
-	// Blocked is why no action was taken on the chain (Blocked* codes).
-	Blocked string `json:"blocked,omitempty"`
-	// Inferred: the target's hold was inferred by the source, not shown
-	// by the server (MariaDB metadata locks without a lock view).
-	Inferred bool `json:"inferred,omitempty"`
-	// Evaluation is the policy's reasoning: contention per resource, the
-	// candidates and their gains.
-	Evaluation map[string]any `json:"evaluation,omitempty"`
 }
 
 // Guard polls a server and cancels the statement that monopolizes a
@@ -177,8 +46,27 @@ type Guard struct {
 
 	scope     string           // the database acted in; "" with AllDatabases
 	reported  map[string]bool  // the chains left alone and reported, by root task and resource
+	standby   map[uint64]bool  // the tasks a standby reported it would act on
 	cross     map[int64]string // roots of chains crossing the scope, of poll crossPoll
 	crossPoll uint64
+
+	recorder *slog.Logger         // Options.Record (and the audit with AuditPolls)
+	clock    func() time.Duration // the rate limits' clock: time since start, or a replay's
+
+	leaser    Leaser // nil: no lease (dry run, NoLease, or a source without one)
+	lease     string
+	role      string // Role*; written by the polling goroutine under mu
+	roleSince time.Time
+
+	// The state a health check reads (under mu).
+	lastPoll        time.Time
+	lastErr         string
+	polls, failures uint64
+	reloads         uint64
+	reloadErr       string
+	pending         *Options // applied at the start of the next Step
+	stop            chan struct{}
+	stopOnce        sync.Once
 }
 
 // minContention is the policy's contention threshold in the guard: one
@@ -191,24 +79,66 @@ func New(src Source, opt Options) (*Guard, error) {
 		return nil, errors.New("guard: no source")
 	}
 	opt.defaults()
-	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(), reported: map[string]bool{}}
-	if !opt.AllDatabases {
-		g.scope = opt.Database
-		if g.scope == "" {
-			sc, ok := src.(Scoped)
-			if !ok {
-				// Fail closed: a source that does not say where it
-				// connected (a wrapper) would otherwise act everywhere.
-				return nil, fmt.Errorf("guard: source %s does not say which database it guards (guard.Scoped): set Options.Database, or Options.AllDatabases to act in every database", src.Name())
-			}
-			if g.scope = sc.Database(); g.scope == "" {
-				return nil, errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
-			}
-		}
+	g := &Guard{src: src, opt: opt, b: newBuilder(max(2*opt.Interval, 500*time.Millisecond)), start: time.Now(),
+		reported: map[string]bool{}, standby: map[uint64]bool{}, stop: make(chan struct{})}
+	var err error
+	if g.scope, err = scopeOf(src, opt); err != nil {
+		return nil, err
 	}
 	g.b.Cancellable = g.cancellable
-	g.b.MinRun = opt.SLO
 	g.durations = estimate.NewDurations(0)
+	g.configure()
+	g.setRole()
+	if g.role == RoleSolo && !opt.NoLease {
+		g.opt.Logger.Warn("guard: the source takes no lease: replicas of this guard would both act", "source", src.Name())
+	}
+	g.clock = func() time.Duration { return time.Since(g.start) }
+	if opt.Audit != nil {
+		g.audit = slog.New(escapingHandler{slog.NewJSONHandler(opt.Audit, nil)})
+	}
+	switch {
+	case opt.Record != nil:
+		g.recorder = slog.New(escapingHandler{slog.NewJSONHandler(opt.Record, nil)})
+	case opt.AuditPolls && g.audit != nil:
+		g.recorder = g.audit
+	}
+	if opt.Registerer != nil {
+		m, err := newMetrics(opt.Registerer, src.Name())
+		if err != nil {
+			return nil, err
+		}
+		g.m = m
+	}
+	return g, nil
+}
+
+// scopeOf is the database a guard of src with opt acts in ("" for every
+// one).
+func scopeOf(src Source, opt Options) (string, error) {
+	if opt.AllDatabases {
+		return "", nil
+	}
+	if opt.Database != "" {
+		return opt.Database, nil
+	}
+	sc, ok := src.(Scoped)
+	if !ok {
+		// Fail closed: a source that does not say where it connected (a
+		// wrapper) would otherwise act everywhere.
+		return "", fmt.Errorf("guard: source %s does not say which database it guards (guard.Scoped): set Options.Database, or Options.AllDatabases to act in every database", src.Name())
+	}
+	if db := sc.Database(); db != "" {
+		return db, nil
+	}
+	return "", errors.New("guard: the DSN names no database to guard: name one, or act in every database (--all-databases)")
+}
+
+// configure builds the policy from g.opt (at New and at each reload: a
+// reload starts the policy's confirmations afresh, and keeps the learnt
+// durations and the snapshots' history).
+func (g *Guard) configure() {
+	opt := g.opt
+	g.b.MinRun = opt.SLO
 	g.policy = cancel.NewAtropos(cancel.MultiObjective,
 		cancel.WithDurations(g.durations),
 		cancel.WithContentionWindow(2*opt.Interval),
@@ -225,17 +155,29 @@ func New(src Source, opt Options) (*Guard, error) {
 		// take three).
 		cancel.WithConfirmation(opt.AlertInterval/2),
 		cancel.WithMinGain(opt.SLO/2))
-	if opt.Audit != nil {
-		g.audit = slog.New(slog.NewJSONHandler(opt.Audit, nil))
-	}
-	if opt.Registerer != nil {
-		m, err := newMetrics(opt.Registerer, src.Name())
-		if err != nil {
-			return nil, err
+}
+
+// setRole sets the guard's lease and role from g.opt.
+func (g *Guard) setRole() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was := g.role
+	g.leaser, g.lease = nil, ""
+	l, ok := g.src.(Leaser)
+	switch {
+	case g.opt.DryRun:
+		g.role = RoleDryRun
+	case ok && !g.opt.NoLease:
+		g.leaser, g.lease = l, leaseName(g.opt, g.scope)
+		if was != RoleActive {
+			g.role = RoleStandby // until the first poll takes the lease
 		}
-		g.m = m
+	default:
+		g.role = RoleSolo
 	}
-	return g, nil
+	if g.role != was {
+		g.roleSince = time.Now()
+	}
 }
 
 // cancellable is who the policy may choose: ordinary, unprotected client
@@ -285,7 +227,9 @@ func (g *Guard) Options() Options { return g.opt }
 // Run polls every Interval, or every AlertInterval while the last poll saw
 // a session wait for a lock, until ctx is done. A failed poll is logged and
 // counted; the guard goes on. It returns ctx's error's cause when ctx
-// ends, after any action in progress has returned.
+// ends, after any action in progress has returned (ctx's end aborts the
+// poll in progress); and nil after Stop, once the poll in progress and its
+// actions are done.
 func (g *Guard) Run(ctx context.Context) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -299,8 +243,15 @@ func (g *Guard) Run(ctx context.Context) error {
 		// poll delays none but itself), and never sooner than now.
 		t.Reset(max(0, time.Until(started.Add(g.nextInterval()))))
 		select {
+		case <-g.stop: // before a poll that is due already
+			return nil
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-g.stop:
+			return nil
 		case <-t.C:
 		}
 	}
@@ -326,14 +277,23 @@ func (g *Guard) nextInterval() time.Duration {
 // Step polls once, decides, and acts (or records, in a dry run). It
 // returns the decisions taken in this step.
 func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
+	g.applyPending()
+	g.checkLease(ctx)
 	obs, err := g.poll(ctx)
 	if err != nil {
 		g.m.pollFailed()
 		g.mu.Lock()
 		g.alert = false // a server that fails polls is not polled faster
+		g.failures++
+		g.lastErr = Escape(err.Error())
 		g.mu.Unlock()
 		return nil, err
 	}
+	g.mu.Lock()
+	g.polls++
+	g.lastPoll, g.lastErr = time.Now(), ""
+	g.mu.Unlock()
+	g.recordPoll(obs)
 	snap, ignored := g.b.Build(obs)
 	g.m.polled(obs, snap, ignored)
 	g.policy.Observe(snap)
@@ -352,7 +312,9 @@ func (g *Guard) Step(ctx context.Context) (ds []Decision, err error) {
 		return ds, nil
 	}
 	for _, d := range g.policy.Decide(snap) {
-		ds = append(ds, g.act(ctx, obs, d.Task, d.Reason, d.Details))
+		if d, ok := g.act(ctx, obs, d.Task, d.Reason, d.Details); ok {
+			ds = append(ds, d)
+		}
 	}
 	return ds, nil
 }
@@ -373,7 +335,7 @@ func (g *Guard) crossing() map[int64]string {
 		}
 		for _, w := range c.Waiters {
 			if ws := g.b.sessions[w]; ws != nil && ws.Database != g.scope {
-				g.cross[c.Root] = fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", printableText(c.Resource), ws.Database, g.scope)
+				g.cross[c.Root] = fmt.Sprintf("its chain on %s crosses into database %q, outside the guard's scope %q", Escape(c.Resource), ws.Database, g.scope)
 				break
 			}
 		}
@@ -444,7 +406,7 @@ func (g *Guard) reportChains(snap *snapshot.Snapshot, obs *Observation) (ds []De
 			d.Target = Target{Session: rs.ID, Statement: rs.Statement, QueryStart: rs.QueryStart, XactStart: rs.XactStart, Query: rs.Query}
 			d.User, d.App = rs.User, rs.Application
 		}
-		d.Reason = fmt.Sprintf("%d session(s) wait for %s behind session %d", len(c.Waiters), printableText(c.Resource), c.Root)
+		d.Reason = fmt.Sprintf("%d session(s) wait for %s behind session %d", len(c.Waiters), Escape(c.Resource), c.Root)
 		g.m.notActed(code)
 		ds = append(ds, g.record(d))
 	}
@@ -524,131 +486,6 @@ func (g *Guard) remainingHolds(s *snapshot.Snapshot) []time.Duration {
 		remain[u.Res] = max(remain[u.Res], time.Duration(estimate.Future(float64(t.Age), p)))
 	}
 	return remain
-}
-
-// act carries out (or records) one cancel decision on the task chosen in
-// the snapshot built from obs.
-func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason string, details []slog.Attr) Decision {
-	now := obs.At
-	d := Decision{Time: now, Action: "cancel", Task: id, Reason: reason, Evaluation: attrsMap(details)}
-	target, s, ok := g.b.Target(id)
-	if !ok {
-		d.Outcome, d.Note = OutcomeSkipped, "the task is not in the last poll"
-		return g.record(d)
-	}
-	d.Target, d.User, d.App = target, s.User, s.Application
-	if code, why := g.blocker(s); code != "" {
-		d.Outcome, d.Note, d.Blocked = OutcomeSkipped, why, code
-		return g.record(d)
-	}
-	if g.b.holdsLock(s.ID) {
-		d.Root = s.ID
-	}
-	d.Reason, d.Inferred = g.annotate(id, s, d.Reason)
-	if !s.Active {
-		d.Action = "terminate"
-	}
-	mono := time.Since(g.start)
-	if g.acted && mono-g.lastAction < g.opt.MinInterval {
-		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("minimum interval between actions (%v) not elapsed", g.opt.MinInterval)
-		return g.record(d)
-	}
-	recent := g.actions[:0]
-	for _, t := range g.actions {
-		if mono-t < time.Minute {
-			recent = append(recent, t)
-		}
-	}
-	g.actions = recent
-	if len(g.actions) >= g.opt.MaxPerMinute {
-		d.Outcome, d.Note = OutcomeSkipped, fmt.Sprintf("%d actions in the last minute already (the maximum)", g.opt.MaxPerMinute)
-		return g.record(d)
-	}
-	// From here on the task is never chosen again, whatever happens.
-	g.b.MarkCancelled(id)
-	if g.opt.DryRun {
-		d.Outcome = OutcomeDryRun
-		return g.record(d)
-	}
-	err := g.call(ctx, d.Action, target)
-	g.acted, g.lastAction = true, mono
-	g.actions = append(g.actions, mono)
-	switch {
-	case err == nil:
-		d.Outcome = OutcomeActed
-	case errors.Is(err, ErrVanished), errors.Is(err, ErrChanged):
-		d.Outcome, d.Note = OutcomeSkipped, err.Error()
-	default:
-		d.Outcome, d.Note = OutcomeFailed, err.Error()
-	}
-	return g.record(d)
-}
-
-// annotate adds to the policy's reason for choosing task id (of session
-// s) what the policy cannot know: that the session's hold was inferred,
-// and its share of the server's work when it holds the server.
-func (g *Guard) annotate(id uint64, s *Session, reason string) (string, bool) {
-	inferred := g.b.Inferred(s.ID)
-	if inferred {
-		reason += "; its hold is inferred (the server shows no metadata lock view): it is the only session that can hold the lock"
-	}
-	if share, ok := g.b.shares[id]; ok {
-		reason += fmt.Sprintf("; it had %.0f%% of the server's statement time in the last span", 100*share)
-	}
-	return reason, inferred
-}
-
-// call runs the source's action, turning a panic into an error.
-func (g *Guard) call(ctx context.Context, action string, t Target) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("guard: %s source panicked during %s: %v", g.src.Name(), action, r)
-		}
-	}()
-	if action == "terminate" {
-		return g.src.Terminate(ctx, t)
-	}
-	return g.src.Cancel(ctx, t)
-}
-
-// maxDecisions is how many decisions Decisions keeps.
-const maxDecisions = 256
-
-func (g *Guard) record(d Decision) Decision {
-	g.mu.Lock()
-	g.decisions = append(g.decisions, d)
-	if len(g.decisions) > maxDecisions {
-		g.decisions = append(g.decisions[:0:0], g.decisions[len(g.decisions)-maxDecisions:]...)
-	}
-	g.mu.Unlock()
-	g.m.decided(d)
-	log := g.opt.Logger.Info
-	if d.Outcome == OutcomeFailed {
-		log = g.opt.Logger.Warn
-	}
-	log("guard: decision", "action", d.Action, "outcome", d.Outcome, "session", d.Target.Session,
-		"root", d.Root, "user", d.User, "note", d.Note, "reason", d.Reason)
-	if g.audit != nil {
-		func() {
-			defer func() { _ = recover() }() // a failing audit writer never stops the guard
-			g.audit.Info("decision", "action", d.Action, "outcome", d.Outcome, "note", d.Note,
-				"task", d.Task, "session", d.Target.Session, "statement", d.Target.Statement,
-				"query_start", d.Target.QueryStart, "xact_start", d.Target.XactStart,
-				"user", d.User, "application", d.App, "query", g.auditQuery(d.Target.Query),
-				"reason", d.Reason, "root", d.Root, "resource", d.Resource, "waiters", d.Waiters,
-				"blocked", d.Blocked, "inferred", d.Inferred, "evaluation", d.Evaluation)
-		}()
-	}
-	return d
-}
-
-// auditQuery is what the audit holds of a statement: its fingerprint, or
-// its text with AuditRawSQL.
-func (g *Guard) auditQuery(q string) string {
-	if g.opt.AuditRawSQL {
-		return truncate(q, 1024)
-	}
-	return truncate(Fingerprint(q), 1024)
 }
 
 // Decisions returns the recent decisions, oldest first.

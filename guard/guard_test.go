@@ -34,6 +34,8 @@ type fake struct {
 	panics     bool
 	// down, when set, makes poll n fail as an unreachable server does.
 	down func(n int) bool
+	// downErr is the message of a failed poll (default: connection refused).
+	downErr string
 	// block, when set, makes Cancel wait for ctx (a guard killed while its
 	// action is in flight) and fail with ctx's error.
 	block bool
@@ -51,6 +53,9 @@ func (f *fake) Poll(ctx context.Context) (*Observation, error) {
 	}
 	f.n++
 	if f.down != nil && f.down(f.n) {
+		if f.downErr != "" {
+			return nil, errors.New(f.downErr)
+		}
 		return nil, errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 	}
 	at := epoch.Add(time.Duration(f.n) * 250 * time.Millisecond)

@@ -22,6 +22,8 @@ import (
 // the roots' statement are seen for the first 50–250 ms and then vanish
 // (sessions of an earlier run ending, as a killed one lingers a poll):
 // they hold nothing and change nothing of the blame.
+//
+// long: one scripted scenario, poll by poll.
 func hotRows(r *rand.Rand, t0 time.Time, others int) (obs func(int, time.Time) *Observation, active map[int64]time.Time) {
 	type row struct {
 		root    Session

@@ -13,10 +13,13 @@ type metrics struct {
 	pollSeconds                      prometheus.Histogram
 	sessions, waiters                prometheus.Gauge
 	decisions, chainsLeft            *prometheus.CounterVec
+	active                           prometheus.Gauge
+	leaseChanges                     prometheus.Counter
+	reloads                          *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
-	c := prometheus.Labels{"source": source}
+	c := prometheus.Labels{"source": Escape(source)}
 	m := &metrics{
 		polls: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_polls_total",
 			Help: "Polls of the server's views.", ConstLabels: c}),
@@ -37,8 +40,16 @@ func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
 		chainsLeft: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_chains_not_acted_total",
 			Help: "Chains of waits left alone because their root cannot be acted on, by reason (protected, superuser, maintenance, idle, not-running, scope, no-root).", ConstLabels: c},
 			[]string{"reason"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "moirai_guard_lease_held",
+			Help: "1 while this replica holds the lease and acts, 0 while it stands by (see moirai_guard_lease_changes_total).", ConstLabels: c}),
+		leaseChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_lease_changes_total",
+			Help: "Times this replica took or lost the lease.", ConstLabels: c}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_reloads_total",
+			Help: "Reloads of the guard's options, by result (applied, refused).", ConstLabels: c},
+			[]string{"result"}),
 	}
-	for _, col := range []prometheus.Collector{m.polls, m.pollFailures, m.skippedRows, m.pollSeconds, m.sessions, m.waiters, m.decisions, m.chainsLeft} {
+	for _, col := range []prometheus.Collector{m.polls, m.pollFailures, m.skippedRows, m.pollSeconds, m.sessions, m.waiters, m.decisions, m.chainsLeft,
+		m.active, m.leaseChanges, m.reloads} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -73,12 +84,37 @@ func (m *metrics) polled(obs *Observation, s *snapshot.Snapshot, ignored int) {
 
 func (m *metrics) decided(d Decision) {
 	if m != nil {
-		m.decisions.WithLabelValues(d.Action, d.Outcome).Inc()
+		m.decisions.WithLabelValues(Escape(d.Action), Escape(d.Outcome)).Inc()
 	}
 }
 
 func (m *metrics) notActed(reason string) {
 	if m != nil {
-		m.chainsLeft.WithLabelValues(reason).Inc()
+		m.chainsLeft.WithLabelValues(Escape(reason)).Inc()
+	}
+}
+
+func (m *metrics) leased(held, changed bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.active.Set(v)
+	if changed {
+		m.leaseChanges.Inc()
+	}
+}
+
+func (m *metrics) reloaded(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.reloads.WithLabelValues("applied").Inc()
+	} else {
+		m.reloads.WithLabelValues("refused").Inc()
 	}
 }

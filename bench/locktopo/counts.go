@@ -19,6 +19,9 @@ type Count struct {
 	Actionable, RootActed, RootLate int
 	// WrongActions in all, and the scenarios with at least one.
 	WrongActions, WrongScenarios int
+	// Doubles counts the sessions acted on more than once (see
+	// Options.Replicas).
+	Doubles int
 	// MaxRootLatency is the slowest in-time root action, from the first
 	// wait.
 	MaxRootLatency time.Duration
@@ -69,6 +72,7 @@ func Counts(rs []Result) []Count {
 				}
 			}
 			c.WrongActions += r.Wrong
+			c.Doubles += r.Doubles
 			if r.Wrong > 0 {
 				c.WrongScenarios++
 			}
@@ -99,10 +103,10 @@ func Counts(rs []Result) []Count {
 // WriteTable writes the counts for a terminal.
 func WriteTable(w io.Writer, cs []Count) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTOPOLOGY\tSCENARIOS\tACTIONABLE\tROOT_ACTED\tLATE\tWRONG_ACTIONS\tWRONG_SCENARIOS\tMAX_ROOT_MS\tBUILD_FAILED\tDISTURBED\tSKIPPED")
+	fmt.Fprintln(tw, "SERVER\tTOPOLOGY\tSCENARIOS\tACTIONABLE\tROOT_ACTED\tLATE\tWRONG_ACTIONS\tWRONG_SCENARIOS\tDOUBLES\tMAX_ROOT_MS\tBUILD_FAILED\tDISTURBED\tSKIPPED")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", c.Server, c.Topology, c.Scenarios, c.Actionable, c.RootActed, c.RootLate,
-			c.WrongActions, c.WrongScenarios, c.MaxRootLatency.Milliseconds(), c.BuildFailed, c.Disturbed, c.Skipped)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", c.Server, c.Topology, c.Scenarios, c.Actionable, c.RootActed, c.RootLate,
+			c.WrongActions, c.WrongScenarios, c.Doubles, c.MaxRootLatency.Milliseconds(), c.BuildFailed, c.Disturbed, c.Skipped)
 	}
 	return tw.Flush()
 }

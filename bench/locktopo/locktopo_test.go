@@ -113,6 +113,13 @@ func TestLocktopo(t *testing.T) {
 			opt.Replay = append(opt.Replay, n)
 		}
 	}
+	if v := os.Getenv("LOCKTOPO_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("LOCKTOPO_REPLICAS=%q", v)
+		}
+		opt.Replicas = n
+	}
 	if v := os.Getenv("LOCKTOPO_SERVERS"); v != "" {
 		opt.Servers = strings.Split(v, ",")
 	}
@@ -135,6 +142,9 @@ func TestLocktopo(t *testing.T) {
 		}
 		if c.WrongActions > 0 {
 			t.Errorf("%s: %d wrong actions in %d scenarios (seeds above)", c.Server, c.WrongActions, c.WrongScenarios)
+		}
+		if c.Doubles > 0 {
+			t.Errorf("%s: %d sessions acted on twice (seeds above)", c.Server, c.Doubles)
 		}
 		// Roots acted on in time (the objective plus two polls) in ≥ 99 %
 		// of the actionable scenarios is the long run's target (moirai
@@ -211,7 +221,7 @@ func (f *fakeSource) Terminate(_ context.Context, t guard.Target) error {
 // every action, and carries out only those on the scenario's sessions.
 func TestRecorderActsOnlyOnItsOwn(t *testing.T) {
 	f := &fakeSource{}
-	r := &recorder{Source: f, mine: map[int64]int{10: 0}}
+	r := &recorder{Source: f, mine: map[int64]int{10: 0}, acts: &actions{}}
 	ctx := context.Background()
 	if err := r.Cancel(ctx, guard.Target{Session: 99}); !errors.Is(err, errNotMine) {
 		t.Errorf("cancel of another session: %v, want errNotMine", err)

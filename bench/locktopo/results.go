@@ -25,6 +25,7 @@ func Results(rep *Report, opt Options) *bench.Results {
 			"guard objective":     opt.SLO.String(),
 			"guard poll postgres": opt.PostgresInterval.String(),
 			"guard poll mysql":    opt.MySQLInterval.String(),
+			"guard replicas":      fmt.Sprint(opt.Replicas),
 		},
 		Runs: []bench.Run{},
 	}

@@ -40,6 +40,11 @@ type Options struct {
 	Progress func(r Result, done, total int)
 	// Log receives a line per wrong action or failed scenario (nil: none).
 	Log io.Writer
+	// Replicas of the acting guard run on each scenario (default 1), as
+	// an operator runs a watchdog twice: they share the lease of the
+	// scenario's database, and a session acted on more than once is a
+	// double action (Result.Doubles).
+	Replicas int
 }
 
 func (o *Options) defaults() {
@@ -64,6 +69,7 @@ func (o *Options) defaults() {
 	if o.MySQLInterval <= 0 {
 		o.MySQLInterval = 250 * time.Millisecond
 	}
+	o.Replicas = max(o.Replicas, 1)
 }
 
 // minInterval is the guard's default minimum interval between two
@@ -109,6 +115,9 @@ type Result struct {
 	RootLatency time.Duration `json:"root_latency_ns,omitempty"`
 	Actions     []Action      `json:"actions,omitempty"`
 	Wrong       int           `json:"wrong"` // wrong actions
+	// Doubles counts the sessions acted on more than once (by one
+	// replica or several).
+	Doubles int `json:"doubles,omitempty"`
 	// Decisions are the guard's own records (reasons), for a failure's
 	// report.
 	Decisions []string `json:"decisions,omitempty"`
@@ -120,7 +129,7 @@ func (r *Result) Failed() bool {
 	if r.Disturbed != "" {
 		return false
 	}
-	return r.Wrong > 0 || (r.Actionable && !r.RootActed) || r.BuildError != ""
+	return r.Wrong > 0 || r.Doubles > 0 || (r.Actionable && !r.RootActed) || r.BuildError != ""
 }
 
 // Report is a run's results.
@@ -326,36 +335,49 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 		all = append(all, c.id())
 	}
 
-	// The guard, acting, through a source that records every action and
-	// carries out only those on the scenario's own sessions.
-	inner, err := srv.source(ctx, sc)
-	if err != nil {
-		res.BuildError = "guard source: " + err.Error()
-		return res
+	// The guard (each replica of it), acting, through a source that
+	// records every action and carries out only those on the scenario's
+	// own sessions.
+	acts := &actions{}
+	var recs []*recorder
+	var gs []*guard.Guard
+	closeAll := func() {
+		for _, r := range recs {
+			r.Close()
+		}
 	}
-	rec := &recorder{Source: inner, mine: ids}
-	if _, err := rec.Check(ctx); err != nil {
-		rec.Close()
-		res.BuildError = "guard check: " + err.Error()
-		return res
+	for range opt.Replicas {
+		inner, err := srv.source(ctx, sc)
+		if err != nil {
+			closeAll()
+			res.BuildError = "guard source: " + err.Error()
+			return res
+		}
+		rec := &recorder{Source: inner, mine: ids, acts: acts}
+		recs = append(recs, rec)
+		if _, err := rec.Check(ctx); err != nil {
+			closeAll()
+			res.BuildError = "guard check: " + err.Error()
+			return res
+		}
+		g, err := guard.New(rec, guardOptions(srv, opt, sc))
+		if err != nil {
+			closeAll()
+			res.BuildError = "guard: " + err.Error()
+			return res
+		}
+		gs = append(gs, g)
 	}
-	gopt := guardOptions(srv, opt, sc)
-	g, err := guard.New(rec, gopt)
-	if err != nil {
-		rec.Close()
-		res.BuildError = "guard: " + err.Error()
-		return res
-	}
+	rec := recs[0] // the actions of every replica
 	gctx, stopGuard := context.WithCancel(ctx)
-	gdone := make(chan struct{})
-	go func() {
-		defer close(gdone)
-		_ = g.Run(gctx)
-	}()
+	var gwg sync.WaitGroup
+	for _, g := range gs {
+		gwg.Go(func() { _ = g.Run(gctx) })
+	}
 	stop := func() {
 		stopGuard()
-		<-gdone
-		rec.Close()
+		gwg.Wait()
+		closeAll()
 	}
 	defer func() {
 		if stopGuard != nil {
@@ -458,8 +480,14 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 		res.Disturbed = srv.disturbed(ctx, all)
 	}
 	// Check.
-	acts := rec.snapshot()
-	for _, a := range acts {
+	done := rec.snapshot()
+	perSession := map[int64]int{}
+	for _, a := range done {
+		if perSession[a.session]++; perSession[a.session] == 2 {
+			res.Doubles++
+		}
+	}
+	for _, a := range done {
 		i, mine := ids[a.session]
 		act := Action{At: a.at.Sub(t0), Verb: a.verb, Session: a.session, Index: -1}
 		if mine {
@@ -472,7 +500,7 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 		res.Actions = append(res.Actions, act)
 	}
 	if res.Actionable {
-		last, ok := rootsActed(sc, acts, ids, t0)
+		last, ok := rootsActed(sc, done, ids, t0)
 		if ok {
 			res.RootLatency = last
 			res.RootActed = last <= deadline
@@ -481,7 +509,12 @@ func runScenario(ctx context.Context, opt *Options, srv server, sc *Scenario) (r
 	}
 	if res.Failed() {
 		skipped := map[string]bool{}
-		for _, d := range g.Decisions() {
+		for _, d := range slices.Concat(func() (all [][]guard.Decision) {
+			for _, g := range gs {
+				all = append(all, g.Decisions())
+			}
+			return all
+		}()...) {
 			if k := fmt.Sprint(d.Target.Session, d.Note); d.Outcome == guard.OutcomeSkipped {
 				if skipped[k] {
 					continue // the same skip again, a poll later
@@ -630,17 +663,39 @@ type recorded struct {
 type recorder struct {
 	guard.Source
 	mine map[int64]int
+	acts *actions // shared by the replicas of a scenario
+}
 
+// actions are the actions the guard's replicas asked for.
+type actions struct {
 	mu   sync.Mutex
 	acts []recorded
 }
 
 func (r *recorder) record(verb string, t guard.Target) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.acts = append(r.acts, recorded{at: time.Now(), verb: verb, session: t.Session})
+	r.acts.mu.Lock()
+	defer r.acts.mu.Unlock()
+	r.acts.acts = append(r.acts.acts, recorded{at: time.Now(), verb: verb, session: t.Session})
 	_, ok := r.mine[t.Session]
 	return ok
+}
+
+// Lease forwards the inner source's lease (guard.Leaser), so that the
+// replicas of a scenario share one, as they would on a server.
+func (r *recorder) Lease(ctx context.Context, name string) (bool, error) {
+	l, ok := r.Source.(guard.Leaser)
+	if !ok {
+		return false, errors.New("locktopo: the source takes no lease")
+	}
+	return l.Lease(ctx, name)
+}
+
+// Release forwards the inner source's Release.
+func (r *recorder) Release(ctx context.Context) error {
+	if l, ok := r.Source.(guard.Leaser); ok {
+		return l.Release(ctx)
+	}
+	return nil
 }
 
 // errNotMine is returned for an action on a session the scenario did not
@@ -662,16 +717,16 @@ func (r *recorder) Terminate(ctx context.Context, t guard.Target) error {
 }
 
 func (r *recorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.acts)
+	r.acts.mu.Lock()
+	defer r.acts.mu.Unlock()
+	return len(r.acts.acts)
 }
 
 // snapshot returns the actions so far.
 func (r *recorder) snapshot() []recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.acts)
+	r.acts.mu.Lock()
+	defer r.acts.mu.Unlock()
+	return slices.Clone(r.acts.acts)
 }
 
 // Database forwards the inner source's database (guard.Scoped), so the

@@ -7,17 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/moirai-go/moirai/guard"
 	_ "github.com/moirai-go/moirai/guard/mysql"    // mysql:// and mariadb://
@@ -44,10 +40,19 @@ type guardFlags struct {
 	audit          string
 	metricsAddr    string
 	skipPrivileges bool
+	config         string
+	record         string
+	auditPolls     bool
+	lease          string
+	shutdown       time.Duration
+
+	fs *pflag.FlagSet // the flags' values, for a reload's comparison
 }
 
-func (f *guardFlags) register(cmd *cobra.Command, all bool) {
-	fl := cmd.Flags()
+func (f *guardFlags) register(cmd *cobra.Command, all bool) { f.registerOn(cmd.Flags(), all) }
+
+func (f *guardFlags) registerOn(fl *pflag.FlagSet, all bool) {
+	f.fs = fl
 	fl.StringVar(&f.dsn, "dsn", "", "server to guard: postgres://user@host:5432/db or mysql://user:pass@tcp(host:3306)/ (or $MOIRAI_GUARD_DSN)")
 	fl.DurationVar(&f.interval, "interval", 250*time.Millisecond, "time between polls of the server's views")
 	fl.DurationVar(&f.alertInterval, "alert-interval", 0, "time between polls while a session waits for a lock (default the smaller of --interval and 100ms)")
@@ -71,6 +76,10 @@ func (f *guardFlags) register(cmd *cobra.Command, all bool) {
 	fl.StringVar(&f.audit, "audit", "", "append every decision as a JSON line to this file")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9187)")
 	fl.BoolVar(&f.skipPrivileges, "skip-privilege-check", false, "start even if the role lacks privileges (dry runs with a read-only role)")
+	fl.StringVar(&f.record, "record", "", "append every poll (what the guard saw) as a JSON line to this file, for `moirai guard replay`")
+	fl.BoolVar(&f.auditPolls, "audit-polls", false, "write every poll to the --audit file too, among the decisions (for `moirai guard replay`)")
+	fl.StringVar(&f.lease, "lease", "", "name of the lease replicas share: only the holder acts (default moirai-guard:<database>)")
+	fl.DurationVar(&f.shutdown, "shutdown-timeout", 10*time.Second, "on SIGTERM, how long the poll in progress may take to finish before it is aborted")
 }
 
 func (f *guardFlags) options(errOut io.Writer) (guard.Options, error) {
@@ -90,7 +99,7 @@ func (f *guardFlags) options(errOut io.Writer) (guard.Options, error) {
 		return guard.Options{}, usageErrorf("--act and --dry-run together: choose one")
 	}
 	o := guard.Options{Interval: f.interval, AlertInterval: f.alertInterval, SLO: f.slo, DryRun: !f.act, TerminateIdle: f.terminateIdle,
-		AllDatabases: f.allDatabases, AuditRawSQL: f.auditRawSQL,
+		AllDatabases: f.allDatabases, AuditRawSQL: f.auditRawSQL, Lease: f.lease, AuditPolls: f.auditPolls,
 		MinInterval: f.minInterval, MaxPerMinute: f.maxPerMinute,
 		Protect: guard.Protection{Users: f.protectUsers, Applications: f.protectApps, AllowSuperuser: f.allowSuper, AllowMaintenance: f.allowMaint},
 		Logger:  slog.New(slog.NewTextHandler(errOut, nil))}
@@ -125,12 +134,12 @@ func (f *guardFlags) openSource(ctx context.Context, errOut io.Writer) (guard.So
 	var pe *guard.PrivilegeError
 	switch {
 	case errors.As(err, &pe) && f.skipPrivileges:
-		fmt.Fprintf(errOut, "moirai guard: warning: %v; going on (--skip-privilege-check)\n", err)
+		fmt.Fprintf(errOut, "moirai guard: warning: %s; going on (--skip-privilege-check)\n", guard.Escape(err.Error()))
 	case err != nil:
 		src.Close()
 		return nil, err
 	}
-	fmt.Fprintf(errOut, "moirai guard: %s (%s)\n", info.Version, strings.Join(info.Features, "; "))
+	fmt.Fprintf(errOut, "moirai guard: %s (%s)\n", guard.Escape(info.Version), guard.Escape(strings.Join(info.Features, "; ")))
 	if info.Superuser {
 		fmt.Fprintln(errOut, "moirai guard: warning: the guard's role is a superuser; it needs only the privileges docs/GUARD.md lists")
 	}
@@ -161,71 +170,13 @@ to the log and, with --audit, to a JSON-lines file (statements as
 fingerprints unless --audit-raw-sql). See docs/GUARD.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGuard(cmd, g, f)
+			return runGuard(cmd, g, f.config)
 		},
 	}
 	f.register(cmd, true)
-	cmd.AddCommand(newGuardExplainCommand(g))
+	cmd.Flags().StringVar(&f.config, "config", "", "read the flags from this YAML file (keys: the flags' names); the command line overrides it; SIGHUP reloads it")
+	cmd.AddCommand(newGuardExplainCommand(g), newGuardReplayCommand(g))
 	return cmd
-}
-
-func runGuard(cmd *cobra.Command, g *globalFlags, f *guardFlags) error {
-	errOut := cmd.ErrOrStderr()
-	opt, err := f.options(errOut)
-	if err != nil {
-		return err
-	}
-	if f.audit != "" {
-		af, err := os.OpenFile(f.audit, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
-		if err != nil {
-			return fmt.Errorf("--audit: %w", err)
-		}
-		defer af.Close()
-		opt.Audit = af
-	}
-	ctx := cmd.Context()
-	var srv *http.Server
-	if f.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		opt.Registerer = reg
-		lis, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(lis) }()
-		defer srv.Close()
-		fmt.Fprintf(errOut, "moirai guard: metrics on http://%s/metrics\n", lis.Addr())
-	}
-	src, err := f.openSource(ctx, errOut)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	gd, err := guard.New(src, opt)
-	if err != nil {
-		return err
-	}
-	if f.once {
-		fmt.Fprintf(errOut, "moirai guard: %s, %s\n", modeOf(gd.Options()), scopeOf(gd))
-		ds, err := twoSteps(ctx, gd, f.interval)
-		if err != nil {
-			return err
-		}
-		return printDecisions(cmd.OutOrStdout(), g, ds)
-	}
-	eff := gd.Options()
-	fmt.Fprintf(errOut, "moirai guard: polling every %v, every %v while a session waits (%s, %s); stop with Ctrl-C\n",
-		eff.Interval, eff.AlertInterval, modeOf(eff), scopeOf(gd))
-	err = gd.Run(ctx)
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(errOut, "moirai guard: stopped after %d decisions\n", len(gd.Decisions()))
-		return nil // a requested stop is a clean one
-	}
-	return err
 }
 
 // modeOf says whether the guard acts.
@@ -239,7 +190,7 @@ func modeOf(o guard.Options) string {
 // scopeOf says where the guard acts.
 func scopeOf(gd *guard.Guard) string {
 	if db := gd.Scope(); db != "" {
-		return fmt.Sprintf("in database %q only (--all-databases widens it)", printable(db))
+		return fmt.Sprintf("in database %q only (--all-databases widens it)", guard.Escape(db))
 	}
 	return "in every database"
 }
@@ -275,30 +226,7 @@ func printDecisions(out io.Writer, g *globalFlags, ds []guard.Decision) error {
 		}
 		return nil
 	}
-	if len(ds) == 0 {
-		_, err := fmt.Fprintln(out, "no decision")
-		return err
-	}
-	for _, d := range ds {
-		if d.Outcome == guard.OutcomeNoAction {
-			fmt.Fprintf(out, "no action on %s: root session %d (%s@%s), %d waiting: %s\n", printable(d.Resource), d.Root,
-				printable(d.User), printable(d.App), len(d.Waiters), printable(d.Note))
-			continue
-		}
-		fmt.Fprintf(out, "%s session %d (%s@%s): %s %s\n  %s\n", d.Action, d.Target.Session,
-			printable(d.User), printable(d.App), d.Outcome, printable(d.Note), printable(d.Reason))
-	}
-	return nil
-}
-
-// printable replaces control characters in server-provided text.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
+	return guard.WriteDecisions(out, ds)
 }
 
 func newGuardExplainCommand(g *globalFlags) *cobra.Command {
@@ -322,15 +250,15 @@ statement the guard would cancel now, with why. It never acts.`,
 			f.skipPrivileges = true // explaining needs no right to signal
 			src, err := f.openSource(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return escapedError(err)
 			}
 			defer src.Close()
 			gd, err := guard.New(src, opt)
 			if err != nil {
-				return err
+				return escapedError(err)
 			}
 			if _, err := twoSteps(cmd.Context(), gd, f.interval); err != nil {
-				return err
+				return escapedError(err)
 			}
 			x := gd.Explain()
 			if g.Output == outputJSON {

@@ -18,7 +18,16 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, or, with MOIRAI_TEST_RUN_MAIN=1, the command
+// itself (a test that needs `moirai` as a process of its own runs the
+// test binary so).
+func TestMain(m *testing.M) {
+	if os.Getenv("MOIRAI_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // run executes the command tree in-process with args.
 func run(t *testing.T, args ...string) (stdout, stderr string, err error) {

@@ -40,7 +40,12 @@
 //
 // Scope: Database is the DSN's database, the guard's scope by default;
 // PROCESSLIST's DB column (the session's current database) places a
-// session in it.
+// session in it. The source's connections select no database (every
+// statement names its schema), so the guard's account needs no privilege
+// on the one it guards.
+//
+// Lease: [Source.Lease] takes GET_LOCK on a connection of its own, which
+// also carries the actions while the lease is held (see guard.Leaser).
 //
 // Cancel uses KILL QUERY ID, which targets the statement id and so cannot
 // hit a later statement; Terminate uses KILL CONNECTION after verifying the

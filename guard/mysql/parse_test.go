@@ -436,6 +436,8 @@ func TestRandomInnoDBQueues(t *testing.T) {
 // apart (as many candidates as id-less rows), and on nobody otherwise,
 // with the reason; never on a bystander, a reader or a waiter.
 // MOIRAI_SEED replays one.
+//
+// long: the generator and its oracle in one place.
 func TestRandomNoIDHolders(t *testing.T) {
 	for _, seed := range seeds.Of(t, 300) {
 		r := rand.New(rand.NewPCG(seed, 5))

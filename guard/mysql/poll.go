@@ -244,12 +244,12 @@ func current(ctx context.Context, conn *sql.Conn, id int64) (qid int64, trx sql.
 
 // Cancel kills the statement t.Statement with KILL QUERY ID, which cannot
 // hit any other statement.
-func (s *Source) Cancel(ctx context.Context, t guard.Target) error {
-	conn, err := s.db.Conn(ctx)
+func (s *Source) Cancel(ctx context.Context, t guard.Target) (err error) {
+	conn, done, err := s.actionConn(ctx)
 	if err != nil {
-		return fmt.Errorf("guard/mysql: %w", err)
+		return err
 	}
-	defer conn.Close()
+	defer func() { done(err) }()
 	qid, _, err := current(ctx, conn, t.Session)
 	if err != nil {
 		return err
@@ -269,12 +269,12 @@ func (s *Source) Cancel(ctx context.Context, t guard.Target) error {
 
 // Terminate kills t's connection after verifying it still runs the same
 // statement (or, idle in transaction, the same transaction start).
-func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
-	conn, err := s.db.Conn(ctx)
+func (s *Source) Terminate(ctx context.Context, t guard.Target) (err error) {
+	conn, done, err := s.actionConn(ctx)
 	if err != nil {
-		return fmt.Errorf("guard/mysql: %w", err)
+		return err
 	}
-	defer conn.Close()
+	defer func() { done(err) }()
 	qid, trx, err := current(ctx, conn, t.Session)
 	if err != nil {
 		return err

@@ -28,6 +28,10 @@
 // The guard's role needs pg_monitor (to see every backend's statement and
 // locks) and pg_signal_backend (to cancel them); Check says which one is
 // missing. Superusers are never acted on unless the guard is told to.
+//
+// [Source.Lease] takes a session advisory lock (pg_try_advisory_lock) on
+// a connection of its own, which also carries the actions while the
+// lease is held (see guard.Leaser).
 package postgres
 
 import (
@@ -50,8 +54,13 @@ import (
 // Source polls one PostgreSQL server.
 type Source struct {
 	pool     *pgxpool.Pool
+	connCfg  *pgx.ConnConfig // for the lease's connection
 	user     string
 	database string
+
+	lease     *pgx.Conn // the lease's own connection (see Lease)
+	leaseHeld bool
+	leaseKey  int64
 }
 
 var _ guard.Source = (*Source)(nil)
@@ -88,7 +97,7 @@ func Open(ctx context.Context, dsn string) (*Source, error) {
 		pool.Close()
 		return nil, fmt.Errorf("guard/postgres: cannot reach %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &Source{pool: pool, user: cfg.ConnConfig.User, database: cfg.ConnConfig.Database}, nil
+	return &Source{pool: pool, connCfg: cfg.ConnConfig, user: cfg.ConnConfig.User, database: cfg.ConnConfig.Database}, nil
 }
 
 // Database returns the database the source connected to: the guard's
@@ -111,6 +120,7 @@ func (s *Source) Name() string { return "postgres" }
 
 // Close closes the pool.
 func (s *Source) Close() error {
+	s.dropLease()
 	s.pool.Close()
 	return nil
 }
@@ -376,29 +386,7 @@ func build(at time.Time, acts []activityRow, locks []lockRow, progress []progres
 		at = time.Now()
 	}
 	obs := &guard.Observation{At: at, Skipped: map[string]int{}}
-	index := map[int64]int{}
-	for i := range acts {
-		s, ok := session(&acts[i], at)
-		if !ok {
-			obs.Skipped["pg_stat_activity"]++
-			continue
-		}
-		if _, dup := index[s.ID]; dup {
-			obs.Skipped["pg_stat_activity"]++
-			continue
-		}
-		index[s.ID] = len(obs.Sessions)
-		obs.Sessions = append(obs.Sessions, s)
-	}
-	for i := range progress {
-		p := &progress[i]
-		if p.pid == nil || p.done == nil || p.total == nil || *p.total <= 0 || *p.done < 0 {
-			continue // a phase without a measurable total: no progress, not an error
-		}
-		if j, ok := index[int64(*p.pid)]; ok {
-			obs.Sessions[j].Done, obs.Sessions[j].Total = min(*p.done, *p.total), *p.total
-		}
-	}
+	index := addSessions(obs, acts, progress, at)
 
 	// The waits, and who waits for whom.
 	waiting := map[int64]bool{}
@@ -458,6 +446,35 @@ func build(at time.Time, acts []activityRow, locks []lockRow, progress []progres
 		}
 	}
 	return obs
+}
+
+// addSessions adds the sessions of pg_stat_activity, with their progress,
+// to obs, and returns the index of each pid in obs.Sessions.
+func addSessions(obs *guard.Observation, acts []activityRow, progress []progressRow, at time.Time) map[int64]int {
+	index := map[int64]int{}
+	for i := range acts {
+		s, ok := session(&acts[i], at)
+		if !ok {
+			obs.Skipped["pg_stat_activity"]++
+			continue
+		}
+		if _, dup := index[s.ID]; dup {
+			obs.Skipped["pg_stat_activity"]++
+			continue
+		}
+		index[s.ID] = len(obs.Sessions)
+		obs.Sessions = append(obs.Sessions, s)
+	}
+	for i := range progress {
+		p := &progress[i]
+		if p.pid == nil || p.done == nil || p.total == nil || *p.total <= 0 || *p.done < 0 {
+			continue // a phase without a measurable total: no progress, not an error
+		}
+		if j, ok := index[int64(*p.pid)]; ok {
+			obs.Sessions[j].Done, obs.Sessions[j].Total = min(*p.done, *p.total), *p.total
+		}
+	}
+	return index
 }
 
 // roots resolves a waiter's blockers to the root holders: blockers that
@@ -529,7 +546,11 @@ func (s *Source) signal(ctx context.Context, fn string, t guard.Target, sameQuer
 		THEN CASE WHEN ` + fn + `($1) THEN 'signalled' ELSE 'refused' END
 		ELSE 'changed' END`
 	var res string
-	if err := s.pool.QueryRow(ctx, q, int32(t.Session), xact, query).Scan(&res); err != nil {
+	on := s.signaller()
+	if err := on.QueryRow(ctx, q, int32(t.Session), xact, query).Scan(&res); err != nil {
+		if on != s.pool {
+			s.dropLease() // the lease's connection failed: the lease is gone
+		}
 		return fmt.Errorf("guard/postgres: %s(%d): %w", fn, t.Session, err)
 	}
 	switch res {
