@@ -211,11 +211,12 @@ func (h *handler) continuation(r *http.Request) bool {
 }
 
 // admitRequest runs admission; it reports false after writing the
-// rejection.
-func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.Priority) bool {
+// rejection. Every answer to the request carries the level (see
+// answer.go).
+func (h *handler) admitRequest(w *answer, r *http.Request, p moirai.Priority) bool {
 	d := h.cfg.dagor
 	now := h.ctl.Now() // the controller's coarse clock: one atomic load
-	w.Header().Set(HeaderLevel, admit.FormatLevel(d.Level()))
+	w.level = admit.FormatLevel(d.Level())
 	var admitted bool
 	if h.continuation(r) {
 		admitted = d.AdmitContinuation(now, p)
