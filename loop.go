@@ -416,7 +416,7 @@ func (c *Controller) penalizeLocked(t *task.Task, d policy.Decision, rec *policy
 func (c *Controller) publish(recs []policy.Record) {
 	for i := range recs {
 		r := &recs[i]
-		c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai decision", r.Attrs()...)
+		c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai decision", c.logAttrs(*r)...)
 		if c.cfg.decisionObserver != nil {
 			func() {
 				defer func() {

@@ -2,6 +2,7 @@ package moirai
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/moirai-go/moirai/fence"
 	"log/slog"
@@ -204,7 +205,13 @@ func New(opts ...Option) *Controller {
 
 // report logs an error the runtime recovered from.
 func (c *Controller) report(err error) {
-	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai", slog.String("error", err.Error()))
+	msg := err.Error()
+	if ue := (*task.UnendedError)(nil); errors.As(err, &ue) && !c.cfg.logKeys && ue.Key != "" {
+		hidden := *ue
+		hidden.Key = hiddenKey
+		msg = hidden.Error()
+	}
+	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai", slog.String("error", msg))
 	if c.cfg.onError != nil {
 		func() {
 			defer func() { _ = recover() }()

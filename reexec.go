@@ -380,7 +380,7 @@ func (c *Controller) publishDiagnosis(r *policy.Record) {
 	if r == nil {
 		return
 	}
-	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai diagnosis", r.Attrs()...)
+	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai diagnosis", c.logAttrs(*r)...)
 	if c.cfg.decisionObserver != nil {
 		c.callUser("decision observer", func() { c.cfg.decisionObserver(*r) })
 	}

@@ -232,7 +232,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		bodies := make(chan string, 4)
 		h := httpmw.Handler(ctl, blockUntilCancelled(&runs, bodies),
 			httpmw.WithClass(func(*http.Request) string { return "report" }),
-			httpmw.WithReexecutable(), httpmw.WithReexecution())
+			httpmw.WithReexecutable(), httpmw.WithReexecution(moirai.RetryMaxWait(10*time.Second)))
 		ctx, cancel := context.WithCancelCause(context.Background())
 		errGone := errors.New("client gone")
 		time.AfterFunc(time.Second, func() { cancel(errGone) })
