@@ -121,6 +121,10 @@ type Controller struct {
 	gmu     sync.Mutex
 	retries RetryStats
 
+	// What the middleware reports about request trees (culprit.go).
+	ignoredCulprits atomic.Int64
+	noTrustedPeer   atomic.Bool
+
 	scratchLive []*task.Task
 	parts       []partial            // per-worker sums of a snapshot build
 	liveTab     []resource.LiveHolds // per resource, the holds in progress its primitive reports, read once per snapshot

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/tree"
 )
 
@@ -280,6 +281,9 @@ func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 			o(t)
 		}
 	}
+	if t.ctl != nil && t.trustedDown == nil {
+		mwx.NoTrustedPeer(t.ctl, "httpmw: Transport with WithTreeCancelPeer trusting no downstream: every culprit answer is ignored (counted in TreeStats), so the tree cancels nothing upward from this service")
+	}
 	return t
 }
 
@@ -303,7 +307,7 @@ type transport struct {
 	nlevels     atomic.Int64
 	pathName    func(*http.Request) string
 	ctl         *moirai.Controller
-	trustedDown func(host string) bool
+	trustedDown func(Peer) bool
 }
 
 // MaxLevelHosts is how many downstream hosts a [Transport] caches levels
@@ -334,6 +338,16 @@ func (t *transport) cacheLevel(host string, c cachedLevel) {
 	t.levels.Store(host, c)
 }
 
+// hasMoiraiHeader reports whether h holds a moirai header.
+func hasMoiraiHeader(h http.Header) bool {
+	for k := range h {
+		if hasMoiraiPrefix(k) {
+			return true
+		}
+	}
+	return false
+}
+
 type cachedLevel struct {
 	level   admit.Level
 	expires time.Duration
@@ -359,8 +373,21 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if has {
+	// The moirai headers of a request are this transport's own: those a
+	// handler passes on from its own caller (a reverse proxy copies them)
+	// speak for a task that is not the request's.
+	passed := hasMoiraiHeader(r.Header)
+	if has || passed {
 		r = r.Clone(r.Context())
+		if passed {
+			for k := range r.Header {
+				if hasMoiraiPrefix(k) {
+					delete(r.Header, k)
+				}
+			}
+		}
+	}
+	if has {
 		// One backing array for the headers this transport adds: the
 		// tree's identity costs no allocation of its own.
 		vals := make([]string, 3)
@@ -390,7 +417,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		tk.MarkAdmittedDownstream()
 	} else if v, ok := resp.Header[tree.CulpritHeader]; ok && t.ctl != nil {
-		t.upward(tk, r.URL.Host, v)
+		t.upward(tk, r, v)
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/tree"
 )
 
@@ -33,6 +34,7 @@ import (
 // its own answers are written to. It records the status written.
 type answer struct {
 	http.ResponseWriter
+	ctl      *moirai.Controller // counts the culprit answers a handler passes on
 	status   int
 	sealed   bool
 	hijacked bool
@@ -57,6 +59,12 @@ func (a *answer) rules() {
 	hd := a.ResponseWriter.Header()
 	for k := range hd {
 		if hasMoiraiPrefix(k) {
+			if http.CanonicalHeaderKey(k) == tree.CulpritHeader {
+				// A downstream's answer (a proxy copies its headers):
+				// not this hop's, and not to be acted on by its caller.
+				forgedCulprits.Add(1)
+				mwx.IgnoredCulprit(a.ctl)
+			}
 			delete(hd, k)
 		}
 	}

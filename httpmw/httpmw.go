@@ -253,6 +253,9 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 			o(&cfg)
 		}
 	}
+	if cfg.tree && cfg.trusted == nil {
+		mwx.NoTrustedPeer(ctl, fmt.Sprintf("httpmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every request is the root of a tree of its own and no culprit answer goes back to a caller", cfg.hop))
+	}
 	mux, _ := next.(*http.ServeMux)
 	return &handler{ctl: ctl, next: next, mux: mux, cfg: cfg}
 }
@@ -328,7 +331,7 @@ func routeClass(method, pattern string) string {
 
 func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// Every answer to r, the handler's or the middleware's, goes through w.
-	w := &answer{ResponseWriter: rw}
+	w := &answer{ResponseWriter: rw, ctl: h.ctl}
 	p := h.priorityOf(r)
 	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
 		return
