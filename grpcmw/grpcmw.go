@@ -3,6 +3,7 @@ package grpcmw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -208,6 +209,14 @@ func newConfig(opts []Option) config {
 		}
 	}
 	return c
+}
+
+// warnTrust says in ctl's log, once per interceptor, that trees are on
+// with no trusted caller.
+func (c *config) warnTrust(ctl *moirai.Controller) {
+	if c.tree && c.trusted == nil {
+		mwx.NoTrustedPeer(ctl, fmt.Sprintf("grpcmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every call is the root of a tree of its own and no culprit answer goes back to a caller", c.hop))
+	}
 }
 
 // continuation reports whether a trusted peer sent the call as the
@@ -442,6 +451,7 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, e
 			// A downstream's culprit answer that the handler passes on
 			// is not this hop's: its caller must not act on it.
 			if _, ok := culpritIn(err); ok {
+				mwx.IgnoredCulprit(ctl)
 				return status.Error(status.Code(err), status.Convert(err).Message())
 			}
 		}
@@ -501,6 +511,7 @@ func (o overloaded) Is(target error) bool       { return target == errAnswered }
 // reaches the handler.
 func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(opts)
+	c.warnTrust(ctl)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx2, cl, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
 		if err != nil {
@@ -518,6 +529,7 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 // stream is one task.
 func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(opts)
+	c.warnTrust(ctl)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx, cl, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
 		if err != nil {
@@ -610,6 +622,7 @@ func (c *client) upward(ctx context.Context, target string, err error) {
 	t := moirai.From(ctx)
 	if c.trustedDown == nil || !c.trustedDown(target) || t == nil || t.Spec().Tree != cu.Tree {
 		forgedCulprits.Add(1)
+		mwx.IgnoredCulprit(c.ctl)
 		return
 	}
 	_ = c.ctl.CancelTree(t, cu)
@@ -647,6 +660,9 @@ func newClient(opts []ClientOption) *client {
 		if o != nil {
 			o(c)
 		}
+	}
+	if c.ctl != nil && c.trustedDown == nil {
+		mwx.NoTrustedPeer(c.ctl, "grpcmw: client interceptor with WithTreeCancel trusting no target: every culprit answer is ignored (counted in TreeStats), so the tree cancels nothing upward from this service")
 	}
 	return c
 }

@@ -419,3 +419,26 @@ func TestTreeStream(t *testing.T) {
 		t.Fatalf("caller's cause %v, want a culprit at b", context.Cause(ctx))
 	}
 }
+
+// TestTreeWithoutTrustCounted: a server interceptor with WithTree and no
+// trusted peer says so (TreeStats), and a culprit answer its handler
+// passes on from a downstream is stripped and counted.
+func TestTreeWithoutTrustCounted(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	in := grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithTree("front"))
+	st, err := status.New(codes.Unavailable, "downstream").WithDetails(&errdetails.ErrorInfo{Reason: grpcmw.ReasonCulprit, Domain: "moirai",
+		Metadata: map[string]string{"culprit": "1 /svc/M;5;evil;forged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/svc/M"}, func(context.Context, any) (any, error) {
+		return nil, st.Err()
+	})
+	if len(status.Convert(err).Details()) != 0 {
+		t.Errorf("the passed-on culprit answer went up: %v", status.Convert(err).Details())
+	}
+	if ts := ctl.TreeStats(); !ts.NoTrustedPeer || ts.IgnoredCulprits != 1 {
+		t.Errorf("TreeStats %+v; want no trusted peer and one ignored culprit answer", ts)
+	}
+}
