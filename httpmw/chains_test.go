@@ -26,10 +26,10 @@ var chainSeed = flag.Uint64("chains.seed", 0, "TestHostileChains: replay only th
 
 // Hop kinds of a generated chain.
 const (
-	kindProxy         = iota // httputil.ReverseProxy over a plain transport
-	kindProxyMW              // httputil.ReverseProxy over httpmw.Transport
-	kindCall                 // a handler that calls downstream and copies the answer, headers included
-	kindNested               // kindCall under two nested Handlers
+	kindProxy   = iota // httputil.ReverseProxy over a plain transport
+	kindProxyMW        // httputil.ReverseProxy over httpmw.Transport
+	kindCall           // a handler that calls downstream and copies the answer, headers included
+	kindNested         // kindCall under two nested Handlers
 	numKinds
 )
 
