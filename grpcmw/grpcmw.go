@@ -69,6 +69,8 @@ type config struct {
 	cancellableSet bool
 	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
+	unsafeAll      bool            // every class may run twice (reexec.go)
+	unsafeClasses  map[string]bool // classes that may run twice
 }
 
 // apply sets in sp the objective and kind these options give class.
@@ -280,7 +282,8 @@ type call struct {
 	permit  resource.Permit
 	fenced  fence.Permit
 	started time.Duration
-	treeIn  bool // the call's tree came from its caller
+	treeIn  bool   // the call's tree came from its caller
+	method  string // the call's full method
 }
 
 var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
@@ -344,7 +347,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		}
 		ctx, t = ctl.Begin(ctx, sp)
 	}
-	cl := call{ctl: ctl, t: t, nested: nested, treeIn: treeIn}
+	cl := call{ctl: ctl, t: t, nested: nested, treeIn: treeIn, method: method}
 	if c.fence != nil {
 		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, method))
 		if err != nil {
@@ -466,18 +469,23 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, e
 	if c.exposeCause {
 		msg += ": " + cause.Error()
 	}
-	if !c.tree {
-		_ = setTrailer(metadata.Pairs(KeyRetryAfter, retryAfter(ctl, class)))
-		return overloaded{status.New(codes.Unavailable, msg)}
-	}
 	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
-	cu, isCulprit := ctl.CulpritAnswer(ctx, c.hop)
-	if isCulprit {
-		wait = max(wait, cu.Wait)
+	var cu *tree.Culprit
+	isCulprit := false
+	if c.tree {
+		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.hop); isCulprit {
+			wait = max(wait, cu.Wait)
+		}
 	}
 	ra := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 	if !isCulprit || !cl.treeIn {
-		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, strconv.FormatInt(wait.Milliseconds(), 10)))
+		// The client's retry policy retries after the expected wait a
+		// call safe to run twice, and never another (reexec.go).
+		pushback := "-1"
+		if c.reexecutable(cl.method, class) {
+			pushback = strconv.FormatInt(wait.Milliseconds(), 10)
+		}
+		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, pushback))
 		return overloaded{status.New(codes.Unavailable, msg)}
 	}
 	_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, "-1"))
