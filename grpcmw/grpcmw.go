@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -593,8 +595,56 @@ func WithPathName(fn func(target, method string) string) ClientOption {
 // culprit answer from an untrusted target, or naming another tree, is
 // ignored and counted ([ForgedCulprits]). The call's error is returned
 // unchanged; tree.Of on the task's context's cause gives the culprit.
+//
+// Deprecated: use WithTreeCancelPeer, whose Peer has the target's host
+// and port apart.
 func WithTreeCancel(ctl *moirai.Controller, trusted func(target string) bool) ClientOption {
+	if trusted == nil {
+		return WithTreeCancelPeer(ctl, nil)
+	}
+	return WithTreeCancelPeer(ctl, func(p Peer) bool { return trusted(p.Target) })
+}
+
+// WithTreeCancelPeer is the upward cancellation of [WithTreeCancel] whose
+// trust function gets the downstream as a [Peer]: its target, with the
+// host and port apart, and the call's method. trusted nil trusts no
+// downstream: every culprit answer is ignored, which ctl's log says at
+// once.
+func WithTreeCancelPeer(ctl *moirai.Controller, trusted func(Peer) bool) ClientOption {
 	return func(c *client) { c.ctl, c.trustedDown = ctl, trusted }
+}
+
+// Peer is the downstream a client interceptor's call went to.
+type Peer struct {
+	// Target is the connection's target as it was dialed
+	// (grpc.ClientConn.Target: "dns:///b1.internal:50051").
+	Target string
+	// Host and Port are the target's endpoint, apart ("b1.internal",
+	// "50051"; an IPv6 address without brackets); Port is "" when the
+	// target names none. A unix socket's Host is its path.
+	Host, Port string
+	// Method is the call's full method ("/pkg.Service/Method").
+	Method string
+}
+
+// peerOf parses target (scheme://authority/endpoint, or a bare endpoint)
+// into a Peer.
+func peerOf(target, method string) Peer {
+	if p, ok := strings.CutPrefix(target, "unix:"); ok { // a socket: its path is the host
+		return Peer{Target: target, Host: strings.TrimPrefix(p, "//"), Method: method}
+	}
+	ep := target
+	if i := strings.Index(ep, "://"); i >= 0 {
+		ep = ep[i+3:]
+		if j := strings.IndexByte(ep, '/'); j >= 0 {
+			ep = ep[j+1:]
+		}
+	}
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(ep, "["), "]"), ""
+	}
+	return Peer{Target: target, Host: host, Port: port, Method: method}
 }
 
 var forgedCulprits, untrustedTrees atomic.Int64
@@ -614,12 +664,12 @@ type client struct {
 	levels      sync.Map // target → cachedLevel
 	pathName    func(target, method string) string
 	ctl         *moirai.Controller
-	trustedDown func(target string) bool
+	trustedDown func(Peer) bool
 }
 
 // upward cancels the caller's task of a call that failed with err when err
 // is a culprit answer for its tree from a trusted target.
-func (c *client) upward(ctx context.Context, target string, err error) {
+func (c *client) upward(ctx context.Context, target, method string, err error) {
 	if status.Code(err) != codes.Unavailable || c.ctl == nil {
 		return
 	}
@@ -628,7 +678,7 @@ func (c *client) upward(ctx context.Context, target string, err error) {
 		return
 	}
 	t := moirai.From(ctx)
-	if c.trustedDown == nil || !c.trustedDown(target) || t == nil || t.Spec().Tree != cu.Tree {
+	if c.trustedDown == nil || t == nil || t.Spec().Tree != cu.Tree || !c.trustedDown(peerOf(target, method)) {
 		forgedCulprits.Add(1)
 		mwx.IgnoredCulprit(c.ctl)
 		return
@@ -740,7 +790,7 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 		if admitted(err) {
 			moirai.From(ctx).MarkAdmittedDownstream()
 		} else if err != nil {
-			c.upward(ctx, target, err)
+			c.upward(ctx, target, method, err)
 		}
 		return err
 	}
@@ -779,7 +829,7 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		// server speaks only after the client's first message: the level
 		// is learnt when the header has arrived anyway, at the caller's
 		// Header or first RecvMsg.
-		return &clientStream{ClientStream: cs, c: c, target: target, t: moirai.From(ctx), ctx: ctx}, nil
+		return &clientStream{ClientStream: cs, c: c, target: target, method: method, t: moirai.From(ctx), ctx: ctx}, nil
 	}
 }
 
@@ -789,6 +839,7 @@ type clientStream struct {
 	grpc.ClientStream
 	c       *client
 	target  string
+	method  string
 	t       *moirai.Task // the caller's task, nil if none
 	ctx     context.Context
 	learned atomic.Bool
@@ -808,7 +859,7 @@ func (s *clientStream) RecvMsg(m any) error {
 	if err == nil {
 		s.t.MarkAdmittedDownstream() // a message came back: admitted
 	} else if err != io.EOF {
-		s.c.upward(s.ctx, s.target, err)
+		s.c.upward(s.ctx, s.target, s.method, err)
 	}
 	if s.learned.Load() {
 		return err
