@@ -78,7 +78,8 @@ func TestPeerOf(t *testing.T) {
 		"b1:443":                      {Host: "b1", Port: "443"},
 		"dns://8.8.8.8/b1.internal:9": {Host: "b1.internal", Port: "9"},
 		"[::1]:50051":                 {Host: "::1", Port: "50051"},
-		"unix:///run/b.sock":          {Host: "run/b.sock"},
+		"unix:///run/b.sock":          {Host: "/run/b.sock"},
+		"unix:b.sock":                 {Host: "b.sock"},
 	} {
 		want.Target, want.Method = target, "/s/M"
 		if got := peerOf(target, "/s/M"); got != want {
