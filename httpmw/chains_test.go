@@ -446,6 +446,7 @@ func TestHostileChains(t *testing.T) {
 	}
 	start := time.Now()
 	ran, violations := 0, 0
+	var seen chainStats
 	for _, seed := range seeds {
 		if ran >= 1000 && time.Since(start) > budget {
 			break
@@ -460,6 +461,7 @@ func TestHostileChains(t *testing.T) {
 				ctl.Close()
 			}
 			bad = checkChain(c, rec)
+			seen.add(c, rec)
 		})
 		ran++
 		if len(bad) > 0 {
@@ -469,8 +471,60 @@ func TestHostileChains(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d chains, %d with violations, in %v", ran, violations, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d chains, %d with violations, in %v; %+v", ran, violations, time.Since(start).Round(time.Millisecond), seen)
+	// The generator must reach every situation the invariants speak of.
+	if *chainSeed == 0 && (seen.Direct == 0 || seen.ByTree == 0 || seen.Reexecuted == 0 || seen.KeptAfterCancel == 0 || seen.ForgedStripped == 0) {
+		t.Errorf("the chains missed a situation: %+v", seen)
+	}
 	if ran < 1000 && *chainSeed == 0 {
 		t.Errorf("only %d chains ran", ran)
+	}
+}
+
+// chainStats counts what the chains exercised.
+type chainStats struct {
+	Direct          int // runs cancelled by their own controller
+	ByTree          int // runs cancelled by a trusted culprit answer
+	Reexecuted      int // requests a hop ran twice
+	KeptAfterCancel int // cancelled runs that answered, kept
+	ForgedStripped  int // forged moirai headers a hop's answer did not carry
+}
+
+func (s *chainStats) add(c chainSpec, rec *chainRec) {
+	for i, rs := range rec.runs {
+		byReq := map[string]int{}
+		for _, r := range rs {
+			byReq[r.req]++
+			_, byTree := tree.Of(r.cause)
+			switch {
+			case r.direct:
+				s.Direct++
+			case r.cancelled && byTree:
+				s.ByTree++
+			}
+			if r.cancelled && r.status != 0 && r.status < 500 {
+				s.KeptAfterCancel++
+			}
+		}
+		for _, k := range byReq {
+			if k > 1 && i < len(c.hops) {
+				s.Reexecuted++
+			}
+		}
+	}
+	for from, h := range c.hops {
+		if !h.forgeUp {
+			continue
+		}
+		// from's own answer went to its caller: recorded at from-1 (or the client).
+		caller := from - 1
+		if caller < 0 {
+			caller = len(c.hops) + 1
+		}
+		for _, a := range rec.answers[caller] {
+			if a.to == from && a.header.Get(httpmw.HeaderLevel) == "" {
+				s.ForgedStripped++
+			}
+		}
 	}
 }
