@@ -38,8 +38,11 @@ type answer struct {
 	status   int
 	sealed   bool
 	hijacked bool
-	level    string        // this hop's admission level, "" without admission
-	culprit  func() string // this hop's culprit answer, "" for none; nil without a tree
+	level    string // this hop's admission level, "" without admission
+	// The request's task, for the hop's culprit answer: set with a tree.
+	tree   *handler
+	ctx    context.Context
+	treeIn bool // the request's tree came from its caller
 }
 
 // moiraiPrefix is the canonical prefix of every moirai header.
@@ -71,8 +74,8 @@ func (a *answer) rules() {
 	if a.level != "" {
 		hd[HeaderLevel] = []string{a.level}
 	}
-	if a.culprit != nil {
-		if v := a.culprit(); v != "" {
+	if a.tree != nil {
+		if v := a.tree.culpritOf(a.ctx, a.treeIn); v != "" {
 			hd[tree.CulpritHeader] = []string{v}
 		}
 	}
@@ -134,20 +137,15 @@ func (a *answer) finish() {
 	}
 }
 
-// culpritOf is the culprit answer function of a request whose task's
-// context is ctx: the hop's own answer when the request's tree came from
-// its caller (in) and the task was cancelled as a culprit, else "".
-func (h *handler) culpritOf(ctx context.Context, in bool) func() string {
-	if !h.cfg.tree {
-		return nil
-	}
-	return func() string {
-		if !in || !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
-			return ""
-		}
-		if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
-			return cu.Format()
-		}
+// culpritOf is the culprit answer of a request whose task's context is
+// ctx: the hop's own answer when the request's tree came from its caller
+// (in) and the task was cancelled as a culprit, else "".
+func (h *handler) culpritOf(ctx context.Context, in bool) string {
+	if !in || !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		return ""
 	}
+	if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
+		return cu.Format()
+	}
+	return ""
 }

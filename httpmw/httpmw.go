@@ -380,7 +380,9 @@ func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
-	w.culprit = h.culpritOf(ctx, treeIn)
+	if h.cfg.tree {
+		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
+	}
 	err := errPanicked
 	defer func() { t.End(err) }()
 	h.next.ServeHTTP(w, r.WithContext(ctx))
