@@ -270,7 +270,9 @@ func WithoutLocalShedding() TransportOption {
 // task in the request's context downstream in Moirai-Priority, caches the
 // level each downstream host returns, and sheds locally, with [ErrShed],
 // requests that level would reject. base nil means
-// http.DefaultTransport.
+// http.DefaultTransport. The Moirai-… headers a request carries are the
+// Transport's own: any other (a reverse proxy copies its caller's) is
+// removed, so a request speaks only for the task in its context.
 func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
