@@ -213,3 +213,43 @@ func TestTreeWithoutTrustSaysSo(t *testing.T) {
 		t.Error("TreeStats: NoTrustedPeer false")
 	}
 }
+
+// TestTransportSendsOnlyItsOwnHeaders: the moirai headers a request
+// carries when it reaches a Transport (a reverse proxy copies its
+// caller's) are not sent; the Transport sends its task's own.
+func TestTransportSendsOnlyItsOwnHeaders(t *testing.T) {
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
+	defer srv.Close()
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	client := &http.Client{Transport: httpmw.Transport(nil, httpmw.WithoutLocalShedding())}
+	defer client.CloseIdleConnections()
+	for _, withTask := range []bool{false, true} {
+		ctx := context.Background()
+		var tk *moirai.Task
+		if withTask {
+			ctx, tk = ctl.Begin(ctx, moirai.Spec{Class: "c", Tree: "5 c", Priority: moirai.Priority{Business: 3, User: 9}})
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		forgeAll(req.Header, "77 GET /")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		tk.End(nil)
+		for k, v := range got {
+			if !strings.HasPrefix(k, "Moirai-") {
+				continue
+			}
+			own := withTask && (k == httpmw.HeaderPriority && v[0] == "3/9" || k == tree.Header && v[0] == "5 c")
+			if !own || len(v) != 1 {
+				t.Errorf("task %v: the request carried %s: %q", withTask, k, v)
+			}
+		}
+		if withTask && got.Get(tree.Header) != "5 c" {
+			t.Errorf("the task's tree was not sent: %v", got)
+		}
+	}
+}
