@@ -253,3 +253,32 @@ func TestTransportSendsOnlyItsOwnHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestReexecutionWaitBoundedByTheObjective: a client waits for its
+// request's re-execution at most its route's objective, then gets 503
+// with a Retry-After of its class's expected wait.
+func TestReexecutionWaitBoundedByTheObjective(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctl := moirai.New(moirai.WithPolicy(&cancelClass{class: "GET /rebuild"}), moirai.WithDetector(alwaysFiring{}),
+			moirai.WithTick(10*time.Millisecond, 10*time.Millisecond), moirai.WithMinCancelInterval(0))
+		defer ctl.Close()
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /rebuild", func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // gives up when cancelled
+		})
+		h := httpmw.Handler(ctl, mux, httpmw.WithReexecution(), httpmw.WithObjective(300*time.Millisecond))
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/rebuild", nil))
+		took := time.Since(start)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("answer %d %v; want 503 with Retry-After", rec.Code, rec.Header())
+		}
+		if took > 300*time.Millisecond {
+			t.Errorf("the client waited %v; want at most its objective, 300ms", took)
+		}
+		if st := ctl.RetryStats(); st.Dropped != 1 {
+			t.Errorf("retry stats %+v; want the re-execution dropped", st)
+		}
+	})
+}
