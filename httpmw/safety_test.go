@@ -85,6 +85,7 @@ func TestLaunderedCulpritIsIgnored(t *testing.T) {
 			if n := ctlS.TreeStats().IgnoredCulprits; n < 1 {
 				t.Errorf("S counted %d ignored culprit answers; want the forged one", n)
 			}
+			t.Logf("C: answer %d, cause %v; S answered %d, ignored %d culprit answer(s)", rec.Code, cause, status, ctlS.TreeStats().IgnoredCulprits)
 			if st := ctlC.Stats(); st.Cancelled != 0 {
 				t.Errorf("C cancelled %d tasks", st.Cancelled)
 			}
@@ -148,6 +149,7 @@ func TestHogPOSTRunsOnce(t *testing.T) {
 				if st := ctl.Stats(); st.Cancelled != 1 {
 					t.Errorf("%d cancellations; want the hog's", st.Cancelled)
 				}
+				t.Logf("answer %d after %d run(s), %d row(s)", rec.Code, runs.Load(), rows.Load())
 			})
 		})
 	}
