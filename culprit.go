@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/tree"
 )
@@ -64,4 +66,41 @@ func (c *Controller) CulpritAnswer(ctx context.Context, hop string) (*tree.Culpr
 	}
 	reason := strings.TrimPrefix(strings.TrimPrefix(cause.Error(), ErrCancelled.Error()), ": ")
 	return tree.Answer(t.Spec().Tree, hop, reason, c.ExpectedWait(t.Spec().Class)), true
+}
+
+// TreeStats is what the middleware of a controller reports about request
+// trees.
+type TreeStats struct {
+	// IgnoredCulprits counts the culprit answers the middleware ignored:
+	// from a downstream not trusted (all of them, when none is), that do
+	// not parse, that name another tree than the caller's task's, or that
+	// a handler passed on from a downstream as its own answer (which the
+	// server middleware strips: only a hop's middleware answers for it).
+	IgnoredCulprits int64
+	// NoTrustedPeer is true when a middleware of the controller enables
+	// request trees without trusting any peer (no WithTrustedPeer on a
+	// server with WithTree, or WithTreeCancel trusting nobody): the tree
+	// then cancels nothing upward from it, and every culprit answer it
+	// gets is ignored.
+	NoTrustedPeer bool
+}
+
+// TreeStats returns what the middleware reported about request trees.
+// Safe for concurrent use.
+func (c *Controller) TreeStats() TreeStats {
+	return TreeStats{IgnoredCulprits: c.ignoredCulprits.Load(), NoTrustedPeer: c.noTrustedPeer.Load()}
+}
+
+func init() {
+	mwx.IgnoredCulprit = func(ctl any) {
+		if c, ok := ctl.(*Controller); ok && c != nil {
+			c.ignoredCulprits.Add(1)
+		}
+	}
+	mwx.NoTrustedPeer = func(ctl any, why string) {
+		if c, ok := ctl.(*Controller); ok && c != nil {
+			c.noTrustedPeer.Store(true)
+			c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai tree", slog.String("warning", why))
+		}
+	}
 }

@@ -419,7 +419,7 @@ func (c *Controller) publish(recs []policy.Record, ctxs []context.Context) {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		c.log.LogAttrs(ctx, slog.LevelInfo, "moirai decision", r.Attrs()...)
+		c.log.LogAttrs(ctx, slog.LevelInfo, "moirai decision", c.logAttrs(*r)...)
 		c.observe(ctx, r)
 	}
 }

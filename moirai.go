@@ -2,6 +2,7 @@ package moirai
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/moirai-go/moirai/fence"
 	"log/slog"
@@ -122,6 +123,10 @@ type Controller struct {
 	retries RetryStats
 	budget  budgetState // guarded by mu
 
+	// What the middleware reports about request trees (culprit.go).
+	ignoredCulprits atomic.Int64
+	noTrustedPeer   atomic.Bool
+
 	scratchLive []*task.Task
 	parts       []partial            // per-worker sums of a snapshot build
 	liveTab     []resource.LiveHolds // per resource, the holds in progress its primitive reports, read once per snapshot
@@ -212,7 +217,13 @@ func New(opts ...Option) *Controller {
 
 // report logs an error the runtime recovered from.
 func (c *Controller) report(err error) {
-	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai", slog.String("error", err.Error()))
+	msg := err.Error()
+	if ue := (*task.UnendedError)(nil); errors.As(err, &ue) && !c.cfg.logKeys && ue.Key != "" {
+		hidden := *ue
+		hidden.Key = hiddenKey
+		msg = hidden.Error()
+	}
+	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai", slog.String("error", msg))
 	if c.cfg.onError != nil {
 		func() {
 			defer func() { _ = recover() }()

@@ -36,6 +36,7 @@ type config struct {
 	earlyAction      bool
 	durations        *estimate.Durations
 	regularOverload  func(bool)
+	logKeys          bool
 }
 
 // defaults is the one place every default lives.
@@ -82,13 +83,39 @@ func WithSLOWindow(d time.Duration) Option {
 }
 
 // WithLogger sends the controller's decisions and warnings to l. Default:
-// discarded.
+// discarded. Task keys (a tenant, a client: user data, which a request
+// chooses) are written as "hidden", as the live page hides them, unless
+// [WithLoggedKeys]; what the log carries otherwise is bounded by the
+// service's own names (classes, resources, policies) and numbers.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
 			c.logger = l
 		}
 	}
+}
+
+// WithLoggedKeys makes the log ([WithLogger]) carry task keys as they
+// are. Turn it on only where the log may hold the service's user data.
+// The decision observer ([WithDecisionObserver]) and [Controller.Decisions]
+// always get the keys: they are the application's own code.
+func WithLoggedKeys() Option { return func(c *config) { c.logKeys = true } }
+
+// hiddenKey is what the log writes for a task's key without WithLoggedKeys.
+const hiddenKey = "hidden"
+
+// logKey is key as the log writes it.
+func (c *Controller) logKey(key string) string {
+	if key == "" || c.cfg.logKeys {
+		return key
+	}
+	return hiddenKey
+}
+
+// logAttrs is r as the log writes it.
+func (c *Controller) logAttrs(r policy.Record) []slog.Attr {
+	r.TaskKey = c.logKey(r.TaskKey)
+	return r.Attrs()
 }
 
 // WithClockResolution sets how often the coarse clock the hot path reads is

@@ -440,7 +440,7 @@ func (c *Controller) publishDiagnosis(r *policy.Record) {
 	if r == nil {
 		return
 	}
-	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai diagnosis", r.Attrs()...)
+	c.log.LogAttrs(context.Background(), slog.LevelWarn, "moirai diagnosis", c.logAttrs(*r)...)
 	c.observe(context.Background(), r)
 }
 

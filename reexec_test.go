@@ -15,6 +15,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/snapshot"
 )
 
 // cancelFirst runs fn through Retry in a goroutine and cancels its first
@@ -240,8 +241,10 @@ func TestReexecutionsReserveCapacity(t *testing.T) {
 		// A light load holding one unit now and then keeps 5 free at most.
 		_, light := ctl.Begin(context.Background(), moirai.Spec{Class: "light"})
 		lp, _ := sem.Acquire(moirai.WithTask(context.Background(), light), 1)
-		a := retryAndCancel(t, ctl, moirai.Spec{Class: "a", Cancellable: true}, job)
-		b := retryAndCancel(t, ctl, moirai.Spec{Class: "b", Cancellable: true}, job)
+		// Each may wait for the other as long as it takes (the explicit
+		// bound, in place of the requests' objective).
+		a := retryAndCancel(t, ctl, moirai.Spec{Class: "a", Cancellable: true}, job, moirai.RetryMaxWait(30*time.Second))
+		b := retryAndCancel(t, ctl, moirai.Spec{Class: "b", Cancellable: true}, job, moirai.RetryMaxWait(30*time.Second))
 		if err := <-a; err != nil {
 			t.Fatal(err)
 		}
@@ -503,3 +506,99 @@ func TestCancelledTaskIsNoDuration(t *testing.T) {
 		}
 	})
 }
+
+// A run that completed is never run again, whatever happened to its
+// context: fn returning nil, or an error of its own, after the
+// controller cancelled it keeps its result; only a run that gave up
+// (returned the cancellation) is re-executed.
+func TestRetryNeverRerunsACompletedRun(t *testing.T) {
+	errOwn := errors.New("duplicate order")
+	for _, tc := range []struct {
+		name     string
+		ret      func(ctx context.Context) error
+		wantRuns int
+		wantErr  error
+	}{
+		{"ignores its context", func(context.Context) error { return nil }, 1, nil},
+		{"fails on its own", func(context.Context) error { return errOwn }, 1, errOwn},
+		{"returns the cause", func(ctx context.Context) error { return context.Cause(ctx) }, 2, nil},
+		{"returns ctx.Err", func(ctx context.Context) error { return ctx.Err() }, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+				defer ctl.Close()
+				runs := 0
+				out := retryAndCancel(t, ctl, moirai.Spec{Class: "order", Cancellable: true}, func(ctx context.Context, run int) error {
+					runs = run
+					if run > 1 {
+						return nil
+					}
+					<-ctx.Done() // the work goes on to its end, or gives up
+					return tc.ret(ctx)
+				}, moirai.RetryQuiet(10*time.Millisecond), moirai.RetryMaxWait(time.Second))
+				if err := <-out; !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+					t.Errorf("Retry: %v; want %v", err, tc.wantErr)
+				}
+				if runs != tc.wantRuns {
+					t.Errorf("%d runs; want %d", runs, tc.wantRuns)
+				}
+			})
+		})
+	}
+}
+
+// A request's wait for its re-execution is bounded by its objective (its
+// own, or the controller's), unless RetryMaxWait bounds it explicitly; a
+// background task's by RetryMaxWait.
+func TestRetryWaitBoundedByTheObjective(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec moirai.Spec
+		opts []moirai.RetryOption
+		want time.Duration // when Retry gives up, since the first run's start
+	}{
+		{"the request's objective", moirai.Spec{Objective: 400 * time.Millisecond}, nil, 400 * time.Millisecond},
+		{"the controller's objective", moirai.Spec{}, nil, 100 * time.Millisecond},
+		{"an explicit maximum", moirai.Spec{Objective: 400 * time.Millisecond}, []moirai.RetryOption{moirai.RetryMaxWait(2 * time.Second)}, 2 * time.Second},
+		{"background", moirai.Spec{Kind: moirai.Background}, nil, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// A detector fires throughout: no window ever comes.
+				ctl := moirai.New(moirai.WithSLO(0.99, 100*time.Millisecond), moirai.WithPolicy(decidesNothing{}),
+					moirai.WithDetector(detectorFunc{"always", func(*snapshot.Snapshot) (bool, string) { return true, "busy" }}),
+					moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+				defer ctl.Close()
+				spec := tc.spec
+				spec.Class, spec.Cancellable = "job", true
+				start := time.Now()
+				runs := 0
+				out := retryAndCancelAfter(t, ctl, spec, func(ctx context.Context, run int) error {
+					runs = run
+					if run > 1 {
+						return nil
+					}
+					<-ctx.Done()
+					return context.Cause(ctx)
+				}, 0, tc.opts...)
+				err := <-out
+				took := time.Since(start)
+				if !errors.Is(err, moirai.ErrNoWindow) || runs != 1 {
+					t.Fatalf("Retry: %v after %d runs; want ErrNoWindow after one", err, runs)
+				}
+				// The first run takes no time (synctest): the expected
+				// re-execution is about as short.
+				if took > tc.want || took < tc.want-100*time.Millisecond {
+					t.Errorf("gave up after %v; want about %v", took, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// decidesNothing is a policy that never acts.
+type decidesNothing struct{}
+
+func (decidesNothing) Name() string                                { return "nothing" }
+func (decidesNothing) Decide(*snapshot.Snapshot) []policy.Decision { return nil }

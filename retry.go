@@ -19,10 +19,11 @@ import (
 type RetryOption func(*retryConfig)
 
 type retryConfig struct {
-	quiet   time.Duration
-	maxWait time.Duration
-	within  time.Duration
-	notify  func(waited time.Duration)
+	quiet      time.Duration
+	maxWait    time.Duration
+	maxWaitSet bool // RetryMaxWait given: the explicit bound, in place of the objective
+	within     time.Duration
+	notify     func(waited time.Duration)
 }
 
 func retryDefaults() retryConfig {
@@ -41,13 +42,14 @@ func RetryQuiet(d time.Duration) RetryOption {
 	}
 }
 
-// RetryMaxWait bounds the wait for the resources to be free. A request
-// (Spec.Kind Request) that waited that long is dropped; a background task
-// is re-executed anyway. Default 30 s. Non-positive values are ignored.
+// RetryMaxWait bounds the wait for the resources to be free; a run that
+// waited that long is dropped. Default 30 s. Given explicitly, it is the
+// bound of a request's wait in place of its objective (see [Retry]).
+// Non-positive values are ignored.
 func RetryMaxWait(d time.Duration) RetryOption {
 	return func(c *retryConfig) {
 		if d > 0 {
-			c.maxWait = d
+			c.maxWait, c.maxWaitSet = d, true
 		}
 	}
 }
@@ -55,7 +57,10 @@ func RetryMaxWait(d time.Duration) RetryOption {
 // RetryWithin sets a request's latency objective, counted from the start of
 // its first run: a re-execution that cannot be expected to finish within
 // it is not started, and the request is dropped. The context's deadline,
-// when earlier, counts too. Default: none but the context's deadline.
+// when earlier, counts too. Default: the request's objective
+// (Spec.Objective, or the controller's, see [WithSLO]), unless
+// [RetryMaxWait] is given; none for a request of [NoObjective] and for
+// background tasks.
 func RetryWithin(d time.Duration) RetryOption {
 	return func(c *retryConfig) {
 		if d > 0 {
@@ -105,10 +110,12 @@ func (c *Controller) RetryStats() RetryStats {
 var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 
 // Retry runs fn as a task described by spec and, when the controller
-// cancels it (fn's context is cancelled with cause [ErrCancelled] and fn
-// returns an error), re-executes it once, as Atropos does, so the work is
-// not lost — but only when running it again does not re-create the
-// overload:
+// cancels it and fn gives up (fn's context is cancelled with cause
+// [ErrCancelled] and fn returns an error that wraps the cancellation:
+// [ErrCancelled] or context.Canceled, as context.Cause and ctx.Err of its
+// context do), re-executes it once, as Atropos does, so the work is not
+// lost — but only when running it again does not re-create the overload
+// and the caller can still use its result:
 //
 //   - The re-execution is admitted when its class's predicted demand (the
 //     units the cancelled run held, for about the class's mean learned
@@ -120,11 +127,17 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 //     [RetryQuiet]). It then runs as a task that is not cancellable.
 //   - Meanwhile the class is capped: first runs of it through Retry beyond
 //     the concurrency that was running less one wait for a slot.
-//   - When no window comes within [RetryMaxWait] (or, for a request, before
-//     its objective — the context's deadline and [RetryWithin] — can no
-//     longer be met), the run is dropped: Retry returns an error wrapping
-//     [ErrCancelled], [ErrDropped] and [ErrNoWindow] that says why. This
-//     holds for background tasks too.
+//   - A request's wait is bounded by its objective: a re-execution that
+//     cannot be expected to end within it, counted from the first run's
+//     start ([RetryWithin]; by default the spec's Objective, or the
+//     controller's when 0), or within the context's deadline, is not
+//     started. An explicit [RetryMaxWait] bounds the wait instead of the
+//     objective. A background task (or a request of [NoObjective]) waits
+//     at most RetryMaxWait, 30 s by default.
+//   - When no window comes within that bound, the run is dropped: Retry
+//     returns an error wrapping [ErrCancelled], [ErrDropped] and
+//     [ErrNoWindow] that says why. [Controller.ExpectedWait] of the class
+//     is then the truthful time to come back (httpmw's Retry-After).
 //   - A run whose hold of a lock cannot fit while the load lasts is
 //     admitted when the objective's error budget over its window
 //     ([WithSLOWindow]) can absorb the requests it will delay, stopped at
@@ -133,9 +146,13 @@ var ErrDropped = errors.New("moirai: cancelled and not re-executed")
 //   - A class whose hold of a lock exceeds the objective while others use
 //     the lock is reported once, with the advice to split its work.
 //
-// fn must be safe to run twice: a re-executed handler starts from scratch
-// (undo what the cancelled run did, as a cancelled transaction rolls
-// back). A run cancelled because its request tree was a culprit at another
+// A run that completed is never run again: fn returning nil, or an error
+// of its own (not the cancellation's), keeps its result, whatever
+// happened to its context. Calling Retry says that fn is safe to run
+// twice once it gave up: a re-executed fn starts from scratch (undo what
+// the cancelled run did, as a cancelled transaction rolls back); for an
+// HTTP request, httpmw decides it from the method (see
+// httpmw.WithReexecution). A run cancelled because its request tree was a culprit at another
 // service (its cause wraps a tree.Culprit, see [Controller.CancelTree])
 // first waits the wait that service expects, then for the window above.
 // Retry returns fn's error; a wait ended by ctx returns the
@@ -180,7 +197,7 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		tctx, t = c.Begin(ctx, spec)
 	}
 	err = c.runUser(tctx, fn)
-	cancelled := err != nil && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
+	cancelled := gaveUp(err) && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
 	// A tree cancelled as a culprit elsewhere waits first for the wait the
 	// deciding hop expects: its own resources may be free already.
 	culprit, _ := tree.Of(context.Cause(tctx))
@@ -238,6 +255,14 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	// The latest start that can still meet the objective, for requests.
 	var latest time.Time
 	if spec.Kind == task.Request {
+		if cfg.within <= 0 && !cfg.maxWaitSet {
+			switch {
+			case spec.Objective > 0:
+				cfg.within = spec.Objective
+			case spec.Objective == 0:
+				cfg.within = c.cfg.sloTarget
+			}
+		}
 		if cfg.within > 0 {
 			latest = start.Add(cfg.within - expected)
 		}
@@ -304,7 +329,7 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	reexecuted = true
 	c.gmu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai re-execution",
-		slog.String("class", spec.Class), slog.String("key", spec.Key),
+		slog.String("class", spec.Class), slog.String("key", c.logKey(spec.Key)),
 		slog.Duration("after", time.Since(start)))
 	if cfg.notify != nil {
 		c.callUser("retry notifier", func() { cfg.notify(time.Since(start)) })
@@ -341,6 +366,12 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		c.gmu.Unlock()
 	}
 	return err
+}
+
+// gaveUp reports whether a run that returned err gave up because of its
+// cancellation, rather than completing (nil) or failing on its own.
+func gaveUp(err error) bool {
+	return err != nil && (errors.Is(err, ErrCancelled) || errors.Is(err, context.Canceled))
 }
 
 // holdOff waits the wait a culprit answer named, the re-execution's first
@@ -383,6 +414,6 @@ func (c *Controller) dropRetry(spec Spec, why string) error {
 	c.retries.Dropped++
 	c.gmu.Unlock()
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "moirai drop",
-		slog.String("class", spec.Class), slog.String("key", spec.Key), slog.String("reason", why))
+		slog.String("class", spec.Class), slog.String("key", c.logKey(spec.Key)), slog.String("reason", why))
 	return fmt.Errorf("%w: %w: %w: %s", ErrCancelled, ErrDropped, ErrNoWindow, why)
 }

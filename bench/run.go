@@ -399,7 +399,9 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 		}
 	})
 	svc, err := c.Build(&Env{Ctl: mc, Seed: o.Seed, Duration: o.Duration, Reexecute: ctl.Reexecute,
-		RetryOptions: []moirai.RetryOption{notify}})
+		// The cases' re-executions wait up to the bounded wait, as the
+		// results were measured, rather than their requests' objective.
+		RetryOptions: []moirai.RetryOption{notify, moirai.RetryMaxWait(30 * time.Second)}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
@@ -559,7 +561,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, class string, fn 
 	}
 	var err error
 	if s.reexecute {
-		err = moirai.Retry(r.Context(), s.ctl, spec, work, moirai.RetryNotify(func(time.Duration) {
+		err = moirai.Retry(r.Context(), s.ctl, spec, work, moirai.RetryMaxWait(30*time.Second), moirai.RetryNotify(func(time.Duration) {
 			if s.rec != nil {
 				s.rec.event(Event{T: s.now(), Kind: "reexecute", Note: class + " re-executed"})
 			}

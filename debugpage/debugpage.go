@@ -53,6 +53,7 @@ type View struct {
 	// re-execution) did: re-executions waiting, admitted, completed,
 	// dropped (given up), and first runs held behind a class's cap.
 	Reexecution ReexecutionView        `json:"reexecution"`
+	Tree        TreeView               `json:"tree"`
 	Sections    map[string][][2]string `json:"sections,omitempty"`
 	Refresh     int                    `json:"-"`
 }
@@ -156,6 +157,8 @@ func Collect(c *moirai.Controller, cfg Config) View {
 			Waiters: r.Waiters, Held: r.Held, WindowWait: short(r.WindowWait)})
 	}
 	v.Reexecution = reexecutionView(c.RetryStats())
+	ts := c.TreeStats()
+	v.Tree = TreeView{IgnoredCulprits: ts.IgnoredCulprits, NoTrustedPeer: ts.NoTrustedPeer}
 	ds := c.Decisions()
 	for i := len(ds) - 1; i >= 0; i-- { // newest first
 		v.Decisions = append(v.Decisions, decisionView(ds[i], cfg))
@@ -222,6 +225,9 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}t
 <h2>Re-execution</h2>
 <table id="reexecution"><tr><th>waiting</th><th>admitted</th><th>completed</th><th>dropped</th><th>cancelled first runs</th><th>first runs capped</th></tr>
 {{with .Reexecution}}<tr><td>{{.Waiting}}</td><td>{{.Reexecuted}}</td><td>{{.Completed}}</td><td>{{.Dropped}}</td><td>{{.Cancelled}}</td><td>{{.Capped}}</td></tr>{{end}}</table>
+{{with .Tree}}{{if or .IgnoredCulprits .NoTrustedPeer}}<h2>Request trees</h2>
+<table id="tree"><tr><th>culprit answers ignored</th><th>trust</th></tr>
+<tr><td>{{.IgnoredCulprits}}</td><td{{if .NoTrustedPeer}} class="firing"{{end}}>{{if .NoTrustedPeer}}no trusted peer: the tree cancels nothing upward from here{{else}}peers trusted{{end}}</td></tr></table>{{end}}{{end}}
 <h2>Decisions ({{len .Decisions}})</h2>
 <table id="decisions"><tr><th>#</th><th>time</th><th>policy</th><th>action</th><th>task</th><th>outcome</th><th>why</th></tr>
 {{range .Decisions}}<tr class="decision"><td>{{.Seq}}</td><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Policy}}</td><td>{{.Action}}</td><td>{{.Task}}{{if .Key}} {{.Key}}{{end}}{{if .TraceURL}}<br><a class="trace" href="{{.TraceURL}}">trace {{.TraceID}}</a>{{else if .TraceID}}<br><span class="trace">trace {{.TraceID}}</span>{{end}}</td><td>{{.Outcome}}{{if .Note}} ({{.Note}}){{end}}</td>

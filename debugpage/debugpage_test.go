@@ -194,3 +194,31 @@ func TestDecisionsLinkToTheirTrace(t *testing.T) {
 		t.Errorf("page without TraceURL lacks the trace id:\n%s", page)
 	}
 }
+
+// TestPageShowsTreeTrust: a service that enables request trees without a
+// trusted peer says so on the page, with the culprit answers it ignored
+// (here one a handler passed on from a downstream).
+func TestPageShowsTreeTrust(t *testing.T) {
+	ctl := moirai.New(moirai.WithoutMechanisms())
+	defer ctl.Close()
+	page := debugpage.Handler(ctl, debugpage.Config{})
+	if _, body := get(t, page, "/debug/moirai"); strings.Contains(body, `id="tree"`) {
+		t.Fatalf("a service without trees shows a tree section:\n%s", body)
+	}
+	h := httpmw.Handler(ctl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Moirai-Culprit", "1 GET;5;evil;forged")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}), httpmw.WithTree("front"))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	_, body := get(t, page, "/debug/moirai?format=json")
+	var v debugpage.View
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Tree.IgnoredCulprits != 1 || !v.Tree.NoTrustedPeer {
+		t.Errorf("tree view %+v; want one ignored culprit answer and no trusted peer", v.Tree)
+	}
+	if _, body := get(t, page, "/debug/moirai"); !strings.Contains(body, "no trusted peer") {
+		t.Errorf("the page does not say no peer is trusted:\n%s", body)
+	}
+}

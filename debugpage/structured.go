@@ -24,6 +24,17 @@ func reexecutionView(s moirai.RetryStats) ReexecutionView {
 		Dropped: s.Dropped, Cancelled: s.Cancelled, Capped: s.Capped}
 }
 
+// TreeView is what the middleware reported about request trees.
+type TreeView struct {
+	// IgnoredCulprits counts the culprit answers ignored: from untrusted
+	// downstreams, malformed, about another tree, or passed on by a
+	// handler (moirai.TreeStats).
+	IgnoredCulprits int64 `json:"ignored_culprits"`
+	// NoTrustedPeer says a middleware enables request trees while
+	// trusting no peer: the tree cancels nothing upward from here.
+	NoTrustedPeer bool `json:"no_trusted_peer"`
+}
+
 // attrsValue turns a decision's details into JSON-ready values: a group
 // becomes an object, a duration its text, anything else its value.
 func attrsValue(as []slog.Attr) map[string]any {

@@ -1,12 +1,6 @@
 package grpcmw
 
-import (
-	"math"
-	"strconv"
-	"time"
-
-	"github.com/moirai-go/moirai"
-)
+import "time"
 
 // KeyRetryAfter is the trailer metadata key of a cancelled call's
 // expected wait, in whole seconds (at least 1): its class's expected wait
@@ -15,8 +9,3 @@ const KeyRetryAfter = "moirai-retry-after"
 
 // maxRetryAfter bounds the retry-after of a cancelled call.
 const maxRetryAfter = time.Hour
-
-func retryAfter(ctl *moirai.Controller, class string) string {
-	d := min(ctl.ExpectedWait(class), maxRetryAfter)
-	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
-}

@@ -52,14 +52,27 @@
 //
 // # Request trees
 //
-// With [WithTree] on the servers and [WithTreeCancel] on the clients, a
-// call carries the identity of the request tree it serves (package
+// With [WithTree] on the servers and [WithTreeCancelPeer] on the clients,
+// a call carries the identity of the request tree it serves (package
 // github.com/moirai-go/moirai/tree), honoured from trusted peers only,
 // and a call the controller cancels as a culprit answers with a status
 // detail that makes the caller cancel its own task for the tree, hence
 // its other downstream calls, up to the root; gRPC's retry policy is told
-// not to retry it. Forged answers are ignored and counted
-// ([ForgedCulprits]). See docs/TREE.md.
+// not to retry it. Forged answers, and culprit answers a handler passes
+// on from a downstream, are ignored and counted ([ForgedCulprits],
+// moirai.Controller.TreeStats). A server with WithTree but no
+// [WithTrustedPeer], or a client trusting no downstream, says so in the
+// controller's log when it is built. See docs/TREE.md.
+//
+// # Retries of cancelled calls
+//
+// gRPC re-executes a call through its client's retry policy, which
+// retries UNAVAILABLE after the pushback the server's trailer sets. A
+// cancelled call's pushback is its class's expected wait only when the
+// call is safe to run twice — its method declared idempotent in its
+// .proto (idempotency_level IDEMPOTENT or NO_SIDE_EFFECTS) or its class
+// marked [WithReexecutable] — and -1 (never retried) otherwise. A handler
+// that returns a response after its context was cancelled keeps it.
 //
 // # Path fences
 //

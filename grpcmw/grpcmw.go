@@ -3,9 +3,12 @@ package grpcmw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +71,8 @@ type config struct {
 	cancellableSet bool
 	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
+	unsafeAll      bool            // every class may run twice (reexec.go)
+	unsafeClasses  map[string]bool // classes that may run twice
 }
 
 // apply sets in sp the objective and kind these options give class.
@@ -210,6 +215,14 @@ func newConfig(opts []Option) config {
 	return c
 }
 
+// warnTrust says in ctl's log, once per interceptor, that trees are on
+// with no trusted caller.
+func (c *config) warnTrust(ctl *moirai.Controller) {
+	if c.tree && c.trusted == nil {
+		mwx.NoTrustedPeer(ctl, fmt.Sprintf("grpcmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every call is the root of a tree of its own and no culprit answer goes back to a caller", c.hop))
+	}
+}
+
 // continuation reports whether a trusted peer sent the call as the
 // continuation of a task.
 func (c *config) continuation(ctx context.Context) bool {
@@ -271,7 +284,8 @@ type call struct {
 	permit  resource.Permit
 	fenced  fence.Permit
 	started time.Duration
-	treeIn  bool // the call's tree came from its caller
+	treeIn  bool   // the call's tree came from its caller
+	method  string // the call's full method
 }
 
 var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
@@ -334,7 +348,7 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		}
 		ctx, t = ctl.Begin(ctx, sp)
 	}
-	cl := call{ctl: ctl, t: t, nested: nested, treeIn: treeIn}
+	cl := call{ctl: ctl, t: t, nested: nested, treeIn: treeIn, method: method}
 	if c.fence != nil {
 		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, method))
 		if err != nil {
@@ -441,6 +455,7 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, e
 			// A downstream's culprit answer that the handler passes on
 			// is not this hop's: its caller must not act on it.
 			if _, ok := culpritIn(err); ok {
+				mwx.IgnoredCulprit(ctl)
 				return status.Error(status.Code(err), status.Convert(err).Message())
 			}
 		}
@@ -455,18 +470,23 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, e
 	if c.exposeCause {
 		msg += ": " + cause.Error()
 	}
-	if !c.tree {
-		_ = setTrailer(metadata.Pairs(KeyRetryAfter, retryAfter(ctl, class)))
-		return overloaded{status.New(codes.Unavailable, msg)}
-	}
 	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
-	cu, isCulprit := ctl.CulpritAnswer(ctx, c.hop)
-	if isCulprit {
-		wait = max(wait, cu.Wait)
+	var cu *tree.Culprit
+	isCulprit := false
+	if c.tree {
+		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.hop); isCulprit {
+			wait = max(wait, cu.Wait)
+		}
 	}
 	ra := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 	if !isCulprit || !cl.treeIn {
-		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, strconv.FormatInt(wait.Milliseconds(), 10)))
+		// The client's retry policy retries after the expected wait a
+		// call safe to run twice, and never another (reexec.go).
+		pushback := "-1"
+		if c.reexecutable(cl.method, class) {
+			pushback = strconv.FormatInt(wait.Milliseconds(), 10)
+		}
+		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, pushback))
 		return overloaded{status.New(codes.Unavailable, msg)}
 	}
 	_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, "-1"))
@@ -500,6 +520,7 @@ func (o overloaded) Is(target error) bool       { return target == errAnswered }
 // reaches the handler.
 func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(opts)
+	c.warnTrust(ctl)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx2, cl, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
 		if err != nil {
@@ -517,6 +538,7 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 // stream is one task.
 func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(opts)
+	c.warnTrust(ctl)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx, cl, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
 		if err != nil {
@@ -572,8 +594,56 @@ func WithPathName(fn func(target, method string) string) ClientOption {
 // culprit answer from an untrusted target, or naming another tree, is
 // ignored and counted ([ForgedCulprits]). The call's error is returned
 // unchanged; tree.Of on the task's context's cause gives the culprit.
+//
+// Deprecated: use WithTreeCancelPeer, whose Peer has the target's host
+// and port apart.
 func WithTreeCancel(ctl *moirai.Controller, trusted func(target string) bool) ClientOption {
+	if trusted == nil {
+		return WithTreeCancelPeer(ctl, nil)
+	}
+	return WithTreeCancelPeer(ctl, func(p Peer) bool { return trusted(p.Target) })
+}
+
+// WithTreeCancelPeer is the upward cancellation of [WithTreeCancel] whose
+// trust function gets the downstream as a [Peer]: its target, with the
+// host and port apart, and the call's method. trusted nil trusts no
+// downstream: every culprit answer is ignored, which ctl's log says at
+// once.
+func WithTreeCancelPeer(ctl *moirai.Controller, trusted func(Peer) bool) ClientOption {
 	return func(c *client) { c.ctl, c.trustedDown = ctl, trusted }
+}
+
+// Peer is the downstream a client interceptor's call went to.
+type Peer struct {
+	// Target is the connection's target as it was dialed
+	// (grpc.ClientConn.Target: "dns:///b1.internal:50051").
+	Target string
+	// Host and Port are the target's endpoint, apart ("b1.internal",
+	// "50051"; an IPv6 address without brackets); Port is "" when the
+	// target names none. A unix socket's Host is its path.
+	Host, Port string
+	// Method is the call's full method ("/pkg.Service/Method").
+	Method string
+}
+
+// peerOf parses target (scheme://authority/endpoint, or a bare endpoint)
+// into a Peer.
+func peerOf(target, method string) Peer {
+	if p, ok := strings.CutPrefix(target, "unix:"); ok { // a socket: its path is the host
+		return Peer{Target: target, Host: strings.TrimPrefix(p, "//"), Method: method}
+	}
+	ep := target
+	if i := strings.Index(ep, "://"); i >= 0 {
+		ep = ep[i+3:]
+		if j := strings.IndexByte(ep, '/'); j >= 0 {
+			ep = ep[j+1:]
+		}
+	}
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(ep, "["), "]"), ""
+	}
+	return Peer{Target: target, Host: host, Port: port, Method: method}
 }
 
 var forgedCulprits, untrustedTrees atomic.Int64
@@ -593,12 +663,12 @@ type client struct {
 	levels      sync.Map // target → cachedLevel
 	pathName    func(target, method string) string
 	ctl         *moirai.Controller
-	trustedDown func(target string) bool
+	trustedDown func(Peer) bool
 }
 
 // upward cancels the caller's task of a call that failed with err when err
 // is a culprit answer for its tree from a trusted target.
-func (c *client) upward(ctx context.Context, target string, err error) {
+func (c *client) upward(ctx context.Context, target, method string, err error) {
 	if status.Code(err) != codes.Unavailable || c.ctl == nil {
 		return
 	}
@@ -607,8 +677,9 @@ func (c *client) upward(ctx context.Context, target string, err error) {
 		return
 	}
 	t := moirai.From(ctx)
-	if c.trustedDown == nil || !c.trustedDown(target) || t == nil || t.Spec().Tree != cu.Tree {
+	if c.trustedDown == nil || t == nil || t.Spec().Tree != cu.Tree || !c.trustedDown(peerOf(target, method)) {
 		forgedCulprits.Add(1)
+		mwx.IgnoredCulprit(c.ctl)
 		return
 	}
 	_ = c.ctl.CancelTree(t, cu)
@@ -646,6 +717,9 @@ func newClient(opts []ClientOption) *client {
 		if o != nil {
 			o(c)
 		}
+	}
+	if c.ctl != nil && c.trustedDown == nil {
+		mwx.NoTrustedPeer(c.ctl, "grpcmw: client interceptor with WithTreeCancel trusting no target: every culprit answer is ignored (counted in TreeStats), so the tree cancels nothing upward from this service")
 	}
 	return c
 }
@@ -715,7 +789,7 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 		if admitted(err) {
 			moirai.From(ctx).MarkAdmittedDownstream()
 		} else if err != nil {
-			c.upward(ctx, target, err)
+			c.upward(ctx, target, method, err)
 		}
 		return err
 	}
@@ -754,7 +828,7 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		// server speaks only after the client's first message: the level
 		// is learnt when the header has arrived anyway, at the caller's
 		// Header or first RecvMsg.
-		return &clientStream{ClientStream: cs, c: c, target: target, t: moirai.From(ctx), ctx: ctx}, nil
+		return &clientStream{ClientStream: cs, c: c, target: target, method: method, t: moirai.From(ctx), ctx: ctx}, nil
 	}
 }
 
@@ -764,6 +838,7 @@ type clientStream struct {
 	grpc.ClientStream
 	c       *client
 	target  string
+	method  string
 	t       *moirai.Task // the caller's task, nil if none
 	ctx     context.Context
 	learned atomic.Bool
@@ -783,7 +858,7 @@ func (s *clientStream) RecvMsg(m any) error {
 	if err == nil {
 		s.t.MarkAdmittedDownstream() // a message came back: admitted
 	} else if err != io.EOF {
-		s.c.upward(s.ctx, s.target, err)
+		s.c.upward(s.ctx, s.target, s.method, err)
 	}
 	if s.learned.Load() {
 		return err

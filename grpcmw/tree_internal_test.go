@@ -70,3 +70,20 @@ func cpuPerOp(b *testing.B) func() {
 		}
 	}
 }
+
+func TestPeerOf(t *testing.T) {
+	for target, want := range map[string]Peer{
+		"dns:///b1.internal:50051":    {Host: "b1.internal", Port: "50051"},
+		"passthrough:///b":            {Host: "b"},
+		"b1:443":                      {Host: "b1", Port: "443"},
+		"dns://8.8.8.8/b1.internal:9": {Host: "b1.internal", Port: "9"},
+		"[::1]:50051":                 {Host: "::1", Port: "50051"},
+		"unix:///run/b.sock":          {Host: "/run/b.sock"},
+		"unix:b.sock":                 {Host: "b.sock"},
+	} {
+		want.Target, want.Method = target, "/s/M"
+		if got := peerOf(target, "/s/M"); got != want {
+			t.Errorf("peerOf(%q) = %+v, want %+v", target, got, want)
+		}
+	}
+}

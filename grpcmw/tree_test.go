@@ -335,14 +335,16 @@ func (c *countCancel) Check(ctx context.Context, _ *healthpb.HealthCheckRequest)
 
 // TestCulpritNotRetriedByPolicy: gRPC's retry policy, which retries
 // Unavailable, does not retry a culprit answer; it retries a call of no
-// tree that the controller cancelled (an ordinary failure).
+// tree that the controller cancelled (an ordinary failure) of a method
+// safe to run twice (WithReexecutable).
 func TestCulpritNotRetriedByPolicy(t *testing.T) {
 	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	svc := &countCancel{ctl: ctl}
 	lis := bufconn.Listen(1 << 16)
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithTree("b"),
-		grpcmw.WithTrustedPeer(func(context.Context) bool { return true }))))
+		grpcmw.WithTrustedPeer(func(context.Context) bool { return true }),
+		grpcmw.WithReexecutable("/grpc.health.v1.Health/Check"))))
 	healthpb.RegisterHealthServer(srv, svc)
 	go srv.Serve(lis)
 	defer srv.Stop()
@@ -417,5 +419,65 @@ func TestTreeStream(t *testing.T) {
 	}
 	if cu, ok := tree.Of(context.Cause(ctx)); !ok || cu.Hop != "b" {
 		t.Fatalf("caller's cause %v, want a culprit at b", context.Cause(ctx))
+	}
+}
+
+// TestTreeWithoutTrustCounted: a server interceptor with WithTree and no
+// trusted peer says so (TreeStats), and a culprit answer its handler
+// passes on from a downstream is stripped and counted.
+func TestTreeWithoutTrustCounted(t *testing.T) {
+	ctl := moirai.New(moirai.WithTraceOnly())
+	defer ctl.Close()
+	in := grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithTree("front"))
+	st, err := status.New(codes.Unavailable, "downstream").WithDetails(&errdetails.ErrorInfo{Reason: grpcmw.ReasonCulprit, Domain: "moirai",
+		Metadata: map[string]string{"culprit": "1 /svc/M;5;evil;forged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/svc/M"}, func(context.Context, any) (any, error) {
+		return nil, st.Err()
+	})
+	if len(status.Convert(err).Details()) != 0 {
+		t.Errorf("the passed-on culprit answer went up: %v", status.Convert(err).Details())
+	}
+	if ts := ctl.TreeStats(); !ts.NoTrustedPeer || ts.IgnoredCulprits != 1 {
+		t.Errorf("TreeStats %+v; want no trusted peer and one ignored culprit answer", ts)
+	}
+}
+
+// TestCancelledCallRetriedOnlyWhenSafe: a cancelled call of a method not
+// declared idempotent, whose class did not opt in, tells the client's
+// retry policy not to retry it (pushback -1): the handler runs once. With
+// WithReexecutable, it is retried.
+func TestCancelledCallRetriedOnlyWhenSafe(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []grpcmw.Option
+		calls int64
+	}{{"not opted in", nil, 1}, {"opted in", []grpcmw.Option{grpcmw.WithReexecutable()}, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctl := moirai.New(moirai.WithTraceOnly())
+			defer ctl.Close()
+			svc := &countCancel{ctl: ctl}
+			lis := bufconn.Listen(1 << 16)
+			srv := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(ctl, tc.opts...)))
+			healthpb.RegisterHealthServer(srv, svc)
+			go srv.Serve(lis)
+			defer srv.Stop()
+			const policy = `{"methodConfig": [{"name": [{"service": "grpc.health.v1.Health"}], "retryPolicy": {
+				"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s", "backoffMultiplier": 1,
+				"retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+			cc, err := grpc.NewClient("passthrough:///b", grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+				grpc.WithDefaultServiceConfig(policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			_, err = healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{})
+			if status.Code(err) != codes.Unavailable || svc.calls.Load() != tc.calls {
+				t.Errorf("%v after %d attempts, want Unavailable after %d", err, svc.calls.Load(), tc.calls)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/tree"
 )
 
@@ -211,11 +212,12 @@ func (h *handler) continuation(r *http.Request) bool {
 }
 
 // admitRequest runs admission; it reports false after writing the
-// rejection.
-func (h *handler) admitRequest(w http.ResponseWriter, r *http.Request, p moirai.Priority) bool {
+// rejection. Every answer to the request carries the level (see
+// answer.go).
+func (h *handler) admitRequest(w *answer, r *http.Request, p moirai.Priority) bool {
 	d := h.cfg.dagor
 	now := h.ctl.Now() // the controller's coarse clock: one atomic load
-	w.Header().Set(HeaderLevel, admit.FormatLevel(d.Level()))
+	w.level = admit.FormatLevel(d.Level())
 	var admitted bool
 	if h.continuation(r) {
 		admitted = d.AdmitContinuation(now, p)
@@ -268,7 +270,9 @@ func WithoutLocalShedding() TransportOption {
 // task in the request's context downstream in Moirai-Priority, caches the
 // level each downstream host returns, and sheds locally, with [ErrShed],
 // requests that level would reject. base nil means
-// http.DefaultTransport.
+// http.DefaultTransport. The Moirai-… headers a request carries are the
+// Transport's own: any other (a reverse proxy copies its caller's) is
+// removed, so a request speaks only for the task in its context.
 func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -278,6 +282,9 @@ func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 		if o != nil {
 			o(t)
 		}
+	}
+	if t.ctl != nil && t.trustedDown == nil {
+		mwx.NoTrustedPeer(t.ctl, "httpmw: Transport with WithTreeCancelPeer trusting no downstream: every culprit answer is ignored (counted in TreeStats), so the tree cancels nothing upward from this service")
 	}
 	return t
 }
@@ -302,7 +309,7 @@ type transport struct {
 	nlevels     atomic.Int64
 	pathName    func(*http.Request) string
 	ctl         *moirai.Controller
-	trustedDown func(host string) bool
+	trustedDown func(Peer) bool
 }
 
 // MaxLevelHosts is how many downstream hosts a [Transport] caches levels
@@ -333,6 +340,16 @@ func (t *transport) cacheLevel(host string, c cachedLevel) {
 	t.levels.Store(host, c)
 }
 
+// hasMoiraiHeader reports whether h holds a moirai header.
+func hasMoiraiHeader(h http.Header) bool {
+	for k := range h {
+		if hasMoiraiPrefix(k) {
+			return true
+		}
+	}
+	return false
+}
+
 type cachedLevel struct {
 	level   admit.Level
 	expires time.Duration
@@ -358,8 +375,21 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if has {
+	// The moirai headers of a request are this transport's own: those a
+	// handler passes on from its own caller (a reverse proxy copies them)
+	// speak for a task that is not the request's.
+	passed := hasMoiraiHeader(r.Header)
+	if has || passed {
 		r = r.Clone(r.Context())
+		if passed {
+			for k := range r.Header {
+				if hasMoiraiPrefix(k) {
+					delete(r.Header, k)
+				}
+			}
+		}
+	}
+	if has {
 		// One backing array for the headers this transport adds: the
 		// tree's identity costs no allocation of its own.
 		vals := make([]string, 3)
@@ -389,7 +419,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		tk.MarkAdmittedDownstream()
 	} else if v, ok := resp.Header[tree.CulpritHeader]; ok && t.ctl != nil {
-		t.upward(tk, r.URL.Host, v)
+		t.upward(tk, r, v)
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {

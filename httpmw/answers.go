@@ -28,12 +28,12 @@ func retryAfter(ctl *moirai.Controller, class string) string {
 // wait as Retry-After. The body says only that the server is overloaded,
 // unless WithExposedCause adds the reason; the reason stays in the
 // context's cause for the application (and in the decision log).
-func (h *handler) rejectCancelled(w http.ResponseWriter, ctx context.Context, class string) {
+func (h *handler) rejectCancelled(w *answer, ctx context.Context, class string) {
 	h.rejectCancelledErr(w, context.Cause(ctx), class)
 }
 
 // rejectCancelledErr is rejectCancelled with the reason given.
-func (h *handler) rejectCancelledErr(w http.ResponseWriter, cause error, class string) {
+func (h *handler) rejectCancelledErr(w *answer, cause error, class string) {
 	w.Header().Set("Retry-After", retryAfter(h.ctl, class))
 	msg := "server overloaded"
 	if h.cfg.exposeCause && cause != nil {
@@ -43,14 +43,11 @@ func (h *handler) rejectCancelledErr(w http.ResponseWriter, cause error, class s
 }
 
 // rejectCulprit answers a request of a tree whose task was cancelled as a
-// culprit (here, or below): 503, the Retry-After of the larger of the
-// class's expected wait and the deciding hop's, and, to a caller that
-// sent the tree (treeIn), the culprit answer in [tree.CulpritHeader].
-func rejectCulprit(w http.ResponseWriter, ctl *moirai.Controller, class string, cu *tree.Culprit, treeIn bool) {
+// culprit (here, or below): 503 and the Retry-After of the larger of the
+// class's expected wait and the deciding hop's. The answer adds the
+// culprit answer for a caller that sent the tree (see answer.go).
+func rejectCulprit(w *answer, ctl *moirai.Controller, class string, cu *tree.Culprit) {
 	d := min(max(ctl.ExpectedWait(class), cu.Wait), maxRetryAfter)
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
-	if treeIn {
-		w.Header().Set(tree.CulpritHeader, cu.Format())
-	}
 	http.Error(w, "server overloaded", http.StatusServiceUnavailable)
 }

@@ -56,15 +56,44 @@
 // lost: it is re-executed once, as a task that is not cancellable, when its
 // class's demand fits what the resources it used have spare, its class
 // capped meanwhile (see moirai.Retry, which does the waiting and the
-// deciding; a request that finds no window in time is answered 503
-// instead). To make that possible the
-// middleware buffers, for those handlers only, the request body (up to
-// [WithMaxBody]; a larger body turns re-execution off for that request)
-// and the whole response of the first run, which is discarded if the run
-// is cancelled. Buffering means such a handler cannot stream: Flush is a
-// no-op until the handler returns, and http.ResponseController cannot
-// reach the connection. Opt in only for handlers that are safe to run
-// twice, the way a cancelled database transaction is (it rolled back).
+// deciding). Its effects stay exactly-once by default:
+//
+//   - Only requests safe to run twice are re-executed: the idempotent
+//     methods of RFC 9110 (GET, HEAD, OPTIONS, TRACE, PUT, DELETE); a
+//     route of another method only when it opts in ([WithReexecutable],
+//     for a handler whose work is one transaction) or when the request
+//     carries an idempotency key the application honours
+//     ([WithIdempotencyKey]). Any other request is served directly:
+//     cancelled, it is answered 503 and runs once.
+//   - A run that completed is never run again: a handler that answered
+//     (any status below 500) keeps its answer, whatever happened to its
+//     context afterwards. Only a run that gave up — returned without
+//     answering, or answered 5xx, after its cancellation — is discarded.
+//   - The client's wait is bounded: by the request's objective (its
+//     route's [WithObjective], else the controller's), counted from the
+//     first run's start, or by an explicit moirai.RetryMaxWait given to
+//     WithReexecution. A request not re-executed within it is answered
+//     503 with its class's expected wait (moirai.Controller.ExpectedWait)
+//     as Retry-After.
+//
+// To make that possible the middleware buffers, for those requests only,
+// the request body (up to [WithMaxBody]; a larger body turns
+// re-execution off for that request) and the whole response of each run,
+// which is discarded if the run gave up. Buffering means such a handler
+// cannot stream: Flush is a no-op until the handler returns, and
+// http.ResponseController cannot reach the connection.
+//
+// # One answer path
+//
+// Every response a Handler writes — the handler's own, a kept run's
+// buffer, a rejection by admission or a fence, the 503 of a cancelled or
+// dropped request — goes through one writer that applies the header
+// rules once, as the header is sent: every Moirai-… header the handler
+// set (a reverse proxy copies its downstream's) is removed, and the
+// hop's own set (its admission level; its culprit answer, to a caller
+// that sent the tree). A culprit answer a handler passes on is counted
+// ([ForgedCulprits], moirai.Controller.TreeStats). A [Transport] likewise
+// sends only its own Moirai-… request headers.
 //
 // # Admission and path fences
 //

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moirai-go/moirai"
@@ -16,7 +15,6 @@ import (
 	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/internal/taskx"
-	"github.com/moirai-go/moirai/tree"
 )
 
 // Option configures [Handler].
@@ -37,6 +35,7 @@ type config struct {
 	pathOf      func(*http.Request) string
 	tree        bool
 	hop         string
+	idemKey     string // the Idempotency-Key header the application honours, "" for none
 
 	// Per-route settings, which an inner Handler also applies to the task
 	// an outer one began (see the package documentation, "Nesting").
@@ -44,6 +43,8 @@ type config struct {
 	cancellableSet bool
 	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
+	unsafeAll      bool            // every class may run twice, whatever its method
+	unsafeClasses  map[string]bool // classes that may run twice, whatever their method
 }
 
 // apply sets in sp the objective and kind this layer's options give
@@ -144,14 +145,87 @@ func WithBackground(classes ...string) Option {
 // context.Cause either way.
 func WithExposedCause() Option { return func(c *config) { c.exposeCause = true } }
 
-// WithReexecution makes a request that the controller cancels run again
-// once, when the resources it used are free (see the package
-// documentation and moirai.Retry, to which opts are passed).
+// WithReexecution makes a request that the controller cancels, and whose
+// handler gave up (returned without answering, or answered 5xx), run
+// again once, when the resources it used are free (see the package
+// documentation, "Re-execution", and moirai.Retry, to which opts are
+// passed). Only requests that are safe to run twice are re-executed: those
+// of the idempotent methods of RFC 9110 (GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE), those of the classes [WithReexecutable] names, and those that
+// carry the idempotency key the application honours
+// ([WithIdempotencyKey]). Any other request is served as without
+// re-execution: cancelled, it is answered 503 and runs once. A run whose
+// handler answered (a status below 500) keeps its answer, whatever
+// happened to its context afterwards.
+//
+// The client's wait is bounded: a re-execution that cannot be expected
+// to end within the request's objective (its route's [WithObjective], or
+// the controller's, counted from the first run's start) is not started,
+// unless opts bound the wait explicitly (moirai.RetryMaxWait, which
+// replaces the objective as the bound, or moirai.RetryWithin); a request
+// not re-executed in time is answered 503 with its class's expected wait
+// as Retry-After.
 func WithReexecution(opts ...moirai.RetryOption) Option {
 	return func(c *config) {
 		c.reexecute = true
 		c.retry = opts
 	}
+}
+
+// WithReexecutable marks the requests of the given classes (see
+// [WithClass]), or every request the Handler serves when no class is
+// given, as safe to run twice whatever their method, as a handler that
+// does its work in one database transaction is (a cancelled transaction
+// rolled back): [WithReexecution] re-executes them too. Use it only for
+// such handlers: a POST that inserts outside a transaction would insert
+// twice.
+func WithReexecutable(classes ...string) Option {
+	return func(c *config) {
+		if len(classes) == 0 {
+			c.unsafeAll = true
+			return
+		}
+		if c.unsafeClasses == nil {
+			c.unsafeClasses = map[string]bool{}
+		}
+		for _, k := range classes {
+			c.unsafeClasses[k] = true
+		}
+	}
+}
+
+// WithIdempotencyKey says that the application honours header (""
+// means "Idempotency-Key"): given a request it has already served with
+// the same key, it answers what it answered then without doing the work
+// again. [WithReexecution] then re-executes a request of any method that
+// carries one non-empty value of header. The application must honour the
+// key for a run that was cancelled too (a second run with the key of a
+// first that rolled back does the work).
+func WithIdempotencyKey(header string) Option {
+	return func(c *config) {
+		if header == "" {
+			header = "Idempotency-Key"
+		}
+		c.idemKey = http.CanonicalHeaderKey(header)
+	}
+}
+
+// reexecutable reports whether a request of class is safe to run twice:
+// an idempotent method of RFC 9110, a class marked re-executable, or an
+// idempotency key the application honours.
+func (c *config) reexecutable(r *http.Request, class string) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete, "":
+		return true
+	}
+	if c.unsafeAll || c.unsafeClasses[class] {
+		return true
+	}
+	if c.idemKey != "" {
+		v := r.Header[c.idemKey]
+		return len(v) == 1 && v[0] != ""
+	}
+	return false
 }
 
 // WithMaxBody bounds the request body buffered for re-execution (default
@@ -189,6 +263,9 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	if cfg.tree && cfg.trusted == nil {
+		mwx.NoTrustedPeer(ctl, fmt.Sprintf("httpmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every request is the root of a tree of its own and no culprit answer goes back to a caller", cfg.hop))
 	}
 	mux, _ := next.(*http.ServeMux)
 	return &handler{ctl: ctl, next: next, mux: mux, cfg: cfg}
@@ -278,7 +355,10 @@ func routeClass(method, pattern string) string {
 	return method + " " + pattern
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	// Every answer to r, the handler's or the middleware's, goes through w.
+	w := newAnswer(rw, h.ctl)
+	defer w.release()
 	p := h.priorityOf(r)
 	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
 		return
@@ -321,33 +401,33 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A request of a received tree is not re-executed here: its culprit
 	// answer goes up, and the tree's root re-executes it, after the wait.
-	if h.cfg.reexecute && h.cfg.cancellable && !treeIn {
+	if h.cfg.reexecute && h.cfg.cancellable && !treeIn && h.cfg.reexecutable(r, class) {
 		if body, ok := h.bufferBody(r); ok {
 			h.serveRetry(w, r, body, class, p, tr)
 			return
 		}
 	}
 	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
-	sw := newStatusWriter(w)
-	defer sw.release()
 	if h.cfg.tree {
-		sw.tree = treeAnswer{h: h, ctx: ctx, in: treeIn}
+		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
 	}
 	err := errPanicked
 	defer func() { t.End(err) }()
-	h.serve(sw, r.WithContext(ctx), rt)
-	err = outcome(ctx, sw.status)
-	if sw.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
+	h.serve(w, r.WithContext(ctx), rt)
+	err = outcome(ctx, w.status)
+	if w.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		// An inner Handler may have refined the task's class.
 		class := t.Spec().Class
 		if h.cfg.tree {
 			if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
-				rejectCulprit(w, h.ctl, class, cu, treeIn)
+				rejectCulprit(w, h.ctl, class, cu)
 				return
 			}
 		}
 		h.rejectCancelled(w, ctx, class)
+		return
 	}
+	w.finish()
 }
 
 // serveNested serves a request whose task outer an outer Handler of the
@@ -356,20 +436,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Handler says so. The outer Handler ends the task; this one answers a
 // cancelled request that its handler left unanswered, with its own
 // options.
-func (h *handler) serveNested(w http.ResponseWriter, r *http.Request, outer *moirai.Task, sp moirai.Spec) {
+func (h *handler) serveNested(w *answer, r *http.Request, outer *moirai.Task, sp moirai.Spec) {
 	taskx.Refine(outer, sp) // refused when already cancelled: nothing left to refine
-	if h.cfg.reexecute && sp.Cancellable && !outer.Cancelled() && r.Context().Value(retryingKey{}) == nil {
+	if h.cfg.reexecute && sp.Cancellable && !outer.Cancelled() && r.Context().Value(retryingKey{}) == nil &&
+		h.cfg.reexecutable(r, sp.Class) {
 		if body, ok := h.bufferBody(r); ok {
 			h.serveRetryOn(w, r, body, outer)
 			return
 		}
 	}
-	sw := newStatusWriter(w)
-	defer sw.release()
-	h.next.ServeHTTP(sw, r)
-	if sw.status == 0 && errors.Is(context.Cause(r.Context()), moirai.ErrCancelled) {
+	h.next.ServeHTTP(w, r)
+	if w.status == 0 && errors.Is(context.Cause(r.Context()), moirai.ErrCancelled) {
 		h.rejectCancelled(w, r.Context(), outer.Spec().Class)
+		return
 	}
+	w.finish()
 }
 
 // path is the fence reservation of a request of class.
@@ -438,7 +519,7 @@ type retryingKey struct{}
 // answer is thrown away and moirai.Retry decides what happens next.
 var errDiscarded = errors.New("httpmw: cancelled run discarded")
 
-func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte, class string, p moirai.Priority, tr string) {
+func (h *handler) serveRetry(w *answer, r *http.Request, body []byte, class string, p moirai.Priority, tr string) {
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		return h.serveRun(ctx, r, body, &final)
@@ -448,8 +529,11 @@ func (h *handler) serveRetry(w http.ResponseWriter, r *http.Request, body []byte
 }
 
 // serveRun serves one run of the re-executable request r (its body
-// buffered) on ctx, into a buffer; a run that was not cancelled is left
-// in *final.
+// buffered) on ctx, into a buffer; a run that is kept is left in *final.
+// A run is kept unless its context was cancelled by the controller by the
+// time its handler returned and the handler gave up: it answered nothing,
+// or 5xx. A run that answered keeps its answer, whatever happened to its
+// context: its work is done, and running it again would do it twice.
 func (h *handler) serveRun(ctx context.Context, r *http.Request, body []byte, final **bufferedWriter) error {
 	bw := newBufferedWriter()
 	req := r.Clone(context.WithValue(ctx, retryingKey{}, true))
@@ -458,16 +542,23 @@ func (h *handler) serveRun(ctx context.Context, r *http.Request, body []byte, fi
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	h.next.ServeHTTP(bw, req)
-	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) && gaveUp(bw.status) {
 		return fmt.Errorf("%w: %w", errDiscarded, cause)
 	}
 	*final = bw
-	return outcome(ctx, bw.status)
+	if bw.status >= 500 {
+		return fmt.Errorf("httpmw: status %d", bw.status)
+	}
+	return nil
 }
+
+// gaveUp reports whether a handler whose run was cancelled and that
+// answered status (0: nothing) gave up its work.
+func gaveUp(status int) bool { return status == 0 || status >= 500 }
 
 // answerRetry answers a re-executable request whose runs ended with err,
 // final the run that completed, if one did.
-func (h *handler) answerRetry(w http.ResponseWriter, ctx context.Context, final *bufferedWriter, err error, class string) {
+func (h *handler) answerRetry(w *answer, ctx context.Context, final *bufferedWriter, err error, class string) {
 	switch {
 	case final != nil:
 		final.commit(w)
@@ -485,7 +576,7 @@ func (h *handler) answerRetry(w http.ResponseWriter, ctx context.Context, final 
 // first run serves r on it; a re-execution is a task of its own, begun
 // from the context outer was begun from, whose values are r's (what the
 // layers in between added) wherever it does not set its own.
-func (h *handler) serveRetryOn(w http.ResponseWriter, r *http.Request, body []byte, outer *moirai.Task) {
+func (h *handler) serveRetryOn(w *answer, r *http.Request, body []byte, outer *moirai.Task) {
 	var final *bufferedWriter
 	run := func(ctx context.Context) error {
 		if ctx == outer.Context() {
@@ -517,84 +608,6 @@ func (c mergedCtx) Value(key any) any {
 	return c.values.Value(key)
 }
 
-// statusWriter records the status a handler wrote. With tree, it drops a
-// culprit header the handler passes on from a downstream (only this
-// middleware answers for this hop) and, when the handler answers after
-// its task was cancelled as a culprit, adds this hop's culprit answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	tree   treeAnswer // h nil: no tree
-}
-
-// statusWriters recycles the statusWriters of requests that are over:
-// one allocation less per request. A handler must not use its
-// ResponseWriter once it has returned (net/http's rule), so a writer is
-// reused only after the handler it served has.
-var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
-
-func newStatusWriter(w http.ResponseWriter) *statusWriter {
-	sw := statusWriters.Get().(*statusWriter)
-	sw.ResponseWriter = w
-	return sw
-}
-
-// release returns s to the pool, forgetting the request.
-func (s *statusWriter) release() {
-	*s = statusWriter{}
-	statusWriters.Put(s)
-}
-
-// treeAnswer is what a statusWriter needs to answer for a tree.
-type treeAnswer struct {
-	h   *handler
-	ctx context.Context
-	in  bool // the request's tree came from its caller
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-		s.stripCulprit()
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) stripCulprit() {
-	if s.tree.h == nil {
-		return
-	}
-	hd := s.ResponseWriter.Header()
-	hd.Del(tree.CulpritHeader)
-	if a := &s.tree; a.in && errors.Is(context.Cause(a.ctx), moirai.ErrCancelled) {
-		if cu, ok := a.h.ctl.CulpritAnswer(a.ctx, a.h.cfg.hop); ok {
-			hd.Set(tree.CulpritHeader, cu.Format())
-		}
-	}
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-		s.stripCulprit()
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Flush passes a flush on, when the underlying writer can.
-func (s *statusWriter) Flush() {
-	if s.status == 0 {
-		s.status = http.StatusOK
-		s.stripCulprit()
-	}
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 // bufferedWriter holds a run's whole answer until it is known not to be
 // cancelled. It deliberately has no Unwrap: nothing may reach the
 // connection before the run is over.
@@ -624,7 +637,9 @@ func (b *bufferedWriter) Write(p []byte) (int, error) {
 // Flush is a no-op: the answer is sent when the run is over.
 func (b *bufferedWriter) Flush() {}
 
-func (b *bufferedWriter) commit(w http.ResponseWriter) {
+// commit writes the kept run's answer through w, the request's answer,
+// which applies the header rules to it as to any other.
+func (b *bufferedWriter) commit(w *answer) {
 	dst := w.Header()
 	for k, v := range b.header {
 		dst[k] = v

@@ -95,6 +95,7 @@ func TestNestedReexecution(t *testing.T) {
 			check.ServeHTTP(w, r)
 		}),
 			httpmw.WithClass(func(*http.Request) string { return "report" }),
+			httpmw.WithReexecutable(),
 			httpmw.WithReexecution(moirai.RetryQuiet(50*time.Millisecond)))
 		// A layer in between adds a value: both runs see it.
 		mux.Handle("POST /report", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -166,12 +167,12 @@ func TestNestedReexecutionInBothLayers(t *testing.T) {
 		var runs atomic.Int32
 		bodies := make(chan string, 8)
 		mux := http.NewServeMux()
-		mux.Handle("POST /report", httpmw.Handler(ctl, blockUntilCancelled(&runs, bodies),
+		mux.Handle("PUT /report", httpmw.Handler(ctl, blockUntilCancelled(&runs, bodies),
 			httpmw.WithClass(func(*http.Request) string { return "report" }),
 			httpmw.WithReexecution(moirai.RetryQuiet(50*time.Millisecond))))
 		h := httpmw.Handler(ctl, mux, httpmw.WithReexecution(moirai.RetryQuiet(50*time.Millisecond)))
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", "/report", strings.NewReader("payload")))
+		h.ServeHTTP(rec, httptest.NewRequest("PUT", "/report", strings.NewReader("payload")))
 		if rec.Code != 200 || rec.Body.String() != "done:payload" {
 			t.Fatalf("answer %d %q; want the second run's", rec.Code, rec.Body)
 		}

@@ -162,7 +162,7 @@ func Serve(ctx context.Context, cfg ServerConfig, ready func(addr string)) error
 		sopts = append(sopts, grpcmw.WithQueue(q))
 		var copts []grpcmw.ClientOption
 		if tree {
-			copts = append(copts, grpcmw.WithTreeCancel(ctl, func(string) bool { return true }))
+			copts = append(copts, grpcmw.WithTreeCancelPeer(ctl, func(grpcmw.Peer) bool { return true }))
 		}
 		dial := func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),

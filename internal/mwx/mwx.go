@@ -19,3 +19,14 @@ import (
 // begun from the context t was begun from. RetryOn neither begins nor
 // ends t. opts are moirai.RetryOption values.
 var RetryOn func(ctl any, t *task.Task, fn func(context.Context) error, opts []any) error
+
+// IgnoredCulprit counts, on ctl (a *moirai.Controller), a culprit answer
+// its middleware ignored: from a downstream not trusted, malformed,
+// naming another tree, or passed on by a handler as its own. Package
+// moirai fills it in.
+var IgnoredCulprit func(ctl any)
+
+// NoTrustedPeer records on ctl that one of its middlewares enables
+// request trees without trusting any peer, and logs what follows (why) as
+// a warning, once per middleware. Package moirai fills it in.
+var NoTrustedPeer func(ctl any, why string)
