@@ -396,33 +396,18 @@ var ErrTooManyUnits = errors.New("task: too many units held of one resource")
 // Values of n ≤ 0 are ignored. A task holds at most [MaxUnits] units of one
 // resource at a time (count pages or KiB, not bytes, for large pools); past
 // that Acquire returns [ErrTooManyUnits] and changes nothing.
-func (t *Task) acquire(id ResourceID, n int64) error {
-	if n <= 0 || t == nil {
-		return nil
-	}
-	s, key := t.firstSlot(id)
-	if s == nil {
-		if s, key = t.slotForSlow(id); s == nil {
-			return nil
-		}
-	}
-	if n > MaxUnits {
-		t.reg.badEvents.Add(1)
-		return ErrTooManyUnits
-	}
-	switch s.take(&s.hold, key, uint64(n), t.reg.clock.Now()) {
-	case opRefused:
-		t.reg.badEvents.Add(1)
-		return ErrTooManyUnits
-	case opStale:
-		t.reg.lateEvents.Add(1)
-	}
-	return nil
-}
+func (t *Task) acquire(id ResourceID, n int64) error { return t.holdEvent(id, n, true) }
 
 // release records that the task gave back n units of resource id. Releasing
 // more than the task holds returns [ErrOverRelease] and changes nothing.
-func (t *Task) release(id ResourceID, n int64) error {
+func (t *Task) release(id ResourceID, n int64) error { return t.holdEvent(id, n, false) }
+
+// holdEvent is acquire (take) and release (!take): it adds n units to the
+// task's hold of resource id or takes them out, or, when it cannot,
+// counts the bad event and returns ErrTooManyUnits or ErrOverRelease. It
+// looks the slot up itself, not through slotFor, so that firstSlot is
+// inlined on the events' path.
+func (t *Task) holdEvent(id ResourceID, n int64, take bool) error {
 	if n <= 0 || t == nil {
 		return nil
 	}
@@ -432,14 +417,24 @@ func (t *Task) release(id ResourceID, n int64) error {
 			return nil
 		}
 	}
+	refused := ErrOverRelease
+	if take {
+		refused = ErrTooManyUnits
+	}
 	if n > MaxUnits {
 		t.reg.badEvents.Add(1)
-		return ErrOverRelease
+		return refused
 	}
-	switch s.give(&s.hold, &s.holdNs, key, uint64(n), t.reg.clock.Now()) {
+	var r int
+	if take {
+		r = s.take(&s.hold, key, uint64(n), t.reg.clock.Now())
+	} else {
+		r = s.give(&s.hold, &s.holdNs, key, uint64(n), t.reg.clock.Now())
+	}
+	switch r {
 	case opRefused:
 		t.reg.badEvents.Add(1)
-		return ErrOverRelease
+		return refused
 	case opStale:
 		t.reg.lateEvents.Add(1)
 	}
