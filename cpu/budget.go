@@ -363,16 +363,10 @@ func (b *Budget) readQuotas(fsys fs.FS, version string, dirs []string) bool {
 // readV1 reads cpu.cfs_quota_us and cpu.cfs_period_us in dir.
 func readV1(fsys fs.FS, dir string, host int) (Step, float64, error) {
 	qf, pf := path.Join(dir, "cpu.cfs_quota_us"), path.Join(dir, "cpu.cfs_period_us")
-	s := Step{File: qf}
-	q, err := fs.ReadFile(fsys, qf)
-	if errors.Is(err, fs.ErrNotExist) {
-		s.Note = "no quota file: no limit at this level"
-		return s, 0, nil
+	s, q, ok, err := readLimit(fsys, qf, "no quota file: no limit at this level")
+	if !ok {
+		return s, 0, err
 	}
-	if err != nil {
-		return s, 0, errors.New(errText(err))
-	}
-	s.Value = strings.TrimSpace(string(q))
 	p, err := fs.ReadFile(fsys, pf)
 	if err != nil {
 		s.File += ", " + pf
@@ -380,25 +374,36 @@ func readV1(fsys fs.FS, dir string, host int) (Step, float64, error) {
 	}
 	s.File += ", " + pf
 	s.Value += " / " + strings.TrimSpace(string(p))
-	cpus, err := ParseCFS(string(q), string(p), host)
+	cpus, err := ParseCFS(q, string(p), host)
 	return s, cpus, err
 }
 
 // readV2 reads cpu.max in dir.
 func readV2(fsys fs.FS, dir string, host int) (Step, float64, error) {
-	f := path.Join(dir, "cpu.max")
-	s := Step{File: f}
-	data, err := fs.ReadFile(fsys, f)
+	s, data, ok, err := readLimit(fsys, path.Join(dir, "cpu.max"), "no cpu.max: no limit at this level")
+	if !ok {
+		return s, 0, err
+	}
+	cpus, err := ParseCPUMax(data, host)
+	return s, cpus, err
+}
+
+// readLimit reads the limit file f of one level: its step, with the
+// file's text as its Value, and its contents. It reports false when there
+// is no such file (the step's note then says missing) or when it cannot
+// read it (with the error).
+func readLimit(fsys fs.FS, f, missing string) (s Step, data string, ok bool, err error) {
+	s = Step{File: f}
+	b, err := fs.ReadFile(fsys, f)
 	if errors.Is(err, fs.ErrNotExist) {
-		s.Note = "no cpu.max: no limit at this level"
-		return s, 0, nil
+		s.Note = missing
+		return s, "", false, nil
 	}
 	if err != nil {
-		return s, 0, errors.New(errText(err))
+		return s, "", false, errors.New(errText(err))
 	}
-	s.Value = strings.TrimSpace(string(data))
-	cpus, err := ParseCPUMax(string(data), host)
-	return s, cpus, err
+	s.Value = strings.TrimSpace(string(b))
+	return s, string(b), true, nil
 }
 
 // The kernel's bounds on a CFS period and quota (kernel/sched/core.c):
