@@ -107,6 +107,15 @@ type listing struct {
 	Controllers []map[string]string
 }
 
+// controller lists a controller of the suite, named in its description
+// ("": the in-process suites, whose controllers are the harness's).
+func (l *listing) controller(name, describe, suite string) {
+	if suite != "" {
+		describe += " (suite " + suite + ")"
+	}
+	l.Controllers = append(l.Controllers, map[string]string{"name": name, "describe": describe})
+}
+
 // benchList lists the cases and the controllers of every suite, one
 // suite after the other.
 func benchList() listing {
@@ -121,10 +130,10 @@ func benchList() listing {
 			Resource: "CPU", Culprit: fmt.Sprintf("%d processes on the host", c.K)})
 	}
 	for _, c := range bench.Controllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe})
+		l.controller(c.Name, c.Describe, "")
 	}
 	for _, c := range cpusuite.Controllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite cpu)"})
+		l.controller(c.Name, c.Describe, "cpu")
 	}
 	for _, c := range dagorsuite.Cases() {
 		culprit := fmt.Sprintf("tasks calling M %d times, fed above its capacity", c.Calls)
@@ -134,33 +143,33 @@ func benchList() listing {
 		l.Cases = append(l.Cases, caseInfo{Suite: dagorsuite.Suite, Name: c.Name, Models: "DAGOR", Resource: "M's workers", Culprit: culprit})
 	}
 	for _, c := range dagorsuite.Controllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite dagor)"})
+		l.controller(c.Name, c.Describe, "dagor")
 	}
 	for _, c := range dbsuite.PostgresCases() {
 		l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuitePostgres, Name: c.Name, Models: "moirai guard",
 			Resource: "PostgreSQL locks", Culprit: c.Describe, Victims: "pgbench clients"})
 	}
 	for _, c := range dbsuite.PostgresControllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite postgres)"})
+		l.controller(c.Name, c.Describe, "postgres")
 	}
 	for _, c := range dbsuite.MySQLCases() {
 		l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuiteMySQL, Name: c.Name, Models: "moirai guard",
 			Resource: "MariaDB locks and buffer pool", Culprit: c.Describe, Victims: "sysbench threads"})
 	}
 	for _, c := range dbsuite.MySQLControllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite mysql)"})
+		l.controller(c.Name, c.Describe, "mysql")
 	}
 	for _, c := range pathfencesuite.Cases() {
 		l.Cases = append(l.Cases, caseInfo{Suite: pathfencesuite.Suite, Name: c.Name, Models: "PathFence",
 			Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
 	}
 	for _, c := range pathfencesuite.Controllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite pathfence)"})
+		l.controller(c.Name, c.Describe, "pathfence")
 	}
 	l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
 		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
 	for _, c := range treesuite.Controllers() {
-		l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite tree)"})
+		l.controller(c.Name, c.Describe, "tree")
 	}
 	return l
 }
