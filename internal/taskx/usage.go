@@ -538,39 +538,37 @@ func (t *Task) eachUsage(now int64, fn func(Usage)) {
 }
 
 // readSlots stores in dst, up to its length, what EachSlot would report,
-// and returns how many entries it stored. It calls no function per entry,
-// which makes it the fastest way to read a task's accounting.
+// and returns how many entries it stored. It calls no function per entry
+// (one per chunk of slots), which makes it the fastest way to read a
+// task's accounting.
 func (t *Task) readSlots(dst []Usage, now int64) int {
 	if t == nil || t.state.Load()&stateEnded != 0 || t.claimed() == 0 {
 		return 0
 	}
-	tag, n := t.tag(), 0
-	b := t.blk
-	for i := range b.slots {
-		s := &b.slots[i]
+	tag := t.tag()
+	n, more := readRun(t.blk.slots[:], tag, dst, 0, now)
+	for c := t.blk.more.Load(); more && c != nil; c = c.next.Load() {
+		n, more = readRun(c.slots[:], tag, dst, n, now)
+	}
+	return n
+}
+
+// readRun stores in dst, from index n on, the slots of run claimed with
+// tag. It returns the index after the last one stored, and whether the
+// slots after run may be claimed and dst has room for them.
+func readRun(run []slot, tag uint32, dst []Usage, n int, now int64) (int, bool) {
+	for i := range run {
+		s := &run[i]
 		r := s.res.Load()
 		if r == 0 || n == len(dst) {
-			return n
+			return n, false
 		}
 		if r&^idMask == tag {
 			s.readInto(&dst[n], now)
 			n++
 		}
 	}
-	for c := b.more.Load(); c != nil; c = c.next.Load() {
-		for i := range c.slots {
-			s := &c.slots[i]
-			r := s.res.Load()
-			if r == 0 || n == len(dst) {
-				return n
-			}
-			if r&^idMask == tag {
-				s.readInto(&dst[n], now)
-				n++
-			}
-		}
-	}
-	return n
+	return n, true
 }
 
 // eachSlot is EachUsage without the holds in progress that primitives
