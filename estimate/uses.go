@@ -186,13 +186,9 @@ func (u *Uses) Risen(fn func(class string)) {
 
 // record adds one ended task of class that used spent.
 func (u *Uses) record(class string, spent []resSpent) {
-	c := u.classes[class]
+	c := u.classFor(class)
 	if c == nil {
-		if len(u.classes) >= u.maxClasses {
-			return
-		}
-		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
-		u.classes[class] = c
+		return
 	}
 	c.ended = true
 	// A resource the task did not use counts as 0 for the class.
@@ -209,25 +205,51 @@ func (u *Uses) record(class string, spent []resSpent) {
 	for _, rs := range spent {
 		delete(c.bound, rs.res)
 		m, ok := c.mean[rs.res]
-		switch {
-		case !ok && len(c.mean) >= usesMaxResources:
+		if !ok {
+			c.firstUse(rs.res, rs.spent)
 			continue
-		case !ok && c.n == 0:
-			c.mean[rs.res], c.low[rs.res] = rs.spent, rs.spent
-		case !ok:
-			c.mean[rs.res] = usesWeight * rs.spent
-			c.low[rs.res] = usesWeight * rs.spent
-		default:
-			c.mean[rs.res] = m + usesWeight*(rs.spent-m)
-			l := c.low[rs.res]
-			w := usesWeight
-			if rs.spent > l {
-				w = usesRise
-			}
-			c.low[rs.res] = l + w*(rs.spent-l)
 		}
+		c.mean[rs.res] = m + usesWeight*(rs.spent-m)
+		l := c.low[rs.res]
+		w := usesWeight
+		if rs.spent > l {
+			w = usesRise
+		}
+		c.low[rs.res] = l + w*(rs.spent-l)
 	}
 	c.n++
+}
+
+// classFor returns the estimates of class, new ones if the class has
+// none, or nil if it has none and maxClasses classes have.
+func (u *Uses) classFor(class string) *classUse {
+	c := u.classes[class]
+	if c == nil {
+		if len(u.classes) >= u.maxClasses {
+			return nil
+		}
+		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
+		u.classes[class] = c
+	}
+	return c
+}
+
+// firstUse starts the class's estimates of a resource its tasks were not
+// seen using: at the task's use if it is the class's first, else at the
+// task's use weighed against the tasks before, which used none. It reports
+// false, learning nothing, if the class follows usesMaxResources
+// resources already.
+func (c *classUse) firstUse(res string, spent float64) bool {
+	switch {
+	case len(c.mean) >= usesMaxResources:
+		return false
+	case c.n == 0:
+		c.mean[res], c.low[res] = spent, spent
+	default:
+		c.mean[res] = usesWeight * spent
+		c.low[res] = usesWeight * spent
+	}
+	return true
 }
 
 // recordAtLeast adds one cancelled task of class that used spent before
@@ -265,36 +287,28 @@ func (u *Uses) recordAtLeast(class string, spent []resSpent, progress float64) {
 		return
 	}
 	if c == nil {
-		if len(u.classes) >= u.maxClasses {
+		if c = u.classFor(class); c == nil {
 			return
 		}
-		c = &classUse{mean: map[string]float64{}, low: map[string]float64{}}
-		u.classes[class] = c
 	}
 	if c.bound == nil {
 		c.bound = map[string]bool{}
 	}
 	for _, rs := range above {
 		m, ok := c.mean[rs.res]
-		switch {
-		case !ok && len(c.mean) >= usesMaxResources:
-			continue
-		case !ok && c.n == 0:
-			// The class's first task: the bound is all that is known.
-			c.mean[rs.res], c.low[rs.res] = rs.spent, rs.spent
-			c.bound[rs.res] = true
-		case !ok:
-			c.mean[rs.res] = usesWeight * rs.spent
-			c.low[rs.res] = usesWeight * rs.spent
-			c.bound[rs.res] = true
-		default:
-			if rs.spent > m {
-				c.mean[rs.res] = m + usesWeight*(rs.spent-m)
+		if !ok {
+			// For the class's first task, the bound is all that is known.
+			if c.firstUse(rs.res, rs.spent) {
 				c.bound[rs.res] = true
 			}
-			if l := c.low[rs.res]; rs.spent > l {
-				c.low[rs.res] = l + usesRise*(rs.spent-l)
-			}
+			continue
+		}
+		if rs.spent > m {
+			c.mean[rs.res] = m + usesWeight*(rs.spent-m)
+			c.bound[rs.res] = true
+		}
+		if l := c.low[rs.res]; rs.spent > l {
+			c.low[rs.res] = l + usesRise*(rs.spent-l)
 		}
 	}
 	if c.n == 0 {

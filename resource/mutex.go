@@ -137,7 +137,9 @@ func (m *Mutex) Resource() *Resource { return m.res }
 func (m *Mutex) Lock(ctx context.Context) error {
 	t := taskx.FromContext(ctx)
 	// The fast path: a controller's mutex, a task with nothing pending,
-	// the lock free. Everything else goes through lock.
+	// the lock free. Everything else goes through lock. It repeats lock's
+	// first compare-and-swap inline: through a shared call, Lock took
+	// 1.78× sync.Mutex's time instead of 1.53× (scripts/hotpath).
 	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {
 		now := c.Coarse()
 		if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {

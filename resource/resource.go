@@ -216,6 +216,19 @@ func (r *Resource) taskOf(ctx context.Context) *task.Task {
 // so that a tracked task with nothing pending costs one load of its state
 // word.
 
+// enter returns the task in ctx, once arrive let it go ahead when it is
+// none or flagged. The Semaphore's take repeats it inline: through enter,
+// Semaphore took 1.23x x/sync/semaphore's time instead of 1.11x.
+func (r *Resource) enter(ctx context.Context) (*task.Task, error) {
+	t := taskx.FromContext(ctx)
+	if t == nil || taskx.Flagged(t) {
+		if err := r.arrive(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // arrive counts an untracked acquisition, or stops a flagged task at its
 // safe point: it returns an error if the acquisition must not go ahead
 // because the task was cancelled by the controller (its cause), or a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
 
@@ -38,11 +37,9 @@ func (m *RWMutex) Resource() *Resource { return m.res }
 // holds m or waits ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) RLock(ctx context.Context) error {
-	t := taskx.FromContext(ctx)
-	if t == nil || taskx.Flagged(t) {
-		if err := m.res.arrive(ctx, t); err != nil {
-			return err
-		}
+	t, err := m.res.enter(ctx)
+	if err != nil {
+		return err
 	}
 	m.mu.Lock()
 	if !m.writer && m.q.Front() == nil {
@@ -75,11 +72,9 @@ func (m *RWMutex) RUnlock(ctx context.Context) {
 // others wait ahead of it; if ctx is done first it returns
 // context.Cause(ctx) and leaves m unchanged.
 func (m *RWMutex) Lock(ctx context.Context) error {
-	t := taskx.FromContext(ctx)
-	if t == nil || taskx.Flagged(t) {
-		if err := m.res.arrive(ctx, t); err != nil {
-			return err
-		}
+	t, err := m.res.enter(ctx)
+	if err != nil {
+		return err
 	}
 	m.mu.Lock()
 	if !m.writer && m.readers == 0 && m.q.Front() == nil {

@@ -123,11 +123,18 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 	if !tr.seen || dt <= 0 || s.Window <= 0 {
 		dt = 0
 	}
-	// Weight of this window in the smoothed rates.
-	galpha := 1.0
-	if dt > 0 {
-		galpha = 1 - math.Exp(-float64(dt)/float64(growthSpan))
+	tr.reset(s)
+	tr.observeShares(s, dt)
+	for i := range tr.res {
+		tr.res[i].observeWaits(s, i, dt, tr.own[i], tr.span)
 	}
+	tr.at, tr.seen = s.At, true
+}
+
+// reset sizes the per-resource signals to the resources of s and clears
+// what a snapshot's pass fills: the shares, each resource's Top and its
+// waits, the entries for the next snapshot.
+func (tr *Trajectory) reset(s *Snapshot) {
 	n := len(s.Resources)
 	for len(tr.res) < n {
 		tr.res = append(tr.res, ResourceSignals{})
@@ -139,9 +146,20 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 	}
 	tr.shares = tr.shares[:0]
 	tr.own = grow(tr.own, n) // Top's waits in the window, per resource
-	ownWaits := tr.own
-	clear(ownWaits)
+	clear(tr.own)
 	clear(tr.next)
+}
+
+// observeShares records the share of every holder of a bounded resource
+// in s, and each resource's Top with Top's waits in the window; dt is the
+// window since the snapshot before (0: none to derive rates from).
+func (tr *Trajectory) observeShares(s *Snapshot, dt time.Duration) {
+	// Weight of this window in the smoothed rates.
+	galpha := 1.0
+	if dt > 0 {
+		galpha = 1 - math.Exp(-float64(dt)/float64(growthSpan))
+	}
+	n := len(s.Resources)
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		first, cnt := int(t.First), int(t.N)
@@ -157,65 +175,76 @@ func (tr *Trajectory) Observe(s *Snapshot) {
 			if !r.Bounded || u.Held <= 0 {
 				continue
 			}
-			k := entryKey{t.ID, u.Res}
-			p, had := tr.prev[k]
-			e := entryPrev{held: u.Held, waits: u.Waits, evictions: u.Evictions}
-			w := u.Waits - p.waits
-			if !had && dt == 0 {
-				w = 0 // first snapshot: cumulative, in no window
-			}
-			w = max(w, 0)
-			c := float64(s.Resources[ri].Capacity)
-			sh := Share{Task: ti, Res: ri, Held: u.Held, Share: float64(u.Held) / c}
-			if dt > 0 {
-				inst := float64(u.Held-p.held) / c / dt.Seconds()
-				e.growth = p.growth + galpha*(inst-p.growth)
-				ev := 0.0
-				if had {
-					ev = float64(max(u.Evictions-p.evictions, 0)) / c / dt.Seconds()
-				}
-				e.evicting = p.evicting + galpha*(ev-p.evicting)
-			}
-			sh.Growth, sh.Evicting = e.growth, e.evicting
+			sh, e, w := tr.share(s, ti, u, dt, galpha)
 			tr.shares = append(tr.shares, sh)
 			if sh.Held > r.Top.Held || (sh.Held == r.Top.Held && sh.Growth > r.Top.Growth) {
 				r.Top = sh
-				ownWaits[ri] = w
+				tr.own[ri] = w
 			}
-			tr.next[k] = e // only holders have a growth, or can be Top
+			tr.next[entryKey{t.ID, u.Res}] = e // only holders have a growth, or can be Top
 		}
 	}
 	tr.prev, tr.next = tr.next, tr.prev
-	for i := range tr.res {
-		r := &tr.res[i]
-		if dt == 0 {
-			r.steps = r.steps[:0]
-			r.WaitRate, r.OthersWaitRate, r.OthersWaits, r.Span = 0, 0, 0, 0
-			continue
-		}
-		all := s.Resources[i].WindowWaits
-		r.steps = append(r.steps, waitStep{at: s.At, dt: dt, all: all, others: max(all-ownWaits[i], 0)})
-		// Keep the windows that end within the span, and the one before
-		// when they do not cover it yet.
-		for len(r.steps) > 1 && s.At-r.steps[1].at+r.steps[1].dt >= tr.span {
-			r.steps = r.steps[1:]
-		}
-		if cap(r.steps) > 4*len(r.steps)+64 {
-			r.steps = append([]waitStep(nil), r.steps...)
-		}
-		var span time.Duration
-		var a, o int64
-		for _, st := range r.steps {
-			span += st.dt
-			a += st.all
-			o += st.others
-		}
-		r.WaitRate = float64(a) / span.Seconds()
-		r.OthersWaitRate = float64(o) / span.Seconds()
-		r.OthersWaits = o
-		r.Span = span
+}
+
+// share returns task ti's share of the resource it holds in u, smoothing
+// its growth and eviction rates with weight galpha over the window dt, the
+// entry to remember for the next snapshot, and the task's waits for the
+// resource in the window.
+func (tr *Trajectory) share(s *Snapshot, ti int, u Usage, dt time.Duration, galpha float64) (Share, entryPrev, int64) {
+	ri := int(u.Res)
+	p, had := tr.prev[entryKey{s.Tasks[ti].ID, u.Res}]
+	e := entryPrev{held: u.Held, waits: u.Waits, evictions: u.Evictions}
+	w := u.Waits - p.waits
+	if !had && dt == 0 {
+		w = 0 // first snapshot: cumulative, in no window
 	}
-	tr.at, tr.seen = s.At, true
+	w = max(w, 0)
+	c := float64(s.Resources[ri].Capacity)
+	sh := Share{Task: ti, Res: ri, Held: u.Held, Share: float64(u.Held) / c}
+	if dt > 0 {
+		inst := float64(u.Held-p.held) / c / dt.Seconds()
+		e.growth = p.growth + galpha*(inst-p.growth)
+		ev := 0.0
+		if had {
+			ev = float64(max(u.Evictions-p.evictions, 0)) / c / dt.Seconds()
+		}
+		e.evicting = p.evicting + galpha*(ev-p.evicting)
+	}
+	sh.Growth, sh.Evicting = e.growth, e.evicting
+	return sh, e, w
+}
+
+// observeWaits adds the waits on Resources[i] in the window dt ending at
+// s.At (own of them by Top's task) to the resource's rates, counted over
+// the windows that cover span; dt 0 clears them.
+func (r *ResourceSignals) observeWaits(s *Snapshot, i int, dt time.Duration, own int64, span time.Duration) {
+	if dt == 0 {
+		r.steps = r.steps[:0]
+		r.WaitRate, r.OthersWaitRate, r.OthersWaits, r.Span = 0, 0, 0, 0
+		return
+	}
+	all := s.Resources[i].WindowWaits
+	r.steps = append(r.steps, waitStep{at: s.At, dt: dt, all: all, others: max(all-own, 0)})
+	// Keep the windows that end within the span, and the one before
+	// when they do not cover it yet.
+	for len(r.steps) > 1 && s.At-r.steps[1].at+r.steps[1].dt >= span {
+		r.steps = r.steps[1:]
+	}
+	if cap(r.steps) > 4*len(r.steps)+64 {
+		r.steps = append([]waitStep(nil), r.steps...)
+	}
+	var covered time.Duration
+	var a, o int64
+	for _, st := range r.steps {
+		covered += st.dt
+		a += st.all
+		o += st.others
+	}
+	r.WaitRate = float64(a) / covered.Seconds()
+	r.OthersWaitRate = float64(o) / covered.Seconds()
+	r.OthersWaits = o
+	r.Span = covered
 }
 
 // Resource returns the signals of Resources[i] of the last snapshot

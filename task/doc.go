@@ -32,7 +32,7 @@
 // global lock, no allocation, no lookup by name (resources are resolved to
 // a [ResourceID] once). Hold and wait times include a hold or wait in
 // progress, read with a single atomic load (see the comment on slot in
-// internal/taskx/usage.go). A primitive may instead track its holds in
+// internal/taskx/slot.go). A primitive may instead track its holds in
 // progress itself and add each finished hold itself (resource.Mutex does, to cost what sync.Mutex costs, and so do
 // the controller's semaphores for their holders of one unit);
 // Options.LiveHold tells the registry about such holds.

@@ -28,9 +28,9 @@ func ExampleRegistry_Begin() {
 	reg := task.NewRegistry(task.Options{Report: func(err error) { reports = append(reports, err) }})
 
 	// Begin never fails: an invalid field is defaulted and reported.
-	_, t := reg.Begin(context.Background(), task.Spec{Class: "purge", Kind: task.Background, Goal: -1})
+	_, t := reg.Begin(context.Background(), task.Spec{Class: "purge", Kind: task.Background, MaxDeferral: -1})
 	defer t.End(nil)
-	fmt.Println(t.Spec().Kind, t.Spec().Goal)
+	fmt.Println(t.Spec().Kind, t.Spec().MaxDeferral)
 	fmt.Println(len(reports), errors.Is(reports[0], task.ErrInvalidSpec))
 	// Output:
 	// background 0.5

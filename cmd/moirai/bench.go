@@ -92,81 +92,103 @@ func newBenchListCommand(g *globalFlags) *cobra.Command {
 		Short: "List the suites, their cases and the controllers",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			type caseInfo struct {
-				Suite, Name, Models, Resource, Culprit, Victims string
-			}
-			type listing struct {
-				Cases       []caseInfo
-				Controllers []map[string]string
-			}
-			var l listing
-			for _, s := range bench.Suites() {
-				for _, c := range bench.Cases(s) {
-					l.Cases = append(l.Cases, caseInfo{c.Suite, c.Name, c.Models, c.Resource, c.Culprit, c.Victims})
-				}
-			}
-			for _, c := range cpusuite.Cases() {
-				l.Cases = append(l.Cases, caseInfo{Suite: cpusuite.Suite, Name: c.Name, Models: "friendlypool",
-					Resource: "CPU", Culprit: fmt.Sprintf("%d processes on the host", c.K)})
-			}
-			for _, c := range bench.Controllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe})
-			}
-			for _, c := range cpusuite.Controllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite cpu)"})
-			}
-			for _, c := range dagorsuite.Cases() {
-				culprit := fmt.Sprintf("tasks calling M %d times, fed above its capacity", c.Calls)
-				if c.Calls == 0 {
-					culprit = "tasks calling M 1 to 4 times, fed above its capacity"
-				}
-				l.Cases = append(l.Cases, caseInfo{Suite: dagorsuite.Suite, Name: c.Name, Models: "DAGOR", Resource: "M's workers", Culprit: culprit})
-			}
-			for _, c := range dagorsuite.Controllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite dagor)"})
-			}
-			for _, c := range dbsuite.PostgresCases() {
-				l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuitePostgres, Name: c.Name, Models: "moirai guard",
-					Resource: "PostgreSQL locks", Culprit: c.Describe, Victims: "pgbench clients"})
-			}
-			for _, c := range dbsuite.PostgresControllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite postgres)"})
-			}
-			for _, c := range dbsuite.MySQLCases() {
-				l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuiteMySQL, Name: c.Name, Models: "moirai guard",
-					Resource: "MariaDB locks and buffer pool", Culprit: c.Describe, Victims: "sysbench threads"})
-			}
-			for _, c := range dbsuite.MySQLControllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite mysql)"})
-			}
-			for _, c := range pathfencesuite.Cases() {
-				l.Cases = append(l.Cases, caseInfo{Suite: pathfencesuite.Suite, Name: c.Name, Models: "PathFence",
-					Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
-			}
-			for _, c := range pathfencesuite.Controllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite pathfence)"})
-			}
-			l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
-				Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
-			for _, c := range treesuite.Controllers() {
-				l.Controllers = append(l.Controllers, map[string]string{"name": c.Name, "describe": c.Describe + " (suite tree)"})
-			}
-			out := cmd.OutOrStdout()
-			if g.Output == outputJSON {
-				return json.NewEncoder(out).Encode(l)
-			}
-			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SUITE\tCASE\tMODELS\tRESOURCE\tCULPRIT")
-			for _, c := range l.Cases {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Suite, c.Name, c.Models, c.Resource, c.Culprit)
-			}
-			fmt.Fprintln(tw, "\nCONTROLLER\tDESCRIPTION")
-			for _, c := range l.Controllers {
-				fmt.Fprintf(tw, "%s\t%s\n", c["name"], c["describe"])
-			}
-			return tw.Flush()
+			return printBenchList(cmd.OutOrStdout(), g, benchList())
 		},
 	}
+}
+
+// caseInfo and listing are what bench list prints: every suite's cases
+// and controllers.
+type caseInfo struct {
+	Suite, Name, Models, Resource, Culprit, Victims string
+}
+type listing struct {
+	Cases       []caseInfo
+	Controllers []map[string]string
+}
+
+// controller lists a controller of the suite, named in its description
+// ("": the in-process suites, whose controllers are the harness's).
+func (l *listing) controller(name, describe, suite string) {
+	if suite != "" {
+		describe += " (suite " + suite + ")"
+	}
+	l.Controllers = append(l.Controllers, map[string]string{"name": name, "describe": describe})
+}
+
+// benchList lists the cases and the controllers of every suite, one
+// suite after the other.
+func benchList() listing {
+	var l listing
+	for _, s := range bench.Suites() {
+		for _, c := range bench.Cases(s) {
+			l.Cases = append(l.Cases, caseInfo{c.Suite, c.Name, c.Models, c.Resource, c.Culprit, c.Victims})
+		}
+	}
+	for _, c := range cpusuite.Cases() {
+		l.Cases = append(l.Cases, caseInfo{Suite: cpusuite.Suite, Name: c.Name, Models: "friendlypool",
+			Resource: "CPU", Culprit: fmt.Sprintf("%d processes on the host", c.K)})
+	}
+	for _, c := range bench.Controllers() {
+		l.controller(c.Name, c.Describe, "")
+	}
+	for _, c := range cpusuite.Controllers() {
+		l.controller(c.Name, c.Describe, "cpu")
+	}
+	for _, c := range dagorsuite.Cases() {
+		culprit := fmt.Sprintf("tasks calling M %d times, fed above its capacity", c.Calls)
+		if c.Calls == 0 {
+			culprit = "tasks calling M 1 to 4 times, fed above its capacity"
+		}
+		l.Cases = append(l.Cases, caseInfo{Suite: dagorsuite.Suite, Name: c.Name, Models: "DAGOR", Resource: "M's workers", Culprit: culprit})
+	}
+	for _, c := range dagorsuite.Controllers() {
+		l.controller(c.Name, c.Describe, "dagor")
+	}
+	for _, c := range dbsuite.PostgresCases() {
+		l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuitePostgres, Name: c.Name, Models: "moirai guard",
+			Resource: "PostgreSQL locks", Culprit: c.Describe, Victims: "pgbench clients"})
+	}
+	for _, c := range dbsuite.PostgresControllers() {
+		l.controller(c.Name, c.Describe, "postgres")
+	}
+	for _, c := range dbsuite.MySQLCases() {
+		l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuiteMySQL, Name: c.Name, Models: "moirai guard",
+			Resource: "MariaDB locks and buffer pool", Culprit: c.Describe, Victims: "sysbench threads"})
+	}
+	for _, c := range dbsuite.MySQLControllers() {
+		l.controller(c.Name, c.Describe, "mysql")
+	}
+	for _, c := range pathfencesuite.Cases() {
+		l.Cases = append(l.Cases, caseInfo{Suite: pathfencesuite.Suite, Name: c.Name, Models: "PathFence",
+			Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
+	}
+	for _, c := range pathfencesuite.Controllers() {
+		l.controller(c.Name, c.Describe, "pathfence")
+	}
+	l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
+		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
+	for _, c := range treesuite.Controllers() {
+		l.controller(c.Name, c.Describe, "tree")
+	}
+	return l
+}
+
+// printBenchList prints l to out as two tables, or as JSON (-o).
+func printBenchList(out io.Writer, g *globalFlags, l listing) error {
+	if g.Output == outputJSON {
+		return json.NewEncoder(out).Encode(l)
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUITE\tCASE\tMODELS\tRESOURCE\tCULPRIT")
+	for _, c := range l.Cases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Suite, c.Name, c.Models, c.Resource, c.Culprit)
+	}
+	fmt.Fprintln(tw, "\nCONTROLLER\tDESCRIPTION")
+	for _, c := range l.Controllers {
+		fmt.Fprintf(tw, "%s\t%s\n", c["name"], c["describe"])
+	}
+	return tw.Flush()
 }
 
 func newBenchRunCommand(g *globalFlags) *cobra.Command {

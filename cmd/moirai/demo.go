@@ -19,15 +19,22 @@ import (
 	"github.com/moirai-go/moirai/bench/demo"
 )
 
+// demoFlags are demo's flags: the demo's configuration and what to serve
+// and write beside it.
+type demoFlags struct {
+	cfg               demo.Config
+	page              bool
+	report, chartPath string
+}
+
 func newDemoCommand(g *globalFlags) *cobra.Command {
-	var page bool
-	var report, chartPath string
-	cfg := demo.Config{
+	df := &demoFlags{cfg: demo.Config{
 		Duration: demo.DefaultDuration,
 		Seed:     demo.DefaultSeed,
 		Rate:     demo.DefaultRate,
 		Interval: demo.DefaultInterval,
-	}
+	}}
+	cfg := &df.cfg
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run an embedded service with a monopolized table lock, without control and with moirai",
@@ -50,50 +57,7 @@ others were left out) and the two runs side by side. --only none|moirai runs
 one of the two. With -o json it prints one JSON object per line instead.`,
 		Example: "  moirai demo\n  moirai demo --duration 5s --rate 100 --slo 20ms\n  moirai demo --only moirai -o json --duration 3s",
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Out = cmd.OutOrStdout()
-			if g.Output == outputJSON {
-				cfg.Format = demo.JSON
-			} else {
-				cfg.Format = demo.Table
-				cfg.Redraw = isTerminal(cfg.Out)
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageError{err}
-			}
-			if page {
-				stop, url, err := serveLivePage(&cfg)
-				if err != nil {
-					return err
-				}
-				defer stop()
-				w := cfg.Out
-				if cfg.Format == demo.JSON { // keep stdout one JSON object per line
-					w = cmd.ErrOrStderr()
-				}
-				fmt.Fprintf(w, "live page: %s (follows the run in progress)\n", url)
-			}
-			sum, err := demo.Run(cmd.Context(), cfg)
-			if errors.Is(err, demo.ErrInvalidConfig) {
-				return usageError{err}
-			}
-			if err == nil && chartPath != "" {
-				if cerr := writeDemoFile(chartPath, func(w io.Writer) error { return demo.WriteChart(w, cfg, sum) }); cerr != nil {
-					return cerr
-				}
-			}
-			if err == nil && report != "" {
-				if rerr := writeDemoReport(report, cfg, sum); rerr != nil {
-					return rerr
-				}
-				w := cfg.Out
-				if cfg.Format == demo.JSON {
-					w = cmd.ErrOrStderr()
-				}
-				fmt.Fprintf(w, "report: %s\n", report)
-			}
-			return err
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, g, df) },
 	}
 	f := cmd.Flags()
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the load of each run lasts (at least 2s)")
@@ -102,10 +66,58 @@ one of the two. With -o json it prints one JSON object per line instead.`,
 	f.DurationVar(&cfg.Interval, "interval", cfg.Interval, "time between live refreshes")
 	f.DurationVar(&cfg.SLO, "slo", demo.DefaultSLO, "the inserts' latency objective (p99) in the run with moirai")
 	f.StringVar(&cfg.Only, "only", "", "run only one of the two runs: none or moirai")
-	f.BoolVar(&page, "page", true, "serve moirai's live page /debug/moirai on 127.0.0.1 while the demo runs")
-	f.StringVar(&chartPath, "chart", "", "also write the report's latency chart alone, as an SVG file (docs/demo.svg is made so)")
-	f.StringVar(&report, "report", filepath.Join(os.TempDir(), "moirai-demo.html"), "write the HTML report (both runs side by side, latency over time, decisions) to this file; \"\" for none")
+	f.BoolVar(&df.page, "page", true, "serve moirai's live page /debug/moirai on 127.0.0.1 while the demo runs")
+	f.StringVar(&df.chartPath, "chart", "", "also write the report's latency chart alone, as an SVG file (docs/demo.svg is made so)")
+	f.StringVar(&df.report, "report", filepath.Join(os.TempDir(), "moirai-demo.html"), "write the HTML report (both runs side by side, latency over time, decisions) to this file; \"\" for none")
 	return cmd
+}
+
+// runDemo is demo: it runs the demo the flags describe, serving the live
+// page while it runs if asked, then writes the chart and the report.
+func runDemo(cmd *cobra.Command, g *globalFlags, df *demoFlags) error {
+	cfg, page, report, chartPath := df.cfg, df.page, df.report, df.chartPath
+	cfg.Out = cmd.OutOrStdout()
+	if g.Output == outputJSON {
+		cfg.Format = demo.JSON
+	} else {
+		cfg.Format = demo.Table
+		cfg.Redraw = isTerminal(cfg.Out)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	if page {
+		stop, url, err := serveLivePage(&cfg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		w := cfg.Out
+		if cfg.Format == demo.JSON { // keep stdout one JSON object per line
+			w = cmd.ErrOrStderr()
+		}
+		fmt.Fprintf(w, "live page: %s (follows the run in progress)\n", url)
+	}
+	sum, err := demo.Run(cmd.Context(), cfg)
+	if errors.Is(err, demo.ErrInvalidConfig) {
+		return usageError{err}
+	}
+	if err == nil && chartPath != "" {
+		if cerr := writeDemoFile(chartPath, func(w io.Writer) error { return demo.WriteChart(w, cfg, sum) }); cerr != nil {
+			return cerr
+		}
+	}
+	if err == nil && report != "" {
+		if rerr := writeDemoReport(report, cfg, sum); rerr != nil {
+			return rerr
+		}
+		w := cfg.Out
+		if cfg.Format == demo.JSON {
+			w = cmd.ErrOrStderr()
+		}
+		fmt.Fprintf(w, "report: %s\n", report)
+	}
+	return err
 }
 
 // writeDemoReport writes the demo's HTML report to path.

@@ -1,5 +1,6 @@
 // Package sleep waits for a duration unless a context ends first, for the
-// command's services and load generators (the demo, the bench harness).
+// runtime (a task serving its penalty in Pause) and the command's services
+// and load generators (the demo, the bench harness).
 // The bench suites' cases keep a copy of their own: they use moirai's
 // public API only, as examples.
 package sleep

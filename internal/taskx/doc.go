@@ -22,7 +22,7 @@
 // # Accounting
 //
 // Every event is one or two atomic operations on the task's own counters,
-// in a block of slots the registry recycles (usage.go, registry.go); the
+// in a block of slots the registry recycles (slot.go, registry.go); the
 // layout and its costs are in docs/RUNTIME.md. A primitive may track its
 // holds in progress itself and add each finished hold with [AddHold]
 // (resource.Mutex and the controller's semaphores do), naming its holder

@@ -3,6 +3,8 @@ package taskx
 import (
 	"context"
 	"time"
+
+	"github.com/moirai-go/moirai/internal/sleep"
 )
 
 // statePenalized marks a task with a penalty to serve (see Task.penalize).
@@ -141,12 +143,5 @@ func (t *Task) Pause(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return sleep.For(ctx, d)
 }

@@ -562,3 +562,35 @@ func TestAppendUsageBeforeEvent(t *testing.T) {
 		}
 	})
 }
+
+// TestReadSlotsAgreesWithEachUsage checks, on seeded tasks that touch up
+// to 40 resources (past the inline slots, into several chunks), that
+// ReadSlots stores the entries EachUsage reports, in its order, cut at
+// the length of dst.
+func TestReadSlotsAgreesWithEachUsage(t *testing.T) {
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		reg := taskx.NewRegistry(clock.New(), taskx.Options{})
+		_, tk := reg.Begin(context.Background(), taskx.Spec{})
+		for range 1 + rng.IntN(40) {
+			id := task.ResourceID(1 + rng.IntN(60))
+			if rng.IntN(2) == 0 {
+				taskx.Acquire(tk, id, 1+rng.Int64N(5))
+			} else {
+				taskx.Evicted(tk, id, 1+rng.Int64N(5))
+			}
+		}
+		now := taskx.Clock(reg).Now()
+		var all []task.Usage
+		taskx.EachUsage(tk, now, func(u task.Usage) { all = append(all, u) })
+		for m := range len(all) + 3 {
+			dst := make([]task.Usage, m)
+			n := taskx.ReadSlots(tk, dst, now)
+			want := all[:min(m, len(all))]
+			if diff := cmp.Diff(want, dst[:n]); diff != "" {
+				t.Fatalf("seed %d, dst of %d: ReadSlots differs from EachUsage (-want +got):\n%s", seed, m, diff)
+			}
+		}
+		tk.End(nil)
+	}
+}

@@ -40,29 +40,26 @@ func (q *Queue[T, P]) Next(w *T) *T { return P(w).WaitLinks().next }
 func (q *Queue[T, P]) Len() int { return q.n }
 
 // PushBack queues w, which must be in no queue, at the back.
-func (q *Queue[T, P]) PushBack(w *T) {
+func (q *Queue[T, P]) PushBack(w *T) { q.insert(w, q.tail, nil) }
+
+// PushFront queues w, which must be in no queue, at the front.
+func (q *Queue[T, P]) PushFront(w *T) { q.insert(w, nil, q.head) }
+
+// insert queues w, which must be in no queue, between prev and next,
+// neighbours in the queue (nil at its ends).
+func (q *Queue[T, P]) insert(w, prev, next *T) {
 	l := P(w).WaitLinks()
-	l.prev, l.next = q.tail, nil
-	if q.tail != nil {
-		P(q.tail).WaitLinks().next = w
+	l.prev, l.next = prev, next
+	if prev != nil {
+		P(prev).WaitLinks().next = w
 	} else {
 		q.head = w
 	}
-	q.tail = w
-	l.queued = true
-	q.n++
-}
-
-// PushFront queues w, which must be in no queue, at the front.
-func (q *Queue[T, P]) PushFront(w *T) {
-	l := P(w).WaitLinks()
-	l.prev, l.next = nil, q.head
-	if q.head != nil {
-		P(q.head).WaitLinks().prev = w
+	if next != nil {
+		P(next).WaitLinks().prev = w
 	} else {
 		q.tail = w
 	}
-	q.head = w
 	l.queued = true
 	q.n++
 }
