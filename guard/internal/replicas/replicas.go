@@ -196,7 +196,7 @@ func Run(t *testing.T, srv Server, mode Mode, faultAt int) Result {
 				if d.Outcome != guard.OutcomeActed {
 					continue
 				}
-				acts[fmt.Sprint(d.Target.Session, d.Target.Statement, d.Target.QueryStart.UnixNano())]++
+				acts[fmt.Sprint(d.Target.Session, d.Target.Statement, d.Target.QueryStart.Format(time.RFC3339Nano))]++
 				if d.Target.Session != holder || res.Acted {
 					continue
 				}
