@@ -21,6 +21,10 @@
 //
 //     <!-- snippet: ctx context.Context, ctl *moirai.Controller, mux *http.ServeMux -->
 //
+//     A snippet built with another module's requirements than the lab's
+//     (otelmoirai's, which the lab does not require) names it:
+//     <!-- snippet in otelmoirai/test: addr string -->
+//
 //     The imports follow from the package names the snippet and its
 //     parameters use (the standard library's, the workspace's, gRPC's and
 //     Prometheus's; see imports in the test). A snippet that ends with a

@@ -51,10 +51,11 @@ type block struct {
 	file   string // from the root
 	line   int    // of the block's first line of code
 	params string // of a snippet; "" for none
+	module string // the module whose requirements build it, from the root ("bench" unless the snippet comment says "in DIR")
 	code   string
 }
 
-var snippetComment = regexp.MustCompile(`^<!--\s*snippet:\s*(.*?)\s*-->\s*$`)
+var snippetComment = regexp.MustCompile(`^<!--\s*snippet(?:\s+in\s+(\S+))?:\s*(.*?)\s*-->\s*$`)
 
 // blocks returns the ```go blocks of the Markdown text of file.
 func blocks(dir, file, text string) ([]block, error) {
@@ -64,10 +65,13 @@ func blocks(dir, file, text string) ([]block, error) {
 		if strings.TrimSpace(lines[i]) != "```go" {
 			continue
 		}
-		b := block{dir: dir, file: file, line: i + 2}
+		b := block{dir: dir, file: file, line: i + 2, module: "bench"}
 		if i > 0 {
 			if m := snippetComment.FindStringSubmatch(strings.TrimSpace(lines[i-1])); m != nil {
-				b.params = m[1]
+				b.params = m[2]
+				if m[1] != "" {
+					b.module = m[1]
+				}
 			}
 		}
 		j := i + 1
@@ -93,6 +97,7 @@ var imports = map[string]string{
 	"grpc":       "google.golang.org/grpc",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
 	"promhttp":   "github.com/prometheus/client_golang/prometheus/promhttp",
+	"otelhttp":   "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp",
 }
 
 // source returns the Go file of b as package name: a whole file as it is,
@@ -180,11 +185,8 @@ func TestCodeBlocksBuildAndVet(t *testing.T) {
 	// A module of its own in a temporary directory, requiring what the
 	// lab requires (so that it builds from the same module cache), each
 	// block a package of it.
-	mod := t.TempDir()
-	if err := writeModule(mod); err != nil {
-		t.Fatal(err)
-	}
-	var pkgs []string
+	mods := map[string]string{} // module dir from the root → its temporary module
+	pkgs := map[string][]string{}
 	n := 0
 	for _, f := range docs(t) {
 		text, err := os.ReadFile(filepath.Join(root, f))
@@ -201,6 +203,14 @@ func TestCodeBlocksBuildAndVet(t *testing.T) {
 		}
 		for _, b := range bs {
 			n++
+			mod, ok := mods[b.module]
+			if !ok {
+				mod = t.TempDir()
+				if err := writeModule(mod, b.module); err != nil {
+					t.Fatalf("%s:%d: %v", b.file, b.line, err)
+				}
+				mods[b.module] = mod
+			}
 			dir := fmt.Sprintf("b%02d", n)
 			src, err := b.source("snippet")
 			if err != nil {
@@ -213,43 +223,48 @@ func TestCodeBlocksBuildAndVet(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(mod, dir, "snippet.go"), []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			pkgs = append(pkgs, "./"+dir)
+			pkgs[b.module] = append(pkgs[b.module], "./"+dir)
 		}
 	}
 	if n == 0 {
 		t.Fatal("no ```go block in the docs")
 	}
-	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Errorf("go vet on the docs' %d code blocks: %v\n%s", n, err, out)
+	for m, mod := range mods {
+		cmd := exec.Command("go", append([]string{"vet"}, pkgs[m]...)...)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("go vet on the docs' %d code blocks built with %s's requirements: %v\n%s", len(pkgs[m]), m, err, out)
+		}
 	}
 }
 
 // writeModule writes into dir the go.mod and go.sum of a module that
-// requires what the lab's module requires, the workspace's modules
-// replaced by their directories.
-func writeModule(dir string) error {
+// requires what the module in the directory from (from the root: the lab's,
+// "bench", unless a snippet names another) requires, the workspace's
+// modules replaced by their directories.
+func writeModule(dir, from string) error {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return err
 	}
-	mod, err := os.ReadFile(filepath.Join(root, "bench", "go.mod"))
+	mod, err := os.ReadFile(filepath.Join(root, from, "go.mod"))
 	if err != nil {
 		return err
 	}
-	sum, err := os.ReadFile(filepath.Join(root, "bench", "go.sum"))
+	sum, err := os.ReadFile(filepath.Join(root, from, "go.sum"))
 	if err != nil {
 		return err
 	}
 	text := regexp.MustCompile(`(?m)^module .*$`).ReplaceAllString(string(mod), "module doccheck.example")
-	text = regexp.MustCompile(`=> \.\./?(\S*)`).ReplaceAllStringFunc(text, func(m string) string {
-		return "=> " + filepath.Join(abs, strings.TrimPrefix(strings.TrimPrefix(m, "=> ../"), "=> .."))
+	text = regexp.MustCompile(`=> (\.\.?(?:/\S*)?)`).ReplaceAllStringFunc(text, func(m string) string {
+		return "=> " + filepath.Join(abs, from, strings.TrimPrefix(m, "=> "))
 	})
-	// The lab itself, for the names a block may take from it.
-	text += fmt.Sprintf("\nrequire github.com/moirai-go/moirai/bench v0.0.0-00010101000000-000000000000\n\nreplace github.com/moirai-go/moirai/bench => %s\n", filepath.Join(abs, "bench"))
+	if from == "bench" {
+		// The lab itself, for the names a block may take from it.
+		text += fmt.Sprintf("\nrequire github.com/moirai-go/moirai/bench v0.0.0-00010101000000-000000000000\n\nreplace github.com/moirai-go/moirai/bench => %s\n", filepath.Join(abs, "bench"))
+	}
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(text), 0o644); err != nil {
 		return err
 	}
@@ -627,6 +642,12 @@ func TestBlocks(t *testing.T) {
 		if !strings.Contains(src, want) {
 			t.Errorf("source lacks %q:\n%s", want, src)
 		}
+	}
+	if bs[0].module != "bench" || bs[1].module != "bench" {
+		t.Errorf("blocks without a module: %q, %q; want the lab's", bs[0].module, bs[1].module)
+	}
+	if in, err := blocks("/r", "f.md", "<!-- snippet in otelmoirai/test: addr string -->\n```go\nx\n```\n"); err != nil || len(in) != 1 || in[0].module != "otelmoirai/test" || in[0].params != "addr string" {
+		t.Errorf("a snippet naming its module: %+v, %v", in, err)
 	}
 	if _, err := blocks("/r", "f.md", "```go\nx\n"); err == nil {
 		t.Error("an unterminated block is no error")
