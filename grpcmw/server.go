@@ -1,0 +1,377 @@
+package grpcmw
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/admit"
+	"github.com/moirai-go/moirai/fence"
+	"github.com/moirai-go/moirai/internal/mwx"
+	"github.com/moirai-go/moirai/internal/taskx"
+	"github.com/moirai-go/moirai/resource"
+	"github.com/moirai-go/moirai/tree"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// continuation reports whether a trusted peer sent the call as the
+// continuation of a task.
+func (c *config) continuation(ctx context.Context) bool {
+	// ValueFromIncomingContext copies only this key's values, and nothing
+	// when the key is absent (the common case).
+	v := metadata.ValueFromIncomingContext(ctx, KeyContinuation)
+	return len(v) == 1 && v[0] == "1" && c.trusted != nil && c.trusted(ctx)
+}
+
+func (c *config) priorityOf(ctx context.Context, method string) moirai.Priority {
+	return c.priorityIn(ctx, method, c.isTrusted)
+}
+
+func (c *config) isTrusted(ctx context.Context) bool { return c.trusted != nil && c.trusted(ctx) }
+
+// priorityIn is the priority of a call of ctx, from its incoming
+// metadata. It reads the one key (metadata.ValueFromIncomingContext
+// copies nothing when it is absent, the common case), never a copy of
+// the whole metadata.
+func (c *config) priorityIn(ctx context.Context, method string, trusted func(context.Context) bool) moirai.Priority {
+	if v := metadata.ValueFromIncomingContext(ctx, KeyPriority); len(v) > 0 {
+		if trusted(ctx) && len(v) == 1 {
+			if p, ok := admit.ParsePriority(v[0]); ok {
+				return p
+			}
+		} else {
+			untrusted.Add(1)
+		}
+	}
+	if c.priority != nil {
+		return c.priority(ctx, method)
+	}
+	return Lowest
+}
+
+var epoch = time.Now()
+
+func monotonic() time.Duration { return time.Since(epoch) }
+
+// treeIn returns the tree a call of ctx joins, from its incoming
+// metadata, and whether a trusted caller sent it (else it is a new
+// tree's root).
+func (c *config) treeIn(ctx context.Context, class string, trusted func(context.Context) bool) (string, bool) {
+	if v := metadata.ValueFromIncomingContext(ctx, tree.Key); len(v) > 0 {
+		if len(v) == 1 && tree.Parse(v[0]) && trusted(ctx) {
+			return v[0], true
+		}
+		untrustedTrees.Add(1)
+	}
+	return tree.New(class), false
+}
+
+// call is an admitted call in progress: its task, its worker slot and when
+// its handler started.
+type call struct {
+	ctl     *moirai.Controller
+	t       *moirai.Task
+	nested  bool // t is an outer interceptor's: it ends it
+	permit  resource.Permit
+	fenced  fence.Permit
+	started time.Duration
+	treeIn  bool   // the call's tree came from its caller
+	method  string // the call's full method
+}
+
+var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
+
+// begin runs admission, begins the call's task and waits for a worker slot.
+func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
+	// The peer's trust is asked once per call, and only when the call
+	// carries something that needs it.
+	trust := -1
+	trusted := func(ctx context.Context) bool {
+		if trust < 0 {
+			trust = 0
+			if c.isTrusted(ctx) {
+				trust = 1
+			}
+		}
+		return trust == 1
+	}
+	p := c.priorityIn(ctx, method, trusted)
+	// The controller's clock: one atomic load while nothing is wrong,
+	// precise while a detector fires.
+	arrived := ctl.Now()
+	if !c.admit(ctx, p, arrived, setHeader) {
+		return nil, call{}, errRejected
+	}
+	ctx, cl := c.task(ctl, ctx, method, p, trusted)
+	ctx, err := c.enter(ctx, &cl)
+	if err != nil {
+		return nil, call{}, err
+	}
+	cl.started = ctl.Now()
+	wait := cl.started - arrived
+	if c.dagor != nil {
+		c.dagor.Started(cl.started, wait)
+	}
+	if c.admitter != nil && !c.admitter.Started(cl.started, wait) {
+		cl.release()
+		cl.endTask(errRejected)
+		return nil, call{}, errRejected
+	}
+	return ctx, cl, nil
+}
+
+// admit asks admission control whether a call of priority p that arrived
+// at arrived may run, sending the server's level in the header first.
+func (c *config) admit(ctx context.Context, p moirai.Priority, arrived time.Duration, setHeader func(metadata.MD) error) bool {
+	if d := c.dagor; d != nil {
+		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
+		var admitted bool
+		if c.continuation(ctx) {
+			admitted = d.AdmitContinuation(arrived, p)
+		} else {
+			admitted = d.AdmitPriority(arrived, p)
+		}
+		if !admitted {
+			return false
+		}
+	}
+	return c.admitter == nil || c.admitter.Admit(arrived)
+}
+
+// task begins the call's task, or refines the task of an interceptor of
+// the same controller it is nested in, and returns the call.
+func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string, p moirai.Priority, trusted func(context.Context) bool) (context.Context, call) {
+	if outer := moirai.From(ctx); outer != nil && taskx.Owner(outer) == ctl.Tasks() && !taskx.Ended(outer) {
+		// Nested in an interceptor of the same controller: one call,
+		// one task, refined with this interceptor's options (the tree,
+		// if any, is the outer one's).
+		sp := outer.Spec()
+		if c.classSet {
+			sp.Class = c.class(method)
+		}
+		if c.cancellableSet {
+			sp.Cancellable = c.cancellable
+		}
+		c.apply(&sp, sp.Class)
+		taskx.Refine(outer, sp)
+		return ctx, call{ctl: ctl, t: outer, nested: true, method: method}
+	}
+	sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
+	c.apply(&sp, sp.Class)
+	treeIn := false
+	if c.tree {
+		sp.Tree, treeIn = c.treeIn(ctx, sp.Class, trusted)
+	}
+	ctx, t := ctl.Begin(ctx, sp)
+	return ctx, call{ctl: ctl, t: t, treeIn: treeIn, method: method}
+}
+
+// enter takes the call's fence permit and worker slot, when configured;
+// on failure it ends the call's task and returns the status to answer.
+func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
+	if c.fence != nil {
+		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, cl.method))
+		if err != nil {
+			if errors.Is(err, fence.ErrRejected) {
+				err = status.Error(codes.ResourceExhausted, "overloaded: path's line full")
+			} else {
+				err = status.FromContextError(err).Err()
+			}
+			cl.endTask(err)
+			return nil, err
+		}
+		cl.fenced = permit
+		ctx = fence.WithCaller(ctx, c.fence, cl.method)
+	}
+	if c.queue != nil {
+		permit, err := c.queue.Enter(ctx)
+		if err != nil {
+			if errors.Is(err, resource.ErrRejected) {
+				err = status.Error(codes.ResourceExhausted, "overloaded: worker queue full")
+			} else {
+				err = status.FromContextError(err).Err()
+			}
+			cl.release()
+			cl.endTask(err)
+			return nil, err
+		}
+		cl.permit = permit
+	}
+	return ctx, nil
+}
+
+// end releases the call's slot, tells the admitter, and ends its task.
+func (c *config) end(cl call, err error) {
+	cl.release()
+	if c.admitter != nil {
+		now := cl.ctl.Now()
+		c.admitter.Done(now, now-cl.started)
+	}
+	cl.endTask(err)
+}
+
+// endTask ends the call's task, unless an outer interceptor began it.
+func (cl *call) endTask(err error) {
+	if !cl.nested {
+		cl.t.End(err)
+	}
+}
+
+// endOnPanic ends the call of a handler that panicked, so that a recovery
+// interceptor further out leaks neither its slot nor its task, and lets
+// the panic go on.
+func (c *config) endOnPanic(cl call) {
+	if r := recover(); r != nil {
+		c.end(cl, errHandlerPanic)
+		panic(r)
+	}
+}
+
+var errHandlerPanic = errors.New("grpcmw: handler panicked")
+
+func (cl *call) release() {
+	if cl.permit.Units() > 0 {
+		_ = cl.permit.Release()
+		cl.permit = resource.Permit{}
+	}
+	if cl.fenced.Path() != nil {
+		_ = cl.fenced.Release()
+		cl.fenced = fence.Permit{}
+	}
+}
+
+// path is the fence reservation of a call of method.
+func (c *config) path(ctx context.Context, method string) *fence.Path {
+	if c.pathOf != nil {
+		if name := c.pathOf(ctx, method); name != "" {
+			return c.fence.Fence().Path(name)
+		}
+	}
+	return c.fence.PathOf(method)
+}
+
+// outcome maps a handler's result and the task's cancellation to the
+// error the call returns: a cancelled call is UNAVAILABLE, with its
+// class's expected wait in the trailer (see KeyRetryAfter) set by
+// setTrailer, and a message that says only that the server is
+// overloaded; the reason stays in the context's cause.
+//
+// With WithTree, a cancelled call of a tree its caller sent carries the
+// culprit answer in a status detail instead (see WithTree).
+func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
+		if c.tree && err != nil {
+			// A downstream's culprit answer that the handler passes on
+			// is not this hop's: its caller must not act on it.
+			if _, ok := culpritIn(err); ok {
+				mwx.IgnoredCulprit(ctl)
+				return status.Error(status.Code(err), status.Convert(err).Message())
+			}
+		}
+		return err
+	}
+	if status.Code(err) == codes.Unavailable && errors.Is(err, errAnswered) {
+		return err // an inner interceptor answered already
+	}
+	// The class an inner interceptor may have refined the task to.
+	class := moirai.From(ctx).Spec().Class
+	msg := "server overloaded"
+	if c.exposeCause {
+		msg += ": " + cause.Error()
+	}
+	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
+	var cu *tree.Culprit
+	isCulprit := false
+	if c.tree {
+		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.hop); isCulprit {
+			wait = max(wait, cu.Wait)
+		}
+	}
+	ra := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+	if !isCulprit || !cl.treeIn {
+		// The client's retry policy retries after the expected wait a
+		// call safe to run twice, and never another (reexec.go).
+		pushback := "-1"
+		if c.reexecutable(cl.method, class) {
+			pushback = strconv.FormatInt(wait.Milliseconds(), 10)
+		}
+		_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, pushback))
+		return overloaded{status.New(codes.Unavailable, msg)}
+	}
+	_ = setTrailer(metadata.Pairs(KeyRetryAfter, ra, keyPushback, "-1"))
+	st, derr := status.New(codes.Unavailable, msg+" (request tree cancelled as a culprit)").WithDetails(
+		&errdetails.ErrorInfo{Reason: ReasonCulprit, Domain: "moirai", Metadata: map[string]string{"culprit": cu.Format()}})
+	if derr != nil {
+		return overloaded{status.New(codes.Unavailable, msg)}
+	}
+	return overloaded{st}
+}
+
+// keyPushback is gRPC's retry pushback trailer (gRFC A6): a negative value
+// stops the client's retry policy from retrying the call, a positive one
+// delays the retry that long, in milliseconds.
+const keyPushback = "grpc-retry-pushback-ms"
+
+// errAnswered marks the UNAVAILABLE error of a cancelled call that an
+// interceptor already turned into its answer.
+var errAnswered = errors.New("grpcmw: cancelled call answered")
+
+// overloaded is the answer to a cancelled call.
+type overloaded struct{ st *status.Status }
+
+func (o overloaded) Error() string              { return o.st.Err().Error() }
+func (o overloaded) GRPCStatus() *status.Status { return o.st }
+func (o overloaded) Is(target error) bool       { return target == errAnswered }
+
+// UnaryServerInterceptor makes every unary call a task of ctl: admission,
+// priority, and a task context that is the call's context, so the call's
+// cancellation reaches downstream calls and the controller's cancellation
+// reaches the handler.
+func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnaryServerInterceptor {
+	c := newConfig(opts)
+	c.warnTrust(ctl)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx2, cl, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
+		if err != nil {
+			return nil, err
+		}
+		defer c.endOnPanic(cl)
+		resp, err := handler(ctx2, req)
+		err = c.outcome(ctl, cl, ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+		c.end(cl, err)
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streams: the whole
+// stream is one task.
+func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.StreamServerInterceptor {
+	c := newConfig(opts)
+	c.warnTrust(ctl)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, cl, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
+		if err != nil {
+			return err
+		}
+		defer c.endOnPanic(cl)
+		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
+		err = c.outcome(ctl, cl, ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+		c.end(cl, err)
+		return err
+	}
+}
+
+type stream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *stream) Context() context.Context { return s.ctx }
