@@ -189,50 +189,8 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	if err != nil {
 		return err
 	}
-	var tctx context.Context
-	var t *Task
-	if outer != nil {
-		tctx, t = outer.Context(), outer
-	} else {
-		tctx, t = c.Begin(ctx, spec)
-	}
-	err = c.runUser(tctx, fn)
-	cancelled := gaveUp(err) && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
-	// A tree cancelled as a culprit elsewhere waits first for the wait the
-	// deciding hop expects: its own resources may be free already.
-	culprit, _ := tree.Of(context.Cause(tctx))
-	var used []usedRes
-	if cancelled {
-		// What it held when cancelled (it has released it by now), and
-		// every resource it used.
-		c.mu.Lock()
-		used = c.heldAtCancelLocked(t.ID())
-		c.mu.Unlock()
-		taskx.EachUsage(t, c.clock.Now(), func(u task.Usage) {
-			if !slices.ContainsFunc(used, func(x usedRes) bool { return x.id == u.Resource }) {
-				used = append(used, usedRes{u.Resource, 0})
-			}
-		})
-	}
-	if outer == nil {
-		t.End(err)
-	}
-	c.gmu.Lock()
-	if cancelled {
-		// Cap the class at the concurrency that overloaded, less one,
-		// until its re-executions are over.
-		limit := max(g.running-1, 1)
-		if g.limit <= 0 || limit < g.limit {
-			g.limit = limit
-		}
-		g.pending++
-		g.running++ // the pending re-execution holds its place
-		c.retries.Cancelled++
-		c.retries.Waiting++
-	}
-	c.leaveLocked(spec.Class, g, false)
-	c.gmu.Unlock()
-	if !cancelled {
+	first, err := c.firstRun(ctx, outer, spec, fn, g)
+	if first == nil {
 		return err
 	}
 	reexecuted := false
@@ -244,81 +202,22 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 		c.leaveLocked(spec.Class, g, true)
 		c.gmu.Unlock()
 	}()
-	first := time.Since(start)
 	c.mu.Lock()
 	expected, ok := c.durations.Mean(spec.Class)
 	c.mu.Unlock()
 	if !ok || expected <= 0 {
-		expected = 2 * first
+		expected = 2 * time.Since(start)
 	}
-
-	// The latest start that can still meet the objective, for requests.
-	var latest time.Time
-	if spec.Kind == task.Request {
-		if cfg.within <= 0 && !cfg.maxWaitSet {
-			switch {
-			case spec.Objective > 0:
-				cfg.within = spec.Objective
-			case spec.Objective == 0:
-				cfg.within = c.cfg.sloTarget
-			}
-		}
-		if cfg.within > 0 {
-			latest = start.Add(cfg.within - expected)
-		}
-		if dl, has := ctx.Deadline(); has && (latest.IsZero() || dl.Add(-expected).Before(latest)) {
-			latest = dl.Add(-expected)
-		}
-		if !latest.IsZero() && !time.Now().Before(latest) {
-			return c.dropRetry(spec, "its objective can no longer be met")
-		}
+	latest := c.latestStart(ctx, spec, &cfg, start, expected)
+	if !latest.IsZero() && !time.Now().Before(latest) {
+		return c.dropRetry(spec, "its objective can no longer be met")
 	}
-	if culprit != nil && culprit.Wait > 0 {
-		if why, werr := c.holdOff(ctx, culprit, cfg, latest); werr != nil || why != "" {
-			if werr != nil {
-				c.mu.Lock()
-				c.retries.Interrupted++
-				c.mu.Unlock()
-				return werr
-			}
-			return c.dropRetry(spec, why)
-		}
-		cfg.maxWait = max(cfg.maxWait-culprit.Wait, time.Millisecond)
-	}
-	c.mu.Lock()
-	expected = c.holdOfLocked(spec.Class, expected)
-	c.mu.Unlock()
-	reason, promised, over, werr := c.waitWindow(ctx, spec.Class, used, expected, cfg, latest)
+	promised, drop, err := c.awaitWindow(ctx, spec.Class, first, expected, &cfg, latest)
 	switch {
-	case werr != nil:
-		c.gmu.Lock()
-		c.retries.Interrupted++
-		c.gmu.Unlock()
-		return werr
-	case reason != "":
-		if over {
-			c.gmu.Lock()
-			c.retries.OverBudget++
-			c.gmu.Unlock()
-		}
-		return c.dropRetry(spec, reason)
-	}
-	runCtx := ctx
-	var overBudget error
-	if promised.victims > 0 {
-		// A run admitted on the budget is stopped at the longest hold
-		// the budget absorbs: its class's hold was a guess.
-		var stop context.CancelCauseFunc
-		runCtx, stop = context.WithCancelCause(ctx)
-		overBudget = fmt.Errorf("%w: held %s past the %v the error budget absorbs", ErrCancelled, promised.res, promised.limit.Round(time.Millisecond))
-		timer := time.AfterFunc(promised.limit, func() { stop(overBudget) })
-		defer func() {
-			timer.Stop()
-			stop(nil)
-			c.mu.Lock()
-			c.releaseLocked(promised.victims)
-			c.mu.Unlock()
-		}()
+	case err != nil:
+		return err
+	case drop != "":
+		return c.dropRetry(spec, drop)
 	}
 	c.gmu.Lock()
 	if promised.victims > 0 {
@@ -334,13 +233,165 @@ func (c *Controller) retry(ctx context.Context, outer *Task, spec Spec, fn func(
 	if cfg.notify != nil {
 		c.callUser("retry notifier", func() { cfg.notify(time.Since(start)) })
 	}
+	return c.reexecute(ctx, spec, fn, first, promised, start)
+}
+
+// cancelledRun is what a first run the controller cancelled leaves to its
+// re-execution: its task, the resources it used (with the units it held
+// when cancelled) and, when its tree was cancelled as a culprit elsewhere,
+// that hop's answer.
+type cancelledRun struct {
+	t       *Task
+	used    []usedRes
+	culprit *tree.Culprit
+}
+
+// firstRun runs fn once as the task of spec (or as outer's, which it does
+// not end) in the class's group g. It returns nil and fn's error when the
+// run was not cancelled by the controller, and otherwise what the
+// re-execution needs, having capped the class at the concurrency that
+// overloaded, less one, until its re-executions are over.
+func (c *Controller) firstRun(ctx context.Context, outer *Task, spec Spec, fn func(ctx context.Context) error, g *classGate) (*cancelledRun, error) {
+	var tctx context.Context
+	var t *Task
+	if outer != nil {
+		tctx, t = outer.Context(), outer
+	} else {
+		tctx, t = c.Begin(ctx, spec)
+	}
+	err := c.runUser(tctx, fn)
+	cancelled := gaveUp(err) && t.Cancelled() && errors.Is(context.Cause(tctx), ErrCancelled)
+	var run *cancelledRun
+	if cancelled {
+		// A tree cancelled as a culprit elsewhere waits first for the
+		// wait the deciding hop expects: its own resources may be free
+		// already.
+		culprit, _ := tree.Of(context.Cause(tctx))
+		run = &cancelledRun{t: t, culprit: culprit}
+		// What it held when cancelled (it has released it by now), and
+		// every resource it used.
+		c.mu.Lock()
+		run.used = c.heldAtCancelLocked(t.ID())
+		c.mu.Unlock()
+		taskx.EachUsage(t, c.clock.Now(), func(u task.Usage) {
+			if !slices.ContainsFunc(run.used, func(x usedRes) bool { return x.id == u.Resource }) {
+				run.used = append(run.used, usedRes{u.Resource, 0})
+			}
+		})
+	}
+	if outer == nil {
+		t.End(err)
+	}
+	c.gmu.Lock()
+	if cancelled {
+		limit := max(g.running-1, 1)
+		if g.limit <= 0 || limit < g.limit {
+			g.limit = limit
+		}
+		g.pending++
+		g.running++ // the pending re-execution holds its place
+		c.retries.Cancelled++
+		c.retries.Waiting++
+	}
+	c.leaveLocked(spec.Class, g, false)
+	c.gmu.Unlock()
+	return run, err
+}
+
+// latestStart is the latest start of a re-execution of a request that can
+// still meet its objective (zero for none): the objective (cfg.within, by
+// default the spec's, else the controller's, unless an explicit maximum
+// wait bounds it instead) from the first run's start, or the context's
+// deadline, less the expected run.
+func (c *Controller) latestStart(ctx context.Context, spec Spec, cfg *retryConfig, start time.Time, expected time.Duration) time.Time {
+	var latest time.Time
+	if spec.Kind != task.Request {
+		return latest
+	}
+	if cfg.within <= 0 && !cfg.maxWaitSet {
+		switch {
+		case spec.Objective > 0:
+			cfg.within = spec.Objective
+		case spec.Objective == 0:
+			cfg.within = c.cfg.sloTarget
+		}
+	}
+	if cfg.within > 0 {
+		latest = start.Add(cfg.within - expected)
+	}
+	if dl, has := ctx.Deadline(); has && (latest.IsZero() || dl.Add(-expected).Before(latest)) {
+		latest = dl.Add(-expected)
+	}
+	return latest
+}
+
+// awaitWindow waits for the window in which the cancelled run may run
+// again: after the hold-off a culprit answer asks for, when its class's
+// expected hold fits what its resources have spare, or the error budget
+// absorbs it. It returns the harm promised to the budget; why no window
+// comes, when none does; or the context's error when the caller gave up.
+func (c *Controller) awaitWindow(ctx context.Context, class string, run *cancelledRun, expected time.Duration, cfg *retryConfig, latest time.Time) (promised harm, drop string, err error) {
+	if cu := run.culprit; cu != nil && cu.Wait > 0 {
+		if why, werr := c.holdOff(ctx, cu, *cfg, latest); werr != nil || why != "" {
+			if werr != nil {
+				c.gmu.Lock()
+				c.retries.Interrupted++
+				c.gmu.Unlock()
+				return harm{}, "", werr
+			}
+			return harm{}, why, nil
+		}
+		cfg.maxWait = max(cfg.maxWait-cu.Wait, time.Millisecond)
+	}
+	c.mu.Lock()
+	expected = c.holdOfLocked(class, expected)
+	c.mu.Unlock()
+	reason, promised, over, werr := c.waitWindow(ctx, class, run.used, expected, *cfg, latest)
+	switch {
+	case werr != nil:
+		c.gmu.Lock()
+		c.retries.Interrupted++
+		c.gmu.Unlock()
+		return harm{}, "", werr
+	case reason != "":
+		if over {
+			c.gmu.Lock()
+			c.retries.OverBudget++
+			c.gmu.Unlock()
+		}
+		return harm{}, reason, nil
+	}
+	return promised, "", nil
+}
+
+// reexecute runs fn again as a task of spec that is not cancellable, from a
+// context naming the run it replaces. A run admitted on the error budget
+// (promised.victims > 0) is stopped at the longest hold the budget
+// absorbs: its class's hold was a guess; stopped so, it is dropped with the
+// advice of what would make it fit.
+func (c *Controller) reexecute(ctx context.Context, spec Spec, fn func(ctx context.Context) error, first *cancelledRun, promised harm, start time.Time) error {
+	runCtx := ctx
+	var overBudget error
+	if promised.victims > 0 {
+		var stop context.CancelCauseFunc
+		runCtx, stop = context.WithCancelCause(ctx)
+		overBudget = fmt.Errorf("%w: held %s past the %v the error budget absorbs", ErrCancelled, promised.res, promised.limit.Round(time.Millisecond))
+		timer := time.AfterFunc(promised.limit, func() { stop(overBudget) })
+		defer func() {
+			timer.Stop()
+			stop(nil)
+			c.mu.Lock()
+			c.releaseLocked(promised.victims)
+			c.mu.Unlock()
+		}()
+	}
 	spec.Cancellable = false
-	rctx := context.WithValue(runCtx, reexecKey{}, &Reexecution{Replaces: t.ID(), Began: taskx.Parent(t), FirstRun: start})
-	tctx, t = c.Begin(rctx, spec)
-	err = c.runUser(tctx, fn)
+	rctx := context.WithValue(runCtx, reexecKey{}, &Reexecution{Replaces: first.t.ID(), Began: taskx.Parent(first.t), FirstRun: start})
+	tctx, t := c.Begin(rctx, spec)
+	err := c.runUser(tctx, fn)
 	t.End(err)
 	c.mu.Lock()
-	c.reserveLocked(used, -1)
+	c.reserveLocked(first.used, -1)
 	stopped := err != nil && overBudget != nil && context.Cause(runCtx) == overBudget
 	var diag *policy.Record
 	var why string
