@@ -208,3 +208,102 @@ func grow[T any](s []T, n int) []T {
 	}
 	return s[:n]
 }
+
+// Snapshot returns a snapshot of the live tasks and the resources now. Its
+// window is the time since the loop's last snapshot.
+func (c *Controller) Snapshot() *snapshot.Snapshot {
+	s := new(snapshot.Snapshot)
+	c.SnapshotInto(s)
+	return s
+}
+
+// SnapshotInto stores a snapshot in dst, reusing dst's storage: repeated
+// snapshots into one value allocate nothing once it has grown.
+func (c *Controller) SnapshotInto(dst *snapshot.Snapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := c.scratchLive[:0]
+	c.buildLocked(dst, &live, false)
+	clear(live)
+	c.scratchLive = live[:0]
+}
+
+// buildLocked fills dst from the registries. With advance, it also reports
+// never-ended tasks and moves the window baseline to now.
+func (c *Controller) buildLocked(dst *snapshot.Snapshot, live *[]*task.Task, advance bool) {
+	now := c.clock.Now()
+	dst.Reset()
+	dst.At = time.Duration(now)
+	dst.Time = c.clock.Time(now)
+	dst.Precise = c.clock.IsPrecise()
+
+	// Resources, with the totals of the tasks that have ended.
+	n := c.res.Len()
+	if cap(dst.Resources) < n {
+		dst.Resources = make([]snapshot.Resource, n)
+	}
+	dst.Resources = dst.Resources[:n]
+	c.liveTab = grow(c.liveTab, n)
+	for i := range dst.Resources {
+		r := c.res.ByID(task.ResourceID(i + 1))
+		r.LiveHolds(now, &c.liveTab[i])
+		e := r.EndedTotals()
+		dst.Resources[i] = snapshot.Resource{
+			ID: r.ID(), Name: r.Name(), Kind: r.Kind(), Capacity: r.Capacity(),
+			Wait: e.Wait, Hold: e.Hold, Waits: e.Waits, Evictions: e.Evictions,
+			InUse: r.Resident(), Queued: r.QueueLength(), Untracked: r.Untracked(),
+		}
+	}
+
+	// Tasks and their usage.
+	*live = taskx.AppendLive(c.tasks, (*live)[:0])
+	c.buildTasks(dst, *live, now, advance)
+
+	// Completions and window deltas against the baseline.
+	c.tasks.TotalsInto(&c.totals)
+	b := &c.base
+	dst.Completed = snapshot.Completions{
+		Begun: c.totals.Begun, Ended: c.totals.Ended, Failed: c.totals.Failed,
+		Exec: c.totals.Exec, Latency: c.totals.Latency,
+	}
+	if b.valid {
+		dst.Window = time.Duration(now - b.at)
+		dst.Completed.Begun = sub(c.totals.Begun, b.totals.Begun)
+		dst.Completed.Ended = sub(c.totals.Ended, b.totals.Ended)
+		dst.Completed.Failed = sub(c.totals.Failed, b.totals.Failed)
+		dst.Completed.Exec = max(c.totals.Exec-b.totals.Exec, 0)
+		dst.Completed.Latency.Sub(&b.totals.Latency)
+	}
+	for i := range dst.Resources {
+		r := &dst.Resources[i]
+		if b.valid && i < len(b.res) {
+			p := b.res[i]
+			r.WindowWait = max(r.Wait-p.wait, 0)
+			r.WindowHold = max(r.Hold-p.hold, 0)
+			r.WindowWaits = max(r.Waits-p.waits, 0)
+			r.WindowEvictions = max(r.Evictions-p.evictions, 0)
+		} else {
+			r.WindowWait, r.WindowHold, r.WindowWaits = r.Wait, r.Hold, r.Waits
+			r.WindowEvictions = r.Evictions
+		}
+	}
+	if advance {
+		b.res = b.res[:0]
+		for i := range dst.Resources {
+			r := &dst.Resources[i]
+			b.res = append(b.res, resCum{r.Wait, r.Hold, r.Waits, r.Evictions})
+		}
+		b.totals.Begun, b.totals.Ended, b.totals.Failed, b.totals.Exec = c.totals.Begun, c.totals.Ended, c.totals.Failed, c.totals.Exec
+		b.totals.Latency = c.totals.Latency
+		b.at = now
+		b.valid = true
+		clear(*live) // do not keep ended tasks reachable
+	}
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
