@@ -203,7 +203,7 @@ func (c *client) prepare(ctx context.Context, target string) (context.Context, e
 	} else if !c.noShed {
 		if v, ok := c.levels.Load(target); ok {
 			l := v.(cachedLevel)
-			if monotonic() < l.expires && !l.level.Admits(p) {
+			if mwx.Monotonic() < l.expires && !l.level.Admits(p) {
 				return nil, status.Error(codes.ResourceExhausted, ErrShed.Error())
 			}
 		}
@@ -221,7 +221,7 @@ func (c *client) prepare(ctx context.Context, target string) (context.Context, e
 func (c *client) learn(target string, md metadata.MD) {
 	if v := md.Get(KeyLevel); len(v) == 1 {
 		if l, ok := admit.ParseLevel(v[0]); ok {
-			c.levels.Store(target, cachedLevel{level: l, expires: monotonic() + c.ttl})
+			c.levels.Store(target, cachedLevel{level: l, expires: mwx.Monotonic() + c.ttl})
 		}
 	}
 }

@@ -33,8 +33,7 @@ type config struct {
 	cancellableSet bool
 	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
-	unsafeAll      bool            // every class may run twice (reexec.go)
-	unsafeClasses  map[string]bool // classes that may run twice
+	safeTwice      mwx.ClassSet // classes that may run twice, whatever their method
 }
 
 // apply sets in sp the objective and kind these options give class.

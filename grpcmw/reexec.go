@@ -31,24 +31,13 @@ import (
 // to retry it after its expected wait. Use it for a handler whose work is
 // one transaction (a cancelled transaction rolled back).
 func WithReexecutable(classes ...string) Option {
-	return func(c *config) {
-		if len(classes) == 0 {
-			c.unsafeAll = true
-			return
-		}
-		if c.unsafeClasses == nil {
-			c.unsafeClasses = map[string]bool{}
-		}
-		for _, k := range classes {
-			c.unsafeClasses[k] = true
-		}
-	}
+	return func(c *config) { c.safeTwice.Add(classes) }
 }
 
 // reexecutable reports whether a call of method and class is safe to run
 // twice.
 func (c *config) reexecutable(method, class string) bool {
-	return c.unsafeAll || c.unsafeClasses[class] || idempotent(method)
+	return c.safeTwice.Has(class) || idempotent(method)
 }
 
 // idempotent reports whether the registered descriptor of method

@@ -56,10 +56,6 @@ func (c *config) priorityIn(ctx context.Context, method string, trusted func(con
 	return Lowest
 }
 
-var epoch = time.Now()
-
-func monotonic() time.Duration { return time.Since(epoch) }
-
 // treeIn returns the tree a call of ctx joins, from its incoming
 // metadata, and whether a trusted caller sent it (else it is a new
 // tree's root).

@@ -239,10 +239,6 @@ func (h *handler) admitRequest(w *answer, r *http.Request, p moirai.Priority) bo
 	return true
 }
 
-var epoch = time.Now()
-
-func monotonic() time.Duration { return time.Since(epoch) }
-
 // DefaultLevelTTL is how long a client trusts a downstream's level.
 const DefaultLevelTTL = time.Second
 
@@ -367,7 +363,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !t.noShed && !cont {
 		if v, ok := t.levels.Load(r.URL.Host); ok {
 			c := v.(cachedLevel)
-			if monotonic() < c.expires && !c.level.Admits(p) {
+			if mwx.Monotonic() < c.expires && !c.level.Admits(p) {
 				if r.Body != nil {
 					r.Body.Close()
 				}
@@ -423,7 +419,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {
-			t.cacheLevel(r.URL.Host, cachedLevel{level: l, expires: monotonic() + t.ttl})
+			t.cacheLevel(r.URL.Host, cachedLevel{level: l, expires: mwx.Monotonic() + t.ttl})
 		}
 	}
 	return resp, nil

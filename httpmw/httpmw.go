@@ -43,8 +43,7 @@ type config struct {
 	cancellableSet bool
 	routes         mwx.Routes // objectives and background classes
 	exposeCause    bool
-	unsafeAll      bool            // every class may run twice, whatever its method
-	unsafeClasses  map[string]bool // classes that may run twice, whatever their method
+	safeTwice      mwx.ClassSet // classes that may run twice, whatever their method
 }
 
 // apply sets in sp the objective and kind this layer's options give
@@ -180,18 +179,7 @@ func WithReexecution(opts ...moirai.RetryOption) Option {
 // such handlers: a POST that inserts outside a transaction would insert
 // twice.
 func WithReexecutable(classes ...string) Option {
-	return func(c *config) {
-		if len(classes) == 0 {
-			c.unsafeAll = true
-			return
-		}
-		if c.unsafeClasses == nil {
-			c.unsafeClasses = map[string]bool{}
-		}
-		for _, k := range classes {
-			c.unsafeClasses[k] = true
-		}
-	}
+	return func(c *config) { c.safeTwice.Add(classes) }
 }
 
 // WithIdempotencyKey says that the application honours header (""
@@ -218,7 +206,7 @@ func (c *config) reexecutable(r *http.Request, class string) bool {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete, "":
 		return true
 	}
-	if c.unsafeAll || c.unsafeClasses[class] {
+	if c.safeTwice.Has(class) {
 		return true
 	}
 	if c.idemKey != "" {

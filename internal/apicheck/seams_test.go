@@ -25,6 +25,8 @@ import (
 // "The boundary"). A new entry needs the reason docs/RUNTIME.md gives
 // for these.
 var seams = []string{
+	"internal/mwx.IgnoredCulprit",
+	"internal/mwx.NoTrustedPeer",
 	"internal/mwx.RetryOn",
 	"internal/resrt.Arm",
 	"internal/resrt.NewMutex",

@@ -8,6 +8,7 @@ package mwx
 
 import (
 	"context"
+	"time"
 
 	"github.com/moirai-go/moirai/task"
 )
@@ -30,3 +31,11 @@ var IgnoredCulprit func(ctl any)
 // request trees without trusting any peer, and logs what follows (why) as
 // a warning, once per middleware. Package moirai fills it in.
 var NoTrustedPeer func(ctl any, why string)
+
+// epoch is the origin of Monotonic.
+var epoch = time.Now()
+
+// Monotonic is the middleware's clock for expiries of its own (the
+// levels a client caches): the monotonic time since the process loaded
+// the package, immune to steps of the wall clock.
+func Monotonic() time.Duration { return time.Since(epoch) }

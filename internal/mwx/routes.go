@@ -13,9 +13,32 @@ type Routes struct {
 	objective    time.Duration // every class's, when objectiveSet
 	objectiveSet bool
 	objectives   map[string]time.Duration // per class
-	background   bool                     // every class is background
-	backgrounds  map[string]bool          // per class
+	background   ClassSet                 // background classes
 }
+
+// ClassSet is a set of classes, or of every class. The zero value is
+// empty.
+type ClassSet struct {
+	all     bool
+	classes map[string]bool
+}
+
+// Add adds classes to s, or every class when none is given.
+func (s *ClassSet) Add(classes []string) {
+	if len(classes) == 0 {
+		s.all = true
+		return
+	}
+	if s.classes == nil {
+		s.classes = map[string]bool{}
+	}
+	for _, c := range classes {
+		s.classes[c] = true
+	}
+}
+
+// Has reports whether s holds class.
+func (s *ClassSet) Has(class string) bool { return s.all || s.classes[class] }
 
 // SetObjective sets d as the objective of classes, or of every class when
 // none is given. A negative d other than task.NoObjective is ignored.
@@ -37,18 +60,7 @@ func (r *Routes) SetObjective(d time.Duration, classes []string) {
 
 // SetBackground marks classes, or every class when none is given, as
 // background work.
-func (r *Routes) SetBackground(classes []string) {
-	if len(classes) == 0 {
-		r.background = true
-		return
-	}
-	if r.backgrounds == nil {
-		r.backgrounds = map[string]bool{}
-	}
-	for _, c := range classes {
-		r.backgrounds[c] = true
-	}
-}
+func (r *Routes) SetBackground(classes []string) { r.background.Add(classes) }
 
 // Apply sets in sp the objective and kind the settings give class.
 func (r *Routes) Apply(sp *task.Spec, class string) {
@@ -57,7 +69,7 @@ func (r *Routes) Apply(sp *task.Spec, class string) {
 	} else if r.objectiveSet {
 		sp.Objective = r.objective
 	}
-	if r.background || r.backgrounds[class] {
+	if r.background.Has(class) {
 		sp.Kind = task.Background
 	}
 }
