@@ -41,7 +41,7 @@ func TestDecisionLogHidesKeys(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var out syncBuffer
 			opts := []moirai.Option{moirai.WithLogger(slog.New(slog.NewTextHandler(&out, nil))),
-				moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond),
+				moirai.WithoutMechanisms(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond),
 				moirai.WithUnendedGrace(50 * time.Millisecond)}
 			if logged {
 				opts = append(opts, moirai.WithLoggedKeys())

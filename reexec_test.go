@@ -526,7 +526,7 @@ func TestRetryNeverRerunsACompletedRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
+				ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithTick(10*time.Millisecond, 10*time.Millisecond))
 				defer ctl.Close()
 				runs := 0
 				out := retryAndCancel(t, ctl, moirai.Spec{Class: "order", Cancellable: true}, func(ctx context.Context, run int) error {

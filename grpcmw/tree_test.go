@@ -426,7 +426,7 @@ func TestTreeStream(t *testing.T) {
 // trusted peer says so (TreeStats), and a culprit answer its handler
 // passes on from a downstream is stripped and counted.
 func TestTreeWithoutTrustCounted(t *testing.T) {
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	in := grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithTree("front"))
 	st, err := status.New(codes.Unavailable, "downstream").WithDetails(&errdetails.ErrorInfo{Reason: grpcmw.ReasonCulprit, Domain: "moirai",
@@ -456,7 +456,7 @@ func TestCancelledCallRetriedOnlyWhenSafe(t *testing.T) {
 		calls int64
 	}{{"not opted in", nil, 1}, {"opted in", []grpcmw.Option{grpcmw.WithReexecutable()}, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctl := moirai.New(moirai.WithTraceOnly())
+			ctl := moirai.New(moirai.WithoutMechanisms())
 			defer ctl.Close()
 			svc := &countCancel{ctl: ctl}
 			lis := bufconn.Listen(1 << 16)

@@ -116,10 +116,10 @@ func TestEveryAnswerPathAppliesTheHeaderRules(t *testing.T) {
 		}, wantStatus: 200},
 		{name: "nested, inner re-executes", setup: func(_ *testing.T, ctl *moirai.Controller, next http.Handler) http.Handler {
 			return httpmw.Handler(ctl, httpmw.Handler(ctl, next, httpmw.WithReexecution(moirai.RetryQuiet(time.Millisecond), moirai.RetryMaxWait(time.Minute))))
-		}, handler: giveUpFirst(), policy: "GET", wantStatus: 200},
+		}, handler: giveUpFirst(), policy: "GET /", wantStatus: 200},
 		{name: "nested, cancelled", setup: func(_ *testing.T, ctl *moirai.Controller, next http.Handler) http.Handler {
 			return httpmw.Handler(ctl, httpmw.Handler(ctl, next))
-		}, handler: giveUpFirst(), policy: "GET", wantStatus: 503},
+		}, handler: giveUpFirst(), policy: "GET /", wantStatus: 503},
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestEveryAnswerPathAppliesTheHeaderRules(t *testing.T) {
 				if p.policy != "" {
 					ctl = newCtl(&cancelClass{class: p.policy})
 				} else {
-					ctl = moirai.New(moirai.WithTraceOnly())
+					ctl = moirai.New(moirai.WithoutMechanisms())
 				}
 				defer ctl.Close()
 				hf := p.handler

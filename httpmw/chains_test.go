@@ -160,7 +160,7 @@ func buildChain(t *testing.T, c chainSpec, rec *chainRec) (http.Handler, []*moir
 	index := map[string]int{}
 	ctls := make([]*moirai.Controller, n)
 	for i := range n {
-		ctls[i] = moirai.New(moirai.WithTraceOnly(), moirai.WithMinCancelInterval(0))
+		ctls[i] = moirai.New(moirai.WithoutMechanisms(), moirai.WithMinCancelInterval(0))
 	}
 	if c.attacker {
 		hosts[hostOf(n)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -43,7 +43,7 @@ func TestLaunderedCulpritIsIgnored(t *testing.T) {
 			}))
 			defer d.Close()
 			dURL, _ := url.Parse(d.URL)
-			ctlS := moirai.New(moirai.WithTraceOnly())
+			ctlS := moirai.New(moirai.WithoutMechanisms())
 			defer ctlS.Close()
 			proxy := httputil.NewSingleHostReverseProxy(dURL)
 			if viaTransport {
@@ -54,7 +54,7 @@ func TestLaunderedCulpritIsIgnored(t *testing.T) {
 			defer s.Close()
 			sURL, _ := url.Parse(s.URL)
 
-			ctlC := moirai.New(moirai.WithTraceOnly())
+			ctlC := moirai.New(moirai.WithoutMechanisms())
 			defer ctlC.Close()
 			client := &http.Client{Transport: httpmw.Transport(nil, httpmw.WithoutLocalShedding(),
 				httpmw.WithTreeCancelPeer(ctlC, func(p httpmw.Peer) bool { return p.Host == sURL.Hostname() && p.Port == sURL.Port() }))}
@@ -204,7 +204,7 @@ func TestReexecutionOptIns(t *testing.T) {
 // controller's log at once.
 func TestTreeWithoutTrustSaysSo(t *testing.T) {
 	var log bytes.Buffer
-	ctl := moirai.New(moirai.WithTraceOnly(), moirai.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	ctl := moirai.New(moirai.WithoutMechanisms(), moirai.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	defer ctl.Close()
 	httpmw.Handler(ctl, http.NotFoundHandler(), httpmw.WithTree("front"))
 	httpmw.Transport(nil, httpmw.WithTreeCancelPeer(ctl, nil))
@@ -223,7 +223,7 @@ func TestTransportSendsOnlyItsOwnHeaders(t *testing.T) {
 	var got http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
 	defer srv.Close()
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	defer ctl.Close()
 	client := &http.Client{Transport: httpmw.Transport(nil, httpmw.WithoutLocalShedding())}
 	defer client.CloseIdleConnections()
