@@ -64,6 +64,7 @@ type config struct {
 	runs        []string
 	maxInflight int
 	debug       bool
+	raw         bool
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the victims' keys")
 	flag.StringVar(&runs, "runs", "normal,none", "runs, in order: normal, none, moirai, moirai-normal (moirai without the culprit), timeout, ratelimit, paginate")
 	flag.BoolVar(&c.debug, "debug", false, "print the controller's decisions on stderr")
+	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.Parse()
 	c.runs = strings.Split(runs, ",")
 	c.maxInflight = 2000
@@ -122,10 +124,12 @@ type Result struct {
 	// WorkLost is the server time, in seconds, of the culprit ranges whose
 	// answer nobody used: cancelled or timed out (the released server
 	// walks on after a client's deadline).
-	WorkLost     float64 `json:"work_lost"`
-	Cancelled    int64   `json:"controller_cancellations"`
-	FirstError   string  `json:"first_error,omitempty"`
-	CulpritError string  `json:"culprit_error,omitempty"`
+	WorkLost   float64 `json:"work_lost"`
+	Cancelled  int64   `json:"controller_cancellations"`
+	FirstError string  `json:"first_error,omitempty"`
+	// LatenciesMs are the latencies of the victims that succeeded (-raw).
+	LatenciesMs  []float64 `json:"latencies_ms,omitempty"`
+	CulpritError string    `json:"culprit_error,omitempty"`
 }
 
 func run(c config) error {
@@ -505,6 +509,11 @@ func summarize(c config, name string, samples []sample) Result {
 		}
 	}
 	res.P50Ms, res.P99Ms = ms(quantile(all, 0.5)), ms(quantile(all, 0.99))
+	if c.raw {
+		for _, l := range all {
+			res.LatenciesMs = append(res.LatenciesMs, ms(l))
+		}
+	}
 	res.PutP99Ms, res.RangeP99Ms = ms(quantile(puts, 0.99)), ms(quantile(ranges, 0.99))
 	if len(all) > 0 {
 		res.MeanMs = ms(sum / time.Duration(len(all)))
