@@ -75,8 +75,10 @@ var (
 // and begins the apply loop's task, holding the apply loop's resource. It
 // returns the function that ends that task; call it once the server has
 // stopped, before ctl.Close. Install is not meant to be called while a
-// server runs. It fails if ctl already has a resource of its names of
-// another kind.
+// server runs. It fails if ctl already has a resource of one of its
+// names (a second Install on one controller), and changes nothing
+// then. One controller is installed per process: a second Install
+// replaces the first for the locks created after it.
 func Install(ctl *moirai.Controller) (uninstall func(), err error) {
 	loop, err := ctl.Register(ApplyName, moirai.KindLock, 0)
 	if err != nil {
