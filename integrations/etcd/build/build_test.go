@@ -64,13 +64,13 @@ func TestPatchedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct {
-		Patched          bool  `json:"patched"`
-		Victims          int   `json:"victims"`
-		VictimsCancelled int   `json:"victims_cancelled"`
-		VictimsFailed    int   `json:"victims_failed"`
-		Sent             int   `json:"culprit_sent"`
-		CulpritCancelled int   `json:"culprit_cancelled"`
-		CulpritFailed    int   `json:"culprit_failed"`
+		Patched          bool `json:"patched"`
+		Victims          int  `json:"victims"`
+		VictimsCancelled int  `json:"victims_cancelled"`
+		VictimsFailed    int  `json:"victims_failed"`
+		Sent             int  `json:"culprit_sent"`
+		CulpritCancelled int  `json:"culprit_cancelled"`
+		CulpritFailed    int  `json:"culprit_failed"`
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 16<<20)
