@@ -91,3 +91,18 @@ func TestPatchedServer(t *testing.T) {
 		t.Errorf("large ranges: %d cancelled, %d failed otherwise; want some cancelled and none failed", r.CulpritCancelled, r.CulpritFailed)
 	}
 }
+
+// The case study lists the patch as it is.
+func TestDocsListThePatch(t *testing.T) {
+	p, err := os.ReadFile("../" + build.PatchFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../../docs/cases/etcd.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, p) {
+		t.Error("docs/cases/etcd.md does not list integrations/etcd/etcd.patch as it is")
+	}
+}
