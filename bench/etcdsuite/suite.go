@@ -301,8 +301,8 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 						pooled[k] = &measured{}
 					}
 					pooled[k].add(rr)
-					if base != nil && base.P99Ms > 0 && k.run != "normal" {
-						byRound[k] = append(byRound[k], strconv.FormatFloat(rr.P99Ms/base.P99Ms, 'f', 2, 64))
+					if b := p99(base.latencies()); b > 0 && k.run != "normal" {
+						byRound[k] = append(byRound[k], strconv.FormatFloat(p99(rr.LatenciesMs)/b, 'f', 2, 64))
 					}
 				}
 			}
@@ -462,11 +462,22 @@ func (m *measured) add(r runResult) {
 	}
 }
 
-func (m *measured) p99() float64 {
-	if len(m.latencies) == 0 {
+func (m *measured) p99() float64 { return p99(m.latencies) }
+
+// latencies returns the run's victims' latencies; none for a nil run.
+func (r *runResult) latencies() []float64 {
+	if r == nil {
+		return nil
+	}
+	return r.LatenciesMs
+}
+
+// p99 returns the 99th percentile of the latencies (0 for none).
+func p99(lat []float64) float64 {
+	if len(lat) == 0 {
 		return 0
 	}
-	s := slices.Clone(m.latencies)
+	s := slices.Clone(lat)
 	slices.Sort(s)
 	return s[min(len(s)-1, max(0, int(math.Ceil(0.99*float64(len(s))))-1))]
 }

@@ -124,10 +124,25 @@ func TestCancelledWalkStopsAtItsFirstKey(t *testing.T) {
 		t.Error("Visit of a cancelled walk's first key: true, want false")
 	}
 	h.RUnlock()
-	l.Lock() // nothing left held
-	l.Unlock()
+	mustLock(t, l) // nothing left held
 	if !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		t.Errorf("cause %v, want ErrCancelled", context.Cause(ctx))
+	}
+}
+
+// mustLock fails the test if l cannot be locked for writing within 5s.
+func mustLock(t *testing.T, l moiraietcd.IndexLock) {
+	t.Helper()
+	locked := make(chan struct{})
+	go func() {
+		l.Lock()
+		close(locked)
+		l.Unlock()
+	}()
+	select {
+	case <-locked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lock is still held")
 	}
 }
 
