@@ -41,6 +41,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -247,17 +248,33 @@ func visit(ctx context.Context, n int64, size int) bool {
 }
 
 // UnaryServerInterceptor is grpcmw's unary server interceptor for ctl,
-// answering a call the controller cancelled as etcd answers the requests
-// it sheds itself: codes.ResourceExhausted ("etcdserver: too many
-// requests" is one). grpcmw answers codes.Unavailable, which clientv3
-// retries at once, up to 100 times, for every read: the cancelled range
-// would be sent again 25 ms later.
+// with two things of etcd's own:
+//
+//   - A Range call's class is its method and its request's shape: "key"
+//     (no range end), "range", "keys-only" or "count-only". A class is
+//     the kind of work whose typical length moirai learns; a range over a
+//     key space is not the work of a point read, and a class cancelled as
+//     a culprit is known to be heavy the next time it comes.
+//   - A call the controller cancelled is answered as etcd answers the
+//     requests it sheds itself: codes.ResourceExhausted ("etcdserver: too
+//     many requests" is one). grpcmw answers codes.Unavailable, which
+//     clientv3 retries at once, up to 100 times, for every read: the
+//     cancelled range would be sent again 25 ms later.
 func UnaryServerInterceptor(ctl *moirai.Controller, opts ...grpcmw.Option) grpc.UnaryServerInterceptor {
 	in := grpcmw.UnaryServerInterceptor(ctl, opts...)
+	var shaped [len(rangeShapes)]grpc.UnaryServerInterceptor
+	for i, shape := range rangeShapes {
+		// Nested in the first, for the same controller: it refines the
+		// call's task rather than beginning another.
+		shaped[i] = grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithClass(func(m string) string { return m + " " + shape }))
+	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var tctx context.Context // the call's task's context
 		resp, err := in(ctx, req, info, func(ctx context.Context, req any) (any, error) {
 			tctx = ctx
+			if r, ok := req.(*pb.RangeRequest); ok {
+				return shaped[shapeOf(r)](ctx, req, info, handler)
+			}
 			return handler(ctx, req)
 		})
 		if err != nil && tctx != nil && status.Code(err) == codes.Unavailable && errors.Is(context.Cause(tctx), moirai.ErrCancelled) {
@@ -265,4 +282,19 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...grpcmw.Option) grpc.
 		}
 		return resp, err
 	}
+}
+
+// rangeShapes name the shapes of a Range request, as shapeOf numbers them.
+var rangeShapes = [...]string{"key", "range", "keys-only", "count-only"}
+
+func shapeOf(r *pb.RangeRequest) int {
+	switch {
+	case len(r.RangeEnd) == 0:
+		return 0
+	case r.CountOnly:
+		return 3
+	case r.KeysOnly:
+		return 2
+	}
+	return 1
 }
