@@ -18,8 +18,8 @@
 // apply loop has no request: its writes ([IndexLock.Lock]) are charged to
 // one long-lived background task, "etcd/apply", not cancellable, so that
 // the controller sees the loop wait behind a walk and blames the walk.
-// The index's other readers (a single key's lookup, compaction) lock
-// without a task and are counted as untracked.
+// The index's other readers (the apply loop's lookups before a write,
+// compaction) lock without a task and are counted as untracked.
 //
 // A put does not touch the index itself: it waits while the apply loop
 // applies it. So the apply loop's task holds a second resource, "etcd/apply",
@@ -29,6 +29,15 @@
 // controller charges them to the walk, and never to the loop, which is
 // not cancellable (while the loop waits for nobody, overload on it has no
 // culprit to cancel).
+//
+// # Requests
+//
+// [UnaryServerInterceptor] makes each call a task (grpcmw's interceptor)
+// whose class, for a Range, says the request's shape, so that moirai
+// learns what a large range costs apart from the point reads; and it
+// answers a cancelled call as etcd answers the calls it sheds. etcd's
+// embed.Config takes it as is (GRPCAdditionalServerOptions): no patch
+// line makes requests tasks.
 //
 // [Install] sets the controller before etcd starts; without it an
 // [IndexLock] is a plain sync.RWMutex and the patched server behaves as
