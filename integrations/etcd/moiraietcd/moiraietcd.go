@@ -257,8 +257,13 @@ func visit(ctx context.Context, n int64, size int) bool {
 }
 
 // UnaryServerInterceptor is grpcmw's unary server interceptor for ctl,
-// with two things of etcd's own:
+// with three things of etcd's own:
 //
+//   - Only the calls that walk the index are cancellable: Range calls
+//     over a range of keys. Cancelling a write after its proposal frees
+//     nothing (the apply loop applies it all the same) and leaves the
+//     client unsure whether it was applied; a point read does one lookup.
+//     opts may say otherwise (grpcmw.WithCancellable).
 //   - A Range call's class is its method and its request's shape: "key"
 //     (no range end), "range", "keys-only" or "count-only". A class is
 //     the kind of work whose typical length moirai learns; a range over a
@@ -270,12 +275,13 @@ func visit(ctx context.Context, n int64, size int) bool {
 //     clientv3 retries at once, up to 100 times, for every read: the
 //     cancelled range would be sent again 25 ms later.
 func UnaryServerInterceptor(ctl *moirai.Controller, opts ...grpcmw.Option) grpc.UnaryServerInterceptor {
-	in := grpcmw.UnaryServerInterceptor(ctl, opts...)
+	in := grpcmw.UnaryServerInterceptor(ctl, append([]grpcmw.Option{grpcmw.WithCancellable(false)}, opts...)...)
 	var shaped [len(rangeShapes)]grpc.UnaryServerInterceptor
 	for i, shape := range rangeShapes {
 		// Nested in the first, for the same controller: it refines the
 		// call's task rather than beginning another.
-		shaped[i] = grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithClass(func(m string) string { return m + " " + shape }))
+		shaped[i] = grpcmw.UnaryServerInterceptor(ctl, grpcmw.WithClass(func(m string) string { return m + " " + shape }),
+			grpcmw.WithCancellable(i != shapeKey))
 	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var tctx context.Context // the call's task's context
@@ -294,12 +300,15 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...grpcmw.Option) grpc.
 }
 
 // rangeShapes name the shapes of a Range request, as shapeOf numbers them.
-var rangeShapes = [...]string{"key", "range", "keys-only", "count-only"}
+var rangeShapes = [...]string{shapeKey: "key", "range", "keys-only", "count-only"}
+
+// shapeKey is a point read's shape.
+const shapeKey = 0
 
 func shapeOf(r *pb.RangeRequest) int {
 	switch {
 	case len(r.RangeEnd) == 0:
-		return 0
+		return shapeKey
 	case r.CountOnly:
 		return 3
 	case r.KeysOnly:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -194,7 +195,11 @@ func TestInterceptorAnswersCancelledAsEtcdSheds(t *testing.T) {
 	ctl := newInstalled(t)
 	in := moiraietcd.UnaryServerInterceptor(ctl)
 	info := &grpc.UnaryServerInfo{FullMethod: "/etcdserverpb.KV/Range"}
-	_, err := in(context.Background(), nil, info, func(ctx context.Context, _ any) (any, error) {
+	wide := &pb.RangeRequest{Key: []byte("a"), RangeEnd: []byte("b"), KeysOnly: true}
+	_, err := in(context.Background(), wide, info, func(ctx context.Context, _ any) (any, error) {
+		if c := moirai.From(ctx).Spec().Class; c != "/etcdserverpb.KV/Range keys-only" {
+			t.Errorf("class %q, want the method and the shape", c)
+		}
 		if err := ctl.Cancel(moirai.From(ctx).ID(), "test"); err != nil {
 			return nil, err
 		}
@@ -204,10 +209,32 @@ func TestInterceptorAnswersCancelledAsEtcdSheds(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("cancelled call: %v, want ResourceExhausted", err)
 	}
-	_, err = in(context.Background(), nil, info, func(context.Context, any) (any, error) {
+	_, err = in(context.Background(), wide, info, func(context.Context, any) (any, error) {
 		return nil, status.Error(codes.Unavailable, "down")
 	})
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("a handler's own Unavailable: %v, want it unchanged", err)
+	}
+}
+
+func TestOnlyWalksAreCancellable(t *testing.T) {
+	ctl := newInstalled(t)
+	in := moiraietcd.UnaryServerInterceptor(ctl)
+	for _, tc := range []struct {
+		method string
+		req    any
+		want   bool
+	}{
+		{"/etcdserverpb.KV/Put", &pb.PutRequest{Key: []byte("a")}, false},
+		{"/etcdserverpb.KV/Range", &pb.RangeRequest{Key: []byte("a")}, false},
+		{"/etcdserverpb.KV/Range", &pb.RangeRequest{Key: []byte("a"), RangeEnd: []byte("b")}, true},
+		{"/etcdserverpb.KV/Range", &pb.RangeRequest{Key: []byte("a"), RangeEnd: []byte("b"), CountOnly: true}, true},
+	} {
+		_, _ = in(context.Background(), tc.req, &grpc.UnaryServerInfo{FullMethod: tc.method}, func(ctx context.Context, _ any) (any, error) {
+			if got := moirai.From(ctx).Spec().Cancellable; got != tc.want {
+				t.Errorf("%s %v: cancellable %v, want %v", tc.method, tc.req, got, tc.want)
+			}
+			return nil, nil
+		})
 	}
 }
