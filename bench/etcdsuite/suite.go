@@ -332,7 +332,11 @@ func Execute(ctx context.Context, o Options) (*bench.Results, error) {
 				res.Rows = append(res.Rows, bench.Row{Suite: Suite, Case: c.Name, Controller: ctl.Name, NoCulprit: o.NoCulprit, Error: msg})
 				continue
 			}
-			res.Rows = append(res.Rows, m.row(c.Name, ctl.Name, base, o.NoCulprit))
+			row := m.row(c.Name, ctl.Name, base, o.NoCulprit)
+			if none := pooled[key{c.Name, "none"}]; none != nil && !o.NoCulprit {
+				row.VictimMeanUncontrolledMs = none.mean()
+			}
+			res.Rows = append(res.Rows, row)
 			if o.Rounds > 1 {
 				res.Params["p99_norm by round: "+c.Name+"/"+ctl.Name] = strings.Join(byRound[k], ", ")
 			}
@@ -482,6 +486,18 @@ func p99(lat []float64) float64 {
 	return s[min(len(s)-1, max(0, int(math.Ceil(0.99*float64(len(s))))-1))]
 }
 
+// mean returns the victims' mean latency, in milliseconds.
+func (m *measured) mean() float64 {
+	if len(m.latencies) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, l := range m.latencies {
+		sum += l
+	}
+	return sum / float64(len(m.latencies))
+}
+
 func (m *measured) meanThroughput() float64 {
 	if m.runs == 0 {
 		return 0
@@ -492,6 +508,7 @@ func (m *measured) meanThroughput() float64 {
 func (m *measured) row(kase, ctl string, base *measured, noCulprit bool) bench.Row {
 	r := bench.Row{Suite: Suite, Case: kase, Controller: ctl, NoCulprit: noCulprit,
 		P99Ms: m.p99(), Throughput: m.meanThroughput(),
+		VictimMeanMs: m.mean(), VictimMeanNormalMs: base.mean(),
 		CulpritsCancelled: m.ccancel, VictimsCancelled: m.cancel, Cancelled: int(m.cancellations),
 		WorkLost: m.lost}
 	if bp := base.p99(); bp > 0 {

@@ -106,6 +106,9 @@ func TestExecutePoolsAndNormalizes(t *testing.T) {
 		if r.Error != "" || math.Abs(r.P99Norm-f) > 1e-9 || math.Abs(r.ThroughputNorm-1/f) > 1e-9 || math.Abs(r.P99Ms-99*f) > 1e-9 {
 			t.Errorf("%s: p99_norm %v throughput_norm %v p99 %v (%s), want %v, %v, %v", r.Controller, r.P99Norm, r.ThroughputNorm, r.P99Ms, r.Error, f, 1/f, 99*f)
 		}
+		if math.Abs(r.VictimMeanMs-50.5*f) > 1e-9 || math.Abs(r.VictimMeanNormalMs-50.5) > 1e-9 || math.Abs(r.VictimMeanUncontrolledMs-505) > 1e-9 {
+			t.Errorf("%s: victims' mean %v (normal %v, uncontrolled %v), want %v, 50.5, 505", r.Controller, r.VictimMeanMs, r.VictimMeanNormalMs, r.VictimMeanUncontrolledMs, 50.5*f)
+		}
 		if r.Controller == "moirai" && (r.CulpritsCancelled != 6 || r.Cancelled != 6 || math.Abs(r.WorkLost-0.5) > 1e-9) {
 			t.Errorf("moirai: %d culprits cancelled, %d cancellations, %v lost; want 6, 6 and 0.5 over two rounds", r.CulpritsCancelled, r.Cancelled, r.WorkLost)
 		}
