@@ -52,7 +52,9 @@ const Suite = "etcd"
 const (
 	DefaultDuration = 4 * time.Second
 	DefaultWarmup   = time.Second
-	DefaultKeys     = 200_000
+	// DefaultKeys is etcd issue 7719's key space: its large read took
+	// 300,000 of 600,000 keys.
+	DefaultKeys = 600_000
 )
 
 // Case is one shape of the culprit.
@@ -67,7 +69,7 @@ type Case struct {
 func Cases() []Case {
 	return []Case{
 		{"keys-only", "keys", "every second, a keys-only range over half the keys (etcdctl get --keys-only, etcd issue 8202)"},
-		{"full-range", "full", "every second, a range over half the keys with their values (etcd issue 7719: 300,000 of 600,000 keys)"},
+		{"full-range", "full", "every second, a range over half the keys with their values (etcd issue 7719)"},
 	}
 }
 

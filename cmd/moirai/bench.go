@@ -62,6 +62,7 @@ type benchFlags struct {
 	clients int
 	rate    float64
 	rows    int
+	keys    int
 	// The locktopo suite's.
 	locktopo locktopoFlags
 }
@@ -212,6 +213,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.DurationVar(&f.threshold, "threshold", dagorsuite.DefaultThreshold, "suite dagor: the mean queueing time above which a window is overloaded (also CoDel's target)")
 	fl.StringVar(&f.dsn, "dsn", "postgres://postgres@127.0.0.1:5432/test", "suites postgres and mysql: the server (mysql: "+dbsuite.DefaultMySQLDSN+" unless set)")
 	fl.IntVar(&f.clients, "clients", 8, "suites postgres and mysql: pgbench clients, sysbench threads")
+	fl.IntVar(&f.keys, "keys", etcdsuite.DefaultKeys, "suite etcd: keys loaded before the runs; the large range reads half of them")
 	fl.IntVar(&f.rows, "rows", 1_500_000, "suites postgres and mysql: rows of the suite's table (pg-vacuum-full's length and my-dump's size grow with it)")
 	fl.DurationVar(&f.guardInterval, "guard-interval", 0, "suites postgres and mysql: the guard's poll interval (default 100ms on postgres, 250ms on mysql)")
 	fl.DurationVar(&f.guardSLO, "guard-slo", 200*time.Millisecond, "suites postgres and mysql: the guard's objective (--slo of moirai guard); twice the victims' objective by default")

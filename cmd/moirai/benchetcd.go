@@ -18,7 +18,10 @@ func runEtcdBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if f.rounds < 1 || f.rounds > 20 {
 		return usageErrorf("--rounds %d: want 1 to 20", f.rounds)
 	}
-	o := etcdsuite.Options{Cases: cases, Controllers: ctls, Rounds: f.rounds, Seed: f.seed,
+	if f.keys < 1000 || f.keys > 10_000_000 {
+		return usageErrorf("--keys %d: want 1,000 to 10,000,000", f.keys)
+	}
+	o := etcdsuite.Options{Cases: cases, Controllers: ctls, Rounds: f.rounds, Seed: f.seed, Keys: f.keys,
 		NoCulprit: f.noCulprit, Progress: progressBar(cmd.ErrOrStderr())}
 	if cmd.Flags().Changed("duration") {
 		o.Duration = f.duration
