@@ -66,6 +66,7 @@ type config struct {
 	debug       bool
 	raw         bool
 	tick        time.Duration
+	settle      time.Duration
 }
 
 func main() {
@@ -88,6 +89,7 @@ func main() {
 	flag.BoolVar(&c.debug, "debug", false, "print the controller's decisions on stderr")
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default, 20ms); the fine tick is a quarter of it")
+	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the load, the victims' load alone for this long, unmeasured: the first run would otherwise pay for the load's aftermath (the backend's commits, the collector)")
 	flag.Parse()
 	c.runs = strings.Split(runs, ",")
 	c.maxInflight = 2000
@@ -207,6 +209,13 @@ func run(c config) error {
 	defer culprit.Close()
 	if err := preload(victims, c); err != nil {
 		return err
+	}
+	if c.settle > 0 {
+		sc := c
+		sc.warmup, sc.duration = 0, c.settle
+		if _, err := oneRun(sc, "normal", victims, culprit, ctl, c.seed+1000); err != nil {
+			return fmt.Errorf("settling: %w", err)
+		}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for i, r := range c.runs {
