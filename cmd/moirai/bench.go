@@ -21,6 +21,7 @@ import (
 	"github.com/moirai-go/moirai/bench/cpusuite"
 	"github.com/moirai-go/moirai/bench/dagorsuite"
 	"github.com/moirai-go/moirai/bench/dbsuite"
+	"github.com/moirai-go/moirai/bench/etcdsuite"
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
 	"github.com/moirai-go/moirai/bench/locktopo"
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
@@ -61,6 +62,7 @@ type benchFlags struct {
 	clients int
 	rate    float64
 	rows    int
+	keys    int
 	// The locktopo suite's.
 	locktopo locktopoFlags
 }
@@ -166,6 +168,13 @@ func benchList() listing {
 	for _, c := range pathfencesuite.Controllers() {
 		l.controller(c.Name, c.Describe, "pathfence")
 	}
+	for _, c := range etcdsuite.Cases() {
+		l.Cases = append(l.Cases, caseInfo{Suite: etcdsuite.Suite, Name: c.Name, Models: "etcd v3.7.3, patched",
+			Resource: "mvcc index lock, apply loop", Culprit: c.Describe})
+	}
+	for _, c := range etcdsuite.Controllers() {
+		l.controller(c.Name, c.Describe, "etcd")
+	}
 	l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
 		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
 	for _, c := range treesuite.Controllers() {
@@ -206,16 +215,17 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.suite, "suite", "inproc", "suite to run")
 	fl.StringVar(&f.cases, "case", "all", "cases to run: NAME[,NAME…] or all")
 	fl.StringVar(&f.controllers, "controller", "all", "controllers to run: NAME[,NAME…] or all")
-	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; tree: 6s; unless set)")
+	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; tree: 6s; etcd: 4s; unless set)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
-	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
+	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, etcd, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
 	fl.StringVar(&f.culprit, "culprit", "once", "suite inproc: how the culprit comes: once (one long request, the Atropos cases) or stream (the case's noisy client, shorter requests back to back from 4 connections for half the run, the pBox cases; cases without one send their culprit once)")
 	fl.Float64Var(&f.sloScale, "slo-scale", 0, "suite inproc: tell the controllers an objective this many times each case's (the metrics keep the case's)")
 	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
-	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree: 1s unless set)")
-	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, tree, postgres and mysql: runs of every (case, controller) pair, interleaved (tree, postgres and mysql: pooled into one row)")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, etcd, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree and etcd: 1s unless set)")
+	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, etcd, tree, postgres and mysql: runs of every (case, controller) pair, interleaved (etcd, tree, postgres and mysql: pooled into one row)")
+	fl.IntVar(&f.keys, "keys", etcdsuite.DefaultKeys, "suite etcd: keys loaded before the runs; the large range reads half of them")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
 	fl.StringVar(&f.feeds, "feeds", "0.5,1,2,4", "suite dagor: feed rates, as ratios to the rate that saturates M")
@@ -251,6 +261,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runTreeBench(cmd, g, f)
 	case locktopo.Suite:
 		return runLocktopoBench(cmd, g, f)
+	case etcdsuite.Suite:
+		return runEtcdBench(cmd, g, f)
 	}
 	cases, ctls, err := selectRun(f, func(list string) ([]bench.Case, error) { return bench.SelectCases(f.suite, list) }, bench.SelectControllers)
 	if err != nil {

@@ -97,6 +97,10 @@ func TestBenchRunCPUBadInput(t *testing.T) {
 		{[]string{"bench", "run", "--suite", "cpu", "--load", "0"}, "--load 0"},
 		{[]string{"bench", "run", "--suite", "cpu", "--rounds", "0"}, "--rounds 0"},
 		{[]string{"bench", "run", "--suite", "tree", "--rounds", "101"}, "--rounds 101"},
+		{[]string{"bench", "run", "--suite", "etcd", "--rounds", "0"}, "--rounds 0"},
+		{[]string{"bench", "run", "--suite", "etcd", "--case", "k9"}, "keys-only, full-range"},
+		{[]string{"bench", "run", "--suite", "etcd", "--controller", "pbox"}, "none, moirai, timeout, ratelimit, paginate"},
+		{[]string{"bench", "run", "--suite", "etcd", "--culprit", "stream"}, "--culprit"},
 		{[]string{"bench", "worker-cpu", "--config", "{"}, "--config"},
 	} {
 		_, _, err := run(t, tt.args...)
@@ -111,7 +115,7 @@ func TestBenchListCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cpu ", "k4", "friendly-o2", "rogue", "ignorant"} {
+	for _, want := range []string{"cpu ", "k4", "friendly-o2", "rogue", "ignorant", "keys-only", "paginate"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench list lacks %q:\n%s", want, out)
 		}
