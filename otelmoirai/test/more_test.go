@@ -116,7 +116,8 @@ func TestReexecutionSpanLinksTheRunItReplaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tel.Close()
-		srv := ordersService(s, ctl, tel, httpmw.WithReexecution(moirai.RetryQuiet(0)))
+		// A POST runs twice only when its route says it is safe to.
+		srv := ordersService(s, ctl, tel, httpmw.WithReexecution(moirai.RetryQuiet(0), moirai.RetryMaxWait(time.Minute)), httpmw.WithReexecutable("POST /report"))
 		done := make(chan int)
 		go func() { done <- serve(srv, "POST", "/report").Code }()
 		synctest.Wait()
