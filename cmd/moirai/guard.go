@@ -113,6 +113,21 @@ func (f *guardFlags) options(errOut io.Writer) (guard.Options, error) {
 	return o, nil
 }
 
+// openGuard opens the source of --dsn and a guard on it with opt; the
+// caller closes the source with the function it returns, once done.
+func (f *guardFlags) openGuard(ctx context.Context, errOut io.Writer, opt guard.Options) (*guard.Guard, func(), error) {
+	src, err := f.openSource(ctx, errOut)
+	if err != nil {
+		return nil, nil, escapedError(err)
+	}
+	gd, err := guard.New(src, opt)
+	if err != nil {
+		src.Close()
+		return nil, nil, escapedError(err)
+	}
+	return gd, func() { src.Close() }, nil
+}
+
 // openSource opens and checks the source of --dsn.
 func (f *guardFlags) openSource(ctx context.Context, errOut io.Writer) (guard.Source, error) {
 	if f.dsn == "" {
@@ -248,15 +263,11 @@ statement the guard would cancel now, with why. It never acts.`,
 			opt.DryRun = true
 			opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			f.skipPrivileges = true // explaining needs no right to signal
-			src, err := f.openSource(cmd.Context(), cmd.ErrOrStderr())
+			gd, closeSrc, err := f.openGuard(cmd.Context(), cmd.ErrOrStderr(), opt)
 			if err != nil {
-				return escapedError(err)
+				return err
 			}
-			defer src.Close()
-			gd, err := guard.New(src, opt)
-			if err != nil {
-				return escapedError(err)
-			}
+			defer closeSrc()
 			if _, err := twoSteps(cmd.Context(), gd, f.interval); err != nil {
 				return escapedError(err)
 			}

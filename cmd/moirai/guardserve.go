@@ -72,15 +72,11 @@ func runGuard(cmd *cobra.Command, g *globalFlags, configPath string) error {
 		}
 		defer stop()
 	}
-	src, err := f.openSource(ctx, errOut)
+	gd, closeSrc, err := f.openGuard(ctx, errOut, opt)
 	if err != nil {
-		return escapedError(err)
+		return err
 	}
-	defer src.Close()
-	gd, err := guard.New(src, opt)
-	if err != nil {
-		return escapedError(err)
-	}
+	defer closeSrc()
 	hs.set(gd, f.interval)
 	if f.once {
 		fmt.Fprintf(errOut, "moirai guard: %s, %s\n", modeOf(gd.Options()), scopeOf(gd))
