@@ -125,39 +125,21 @@ func newControllerMetrics(m metric.Meter, ctl *moirai.Controller) (*controllerMe
 	for i, r := range []string{"reexecuted", "dropped", "interrupted"} {
 		c.reexecSets[i] = metric.WithAttributeSet(attribute.NewSet(AttrResult.String(r)))
 	}
-	var err, e error
-	i64c := func(name, unit, desc string) metric.Int64Observable {
-		var o metric.Int64ObservableCounter
-		o, e = m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return o
-	}
-	i64u := func(name, unit, desc string) metric.Int64Observable {
-		var o metric.Int64ObservableUpDownCounter
-		o, e = m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return o
-	}
-	f64c := func(name, desc string) metric.Float64Observable {
-		var o metric.Float64ObservableCounter
-		o, e = m.Float64ObservableCounter(name, metric.WithUnit("s"), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return o
-	}
-	c.tasks = i64c(MetricTasks, "{task}", "Tasks that ended, by result: ok, or error (an error, a 5xx answer, a panic, or a cancellation).")
-	c.active = i64u(MetricTasksActive, "{task}", "Tasks begun and not ended.")
-	c.exec = f64c(MetricTaskExecTime, "Execution time of the tasks that ended. rate(moirai.resource.wait.time)/rate(this) is a resource's contention level.")
-	c.waiting = i64u(MetricResourceWaiting, "{task}", "Tasks waiting for the resource now.")
-	c.usage = i64u(MetricResourceUsage, "{unit}", "Units of the resource held now.")
-	c.limit = i64u(MetricResourceLimit, "{unit}", "The resource's capacity in units (counted resources: semaphores, queues, memory).")
-	c.wait = f64c(MetricResourceWaitTime, "Time the tasks that ended waited for the resource.")
-	c.hold = f64c(MetricResourceHoldTime, "Time the tasks that ended held the resource.")
-	c.waits = i64c(MetricResourceWaits, "{wait}", "Waits for the resource (for memory: misses) by the tasks that ended.")
-	c.evict = i64c(MetricResourceEvictions, "{unit}", "Units of a memory resource the tasks that ended evicted.")
-	c.reexec = i64c(MetricReexecutions, "{run}", "Cancelled runs of moirai.Retry and the middlewares' re-execution, by result: reexecuted, dropped (no window in time), interrupted (the caller gave up).")
-	c.reexecWait = i64u(MetricReexecutionWaiting, "{run}", "Cancelled runs waiting for a window to be re-executed.")
+	in := observables{m: m}
+	c.tasks = in.counter(MetricTasks, "{task}", "Tasks that ended, by result: ok, or error (an error, a 5xx answer, a panic, or a cancellation).")
+	c.active = in.upDown(MetricTasksActive, "{task}", "Tasks begun and not ended.")
+	c.exec = in.seconds(MetricTaskExecTime, "Execution time of the tasks that ended. rate(moirai.resource.wait.time)/rate(this) is a resource's contention level.")
+	c.waiting = in.upDown(MetricResourceWaiting, "{task}", "Tasks waiting for the resource now.")
+	c.usage = in.upDown(MetricResourceUsage, "{unit}", "Units of the resource held now.")
+	c.limit = in.upDown(MetricResourceLimit, "{unit}", "The resource's capacity in units (counted resources: semaphores, queues, memory).")
+	c.wait = in.seconds(MetricResourceWaitTime, "Time the tasks that ended waited for the resource.")
+	c.hold = in.seconds(MetricResourceHoldTime, "Time the tasks that ended held the resource.")
+	c.waits = in.counter(MetricResourceWaits, "{wait}", "Waits for the resource (for memory: misses) by the tasks that ended.")
+	c.evict = in.counter(MetricResourceEvictions, "{unit}", "Units of a memory resource the tasks that ended evicted.")
+	c.reexec = in.counter(MetricReexecutions, "{run}", "Cancelled runs of moirai.Retry and the middlewares' re-execution, by result: reexecuted, dropped (no window in time), interrupted (the caller gave up).")
+	c.reexecWait = in.upDown(MetricReexecutionWaiting, "{run}", "Cancelled runs waiting for a window to be re-executed.")
 	obs := []metric.Observable{c.tasks, c.active, c.exec, c.waiting, c.usage, c.limit, c.wait, c.hold, c.waits, c.evict, c.reexec, c.reexecWait}
-	return c, obs, err
+	return c, obs, in.err
 }
 
 func (c *controllerMetrics) observe(_ context.Context, o metric.Observer) error {
@@ -205,25 +187,13 @@ type admissionMetrics struct {
 
 func newAdmissionMetrics(m metric.Meter, name string, d *admit.DAGOR) (*admissionMetrics, []metric.Observable, error) {
 	a := &admissionMetrics{d: d, name: name, set: metric.WithAttributeSet(attribute.NewSet(AttrAdmitter.String(name)))}
-	var err, e error
-	gauge := func(n, unit, desc string) metric.Int64Observable {
-		var o metric.Int64ObservableGauge
-		o, e = m.Int64ObservableGauge(n, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return o
-	}
-	ctr := func(n, unit, desc string) metric.Int64Observable {
-		var o metric.Int64ObservableCounter
-		o, e = m.Int64ObservableCounter(n, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return o
-	}
-	a.business = gauge(MetricAdmissionBusiness, "{level}", "DAGOR admission level, business part: requests of business priority above it are rejected (see admit.Level.Admits).")
-	a.user = gauge(MetricAdmissionUser, "{level}", "DAGOR admission level, user part, within the business level.")
-	a.over = gauge(MetricAdmissionOverload, "1", "1 when the admitter's last window was overloaded, else 0.")
-	a.rej = ctr(MetricAdmissionRejected, "{request}", "Arrivals the admitter rejected, by business priority (0 most important; 63 also counts arrivals without a priority).")
-	a.continued = ctr(MetricAdmissionContinued, "{request}", "Continuations admitted only by the grace after a cut of the level.")
-	return a, []metric.Observable{a.business, a.user, a.over, a.rej, a.continued}, err
+	in := observables{m: m}
+	a.business = in.gauge(MetricAdmissionBusiness, "{level}", "DAGOR admission level, business part: requests of business priority above it are rejected (see admit.Level.Admits).")
+	a.user = in.gauge(MetricAdmissionUser, "{level}", "DAGOR admission level, user part, within the business level.")
+	a.over = in.gauge(MetricAdmissionOverload, "1", "1 when the admitter's last window was overloaded, else 0.")
+	a.rej = in.counter(MetricAdmissionRejected, "{request}", "Arrivals the admitter rejected, by business priority (0 most important; 63 also counts arrivals without a priority).")
+	a.continued = in.counter(MetricAdmissionContinued, "{request}", "Continuations admitted only by the grace after a cut of the level.")
+	return a, []metric.Observable{a.business, a.user, a.over, a.rej, a.continued}, in.err
 }
 
 func (a *admissionMetrics) observe(_ context.Context, o metric.Observer) error {
@@ -243,4 +213,36 @@ func (a *admissionMetrics) observe(_ context.Context, o metric.Observer) error {
 		}
 	}
 	return nil
+}
+
+// observables creates observable instruments on m, joining their errors
+// into err, so a constructor states its instruments one a line.
+type observables struct {
+	m   metric.Meter
+	err error
+}
+
+func (in *observables) counter(name, unit, desc string) metric.Int64Observable {
+	o, err := in.m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.err = errors.Join(in.err, err)
+	return o
+}
+
+func (in *observables) upDown(name, unit, desc string) metric.Int64Observable {
+	o, err := in.m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.err = errors.Join(in.err, err)
+	return o
+}
+
+func (in *observables) gauge(name, unit, desc string) metric.Int64Observable {
+	o, err := in.m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.err = errors.Join(in.err, err)
+	return o
+}
+
+// seconds is a counter of seconds.
+func (in *observables) seconds(name, desc string) metric.Float64Observable {
+	o, err := in.m.Float64ObservableCounter(name, metric.WithUnit("s"), metric.WithDescription(desc))
+	in.err = errors.Join(in.err, err)
+	return o
 }
