@@ -1,9 +1,11 @@
-// Package mwx is the door through which moirai's middleware (httpmw,
-// grpcmw) reaches the controller's plumbing that applications never call:
-// the re-execution of a request whose first run is the task an outer layer
-// of middleware began (RetryOn, which package moirai fills in its init
-// function); and the per-class settings both share (Routes). It imports
-// only package task, so that moirai can import it.
+// Package mwx is what moirai's middleware (httpmw, grpcmw) shares, and the
+// door through which it reaches the controller's plumbing that
+// applications never call: the re-execution of a request whose first run
+// is the task an outer layer of middleware began (RetryOn) and the
+// request trees' trust counters (IgnoredCulprit, NoTrustedPeer), which
+// package moirai fills in its init function; the per-class settings both
+// middlewares keep (Routes, ClassSet); and their clock for expiries
+// (Monotonic). It imports only package task, so that moirai can import it.
 package mwx
 
 import (
