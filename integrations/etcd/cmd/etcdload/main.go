@@ -67,6 +67,7 @@ type config struct {
 	raw         bool
 	tick        time.Duration
 	settle      time.Duration
+	slow        time.Duration
 }
 
 func main() {
@@ -90,6 +91,7 @@ func main() {
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default, 20ms); the fine tick is a quarter of it")
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the load, the victims' load alone for this long, unmeasured: the first run would otherwise pay for the load's aftermath (the backend's commits, the collector)")
+	flag.DurationVar(&c.slow, "slow", 0, "print on stderr each culprit's start and length, and each victim slower than this (0: none): where a run's tail comes from")
 	flag.Parse()
 	c.runs = strings.Split(runs, ",")
 	c.maxInflight = 2000
@@ -423,6 +425,9 @@ func sendCulprits(ctx context.Context, c config, run string, cli *clientv3.Clien
 			t0 := time.Now()
 			err := largeRange(c, run, cli)
 			took := time.Since(t0)
+			if c.slow > 0 {
+				fmt.Fprintf(os.Stderr, "run=%s culprit at=%v took=%v err=%v\n", run, t0.Sub(start), took, err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			res.done++
@@ -499,6 +504,9 @@ func summarize(c config, name string, samples []sample) Result {
 			continue
 		}
 		res.Victims++
+		if c.slow > 0 && s.latency > c.slow {
+			fmt.Fprintf(os.Stderr, "run=%s victim at=%v took=%v put=%v err=%v\n", name, s.sched, s.latency, s.put, s.err)
+		}
 		switch {
 		case s.err == nil:
 			res.VictimsOK++
