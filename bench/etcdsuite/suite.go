@@ -1,6 +1,6 @@
 // Package etcdsuite is the etcd suite of moirai bench: a real server's
-// reported overload, etcd's "large range blocks writes" (etcd issues 7719
-// and 8202), on etcd v3.7's released source, under no control, under
+// reported overload, etcd's "large range blocks writes" (etcd-io/etcd#7719
+// and #8202), on etcd v3.7's released source, under no control, under
 // moirai integrated by a patch, and under the remedies an etcd operator
 // has today.
 //
@@ -52,7 +52,7 @@ const Suite = "etcd"
 const (
 	DefaultDuration = 4 * time.Second
 	DefaultWarmup   = time.Second
-	// DefaultKeys is etcd issue 7719's key space: its large read took
+	// DefaultKeys is the key space of etcd-io/etcd#7719: its large read took
 	// 300,000 of 600,000 keys.
 	DefaultKeys = 600_000
 )
@@ -68,8 +68,8 @@ type Case struct {
 // Cases returns the suite's cases.
 func Cases() []Case {
 	return []Case{
-		{"keys-only", "keys", "every second, a keys-only range over half the keys (etcdctl get --keys-only, etcd issue 8202)"},
-		{"full-range", "full", "every second, a range over half the keys with their values (etcd issue 7719)"},
+		{"keys-only", "keys", "every second, a keys-only range over half the keys (etcdctl get --keys-only, etcd-io/etcd#8202)"},
+		{"full-range", "full", "every second, a range over half the keys with their values (etcd-io/etcd#7719)"},
 	}
 }
 

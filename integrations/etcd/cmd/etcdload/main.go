@@ -6,7 +6,7 @@
 // ranges over the large one) are sent at their scheduled times, whatever
 // the server's state, and their latency counts from the scheduled time.
 // The culprit is a range over a large share of the keys, sent periodically
-// as in the reports (etcd issues 7719 and 8202). Each run of -runs is one
+// as in the reports (etcd-io/etcd#7719 and #8202). Each run of -runs is one
 // remedy: none, moirai, timeout, ratelimit or paginate; "normal" is the
 // load without the culprit. The runs share the server and its keys, one
 // after the other; each prints one JSON line.
