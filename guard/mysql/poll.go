@@ -118,47 +118,46 @@ func (s *Source) readThreads(ctx context.Context, conn *sql.Conn, obs *guard.Obs
 
 // readTrxs reads INNODB_TRX.
 func readTrxs(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]Trx, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`)
-	if err != nil {
-		return nil, fmt.Errorf("guard/mysql: innodb_trx: %w", err)
-	}
-	var trxs []Trx
-	for rows.Next() {
-		var r TrxRow
-		if err := rows.Scan(&r.ID, &r.Thread, &r.Started, &r.State, &r.RowsLocked, &r.WaitStarted); err != nil {
-			obs.Skipped["innodb_trx"]++
-			continue
-		}
-		if t, ok := ParseTrx(r); ok {
-			trxs = append(trxs, t)
-		} else {
-			obs.Skipped["innodb_trx"]++
-		}
-	}
-	return trxs, rows.Close()
+	return readRows(ctx, conn, obs, "innodb_trx", `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`,
+		func(rows *sql.Rows) (Trx, bool) {
+			var r TrxRow
+			if rows.Scan(&r.ID, &r.Thread, &r.Started, &r.State, &r.RowsLocked, &r.WaitStarted) != nil {
+				return Trx{}, false
+			}
+			return ParseTrx(r)
+		})
 }
 
 // readWaits reads INNODB_LOCK_WAITS joined with the requested lock.
 func readWaits(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]Wait, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
-		FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id`)
+	return readRows(ctx, conn, obs, "innodb_lock_waits", `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
+		FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id`,
+		func(rows *sql.Rows) (Wait, bool) {
+			var r WaitRow
+			if rows.Scan(&r.Requesting, &r.Blocking, &r.LockID, &r.Mode, &r.Type, &r.Table) != nil {
+				return Wait{}, false
+			}
+			return ParseWait(r)
+		})
+}
+
+// readRows runs query, a read of view, on conn and turns each row into a
+// T with row; a row that row refuses (it does not scan, or it does not
+// parse) is counted in obs.Skipped[view].
+func readRows[T any](ctx context.Context, conn *sql.Conn, obs *guard.Observation, view, query string, row func(*sql.Rows) (T, bool)) ([]T, error) {
+	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("guard/mysql: innodb_lock_waits: %w", err)
+		return nil, fmt.Errorf("guard/mysql: %s: %w", view, err)
 	}
-	var waits []Wait
+	var out []T
 	for rows.Next() {
-		var r WaitRow
-		if err := rows.Scan(&r.Requesting, &r.Blocking, &r.LockID, &r.Mode, &r.Type, &r.Table); err != nil {
-			obs.Skipped["innodb_lock_waits"]++
-			continue
-		}
-		if w, ok := ParseWait(r); ok {
-			waits = append(waits, w)
+		if t, ok := row(rows); ok {
+			out = append(out, t)
 		} else {
-			obs.Skipped["innodb_lock_waits"]++
+			obs.Skipped[view]++
 		}
 	}
-	return waits, rows.Close()
+	return out, rows.Close()
 }
 
 // readMDL reads the granted table metadata locks from the view Check
