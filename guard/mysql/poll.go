@@ -243,54 +243,45 @@ func current(ctx context.Context, conn *sql.Conn, id int64) (qid int64, trx sql.
 
 // Cancel kills the statement t.Statement with KILL QUERY ID, which cannot
 // hit any other statement.
-func (s *Source) Cancel(ctx context.Context, t guard.Target) (err error) {
-	conn, done, err := s.actionConn(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { done(err) }()
-	qid, _, err := current(ctx, conn, t.Session)
-	if err != nil {
-		return err
-	}
-	if qid != t.Statement || t.Statement <= 0 {
-		return guard.ErrChanged
-	}
-	_, err = conn.ExecContext(ctx, "KILL QUERY ID "+strconv.FormatInt(t.Statement, 10))
-	if err != nil {
-		if isUnknown(err) {
-			return guard.ErrChanged
-		}
-		return fmt.Errorf("guard/mysql: kill query id: %w", err)
-	}
-	return nil
+func (s *Source) Cancel(ctx context.Context, t guard.Target) error {
+	return s.kill(ctx, t.Session, "KILL QUERY ID "+strconv.FormatInt(t.Statement, 10), guard.ErrChanged,
+		func(qid int64, _ sql.NullTime) bool { return qid == t.Statement && t.Statement > 0 })
 }
 
 // Terminate kills t's connection after verifying it still runs the same
 // statement (or, idle in transaction, the same transaction start).
-func (s *Source) Terminate(ctx context.Context, t guard.Target) (err error) {
+func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
+	return s.kill(ctx, t.Session, "KILL CONNECTION "+strconv.FormatInt(t.Session, 10), guard.ErrVanished,
+		func(qid int64, trx sql.NullTime) bool {
+			if !t.XactStart.IsZero() {
+				return trx.Valid && trx.Time.Equal(t.XactStart)
+			}
+			return qid == t.Statement
+		})
+}
+
+// kill runs the KILL statement stmt on an action connection if same
+// says that the session still runs what the guard decided on, from the
+// QUERY_ID it runs now and its transaction's start (else ErrChanged). A
+// KILL that finds nothing to kill returns unknown.
+func (s *Source) kill(ctx context.Context, session int64, stmt string, unknown error, same func(qid int64, trx sql.NullTime) bool) (err error) {
 	conn, done, err := s.actionConn(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { done(err) }()
-	qid, trx, err := current(ctx, conn, t.Session)
+	qid, trx, err := current(ctx, conn, session)
 	if err != nil {
 		return err
 	}
-	if !t.XactStart.IsZero() {
-		if !trx.Valid || !trx.Time.Equal(t.XactStart) {
-			return guard.ErrChanged
-		}
-	} else if qid != t.Statement {
+	if !same(qid, trx) {
 		return guard.ErrChanged
 	}
-	_, err = conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(t.Session, 10))
-	if err != nil {
+	if _, err = conn.ExecContext(ctx, stmt); err != nil {
 		if isUnknown(err) {
-			return guard.ErrVanished
+			return unknown
 		}
-		return fmt.Errorf("guard/mysql: kill connection: %w", err)
+		return fmt.Errorf("guard/mysql: %s: %w", stmt, err)
 	}
 	return nil
 }
