@@ -143,4 +143,11 @@
 // `moirai cpus` prints the budget, its derivation and the current share.
 // [StepInfo] (through [WithObserver]) and [Stats] give what the loop
 // measured and chose at each tick.
+//
+// # Options
+//
+// [NewPool] takes [Option] values, made by the With functions. They set a
+// configuration of the package's own, which NewPool validates once all of
+// them ran: it fails with an error naming the first option whose value is
+// invalid.
 package cpu

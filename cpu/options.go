@@ -8,8 +8,11 @@ import (
 	"github.com/moirai-go/moirai/resource"
 )
 
-// Option configures a [Pool].
-type Option func(*config) error
+// Option configures [NewPool]. Options are made by the With functions;
+// they set an unexported configuration, which NewPool validates once all
+// of them ran, failing with an error that names the option whose value is
+// invalid.
+type Option func(*config)
 
 type config struct {
 	budget     float64 // CPUs; 0: ReadBudget of the real file system
@@ -27,22 +30,48 @@ type config struct {
 	setProcs   func(int) int // runtime.GOMAXPROCS; replaced in tests
 	noPark     bool          // tests of the loop: never park when idle
 	onStep     func(StepInfo)
+	// given holds the options called whose zero value means something
+	// else by default (the budget read from the system, a loop, /proc,
+	// the clock tick, a queue of the pool's own), so that validate
+	// checks the value they were given.
+	given struct{ budget, fixed, reader, tick, queue bool }
 }
 
 func defaults() config {
 	return config{overcommit: 1, grow: DefaultGrow, window: 10, setProcs: runtime.GOMAXPROCS}
 }
 
+// validate reports the first option, in the order of this list, whose
+// value is invalid.
+func (c *config) validate() error {
+	g := c.given
+	switch {
+	case g.budget && (!(c.budget > 0) || c.budget > 1<<16):
+		return fmt.Errorf("cpu: WithBudget: budget of %v CPUs", c.budget)
+	case !(c.overcommit > 0) || c.overcommit > 16:
+		return fmt.Errorf("cpu: WithOvercommit: factor %v is not in (0, 16]", c.overcommit)
+	case !(c.grow >= 0) || c.grow >= 1:
+		return fmt.Errorf("cpu: WithTolerance: %v is not in [0, 1)", c.grow)
+	case g.fixed && c.fixed < 1:
+		return fmt.Errorf("cpu: WithFixed: pool of %d workers", c.fixed)
+	case g.reader && c.reader == nil:
+		return fmt.Errorf("cpu: WithReader: nil Reader")
+	case g.tick && c.tick < time.Millisecond:
+		return fmt.Errorf("cpu: WithTick: tick of %v is below 1ms", c.tick)
+	case c.window < 1 || c.window > 10000:
+		return fmt.Errorf("cpu: WithWindow: window of %d ticks", c.window)
+	case g.queue && c.queue == nil:
+		return fmt.Errorf("cpu: WithQueue: nil Queue")
+	case c.backlog < 0:
+		return fmt.Errorf("cpu: WithBacklog: backlog of %d", c.backlog)
+	}
+	return nil
+}
+
 // WithBudget sets the pool's CPU budget, instead of the one [ReadBudget]
 // derives from the real file system. cpus must be positive.
 func WithBudget(cpus float64) Option {
-	return func(c *config) error {
-		if !(cpus > 0) || cpus > 1<<16 {
-			return fmt.Errorf("cpu: budget of %v CPUs", cpus)
-		}
-		c.budget = cpus
-		return nil
-	}
+	return func(c *config) { c.budget, c.given.budget = cpus, true }
 }
 
 // WithOvercommit sets the overcommit factor O (default 1): the pool runs
@@ -50,13 +79,7 @@ func WithBudget(cpus float64) Option {
 // it claims more than that, trading latency for throughput (work that
 // waits on I/O inside a worker); it must be in (0, 16].
 func WithOvercommit(o float64) Option {
-	return func(c *config) error {
-		if !(o > 0) || o > 16 {
-			return fmt.Errorf("cpu: overcommit factor %v is not in (0, 16]", o)
-		}
-		c.overcommit = o
-		return nil
-	}
+	return func(c *config) { c.overcommit = o }
 }
 
 // WithTolerance sets the grow margin (tol in [0, 1), default 0.5): the
@@ -67,50 +90,26 @@ func WithOvercommit(o float64) Option {
 // back; a large one waits for more idle CPU. 0 grows as soon as a whole
 // worker's CPU is free.
 func WithTolerance(tol float64) Option {
-	return func(c *config) error {
-		if !(tol >= 0) || tol >= 1 {
-			return fmt.Errorf("cpu: tolerance %v is not in [0, 1)", tol)
-		}
-		c.grow = tol
-		return nil
-	}
+	return func(c *config) { c.grow = tol }
 }
 
 // WithFixed makes a static pool of n workers: no loop, no reader. It is
 // the neighbour-ignorant baseline (n = the budget) and the optimal one
 // when the neighbours are known (n = budget / neighbours).
 func WithFixed(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("cpu: fixed pool of %d workers", n)
-		}
-		c.fixed = n
-		return nil
-	}
+	return func(c *config) { c.fixed, c.given.fixed = n, true }
 }
 
 // WithReader sets where the loop reads the CPU time counters, instead of
 // a [ProcReader] of the real /proc. Tests script it.
 func WithReader(r Reader) Option {
-	return func(c *config) error {
-		if r == nil {
-			return fmt.Errorf("cpu: nil Reader")
-		}
-		c.reader = r
-		return nil
-	}
+	return func(c *config) { c.reader, c.given.reader = r, true }
 }
 
 // WithTick sets the loop's period, instead of one clock tick
 // (sysconf(_SC_CLK_TCK), see [ReadClockTick]). It must be at least 1 ms.
 func WithTick(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("cpu: tick of %v is below 1ms", d)
-		}
-		c.tick = d
-		return nil
-	}
+	return func(c *config) { c.tick, c.given.tick = d, true }
 }
 
 // WithWindow sets over how many ticks the loop measures (default 10:
@@ -118,13 +117,7 @@ func WithTick(d time.Duration) Option {
 // counters advance by whole clock ticks, so what one tick measures is
 // mostly rounding; see the package doc.
 func WithWindow(ticks int) Option {
-	return func(c *config) error {
-		if ticks < 1 || ticks > 10000 {
-			return fmt.Errorf("cpu: window of %d ticks", ticks)
-		}
-		c.window = ticks
-		return nil
-	}
+	return func(c *config) { c.window = ticks }
 }
 
 // WithQueue makes the pool admit its work through q, a Queue resource
@@ -134,25 +127,13 @@ func WithWindow(ticks int) Option {
 // every change of the active count. Without WithQueue the pool uses a
 // queue of its own that no controller sees.
 func WithQueue(q *resource.Queue) Option {
-	return func(c *config) error {
-		if q == nil {
-			return fmt.Errorf("cpu: nil Queue")
-		}
-		c.queue = q
-		return nil
-	}
+	return func(c *config) { c.queue, c.given.queue = q, true }
 }
 
 // WithBacklog bounds the work waiting for a worker: past n, Submit and Go
 // fail at once with [ErrRejected]. 0 (the default) means unbounded.
 func WithBacklog(n int) Option {
-	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("cpu: backlog of %d", n)
-		}
-		c.backlog = int64(n)
-		return nil
-	}
+	return func(c *config) { c.backlog = int64(n) }
 }
 
 // WithGOMAXPROCS makes the loop drive runtime.GOMAXPROCS to the active
@@ -162,10 +143,7 @@ func WithBacklog(n int) Option {
 // pool's limit. Close restores the GOMAXPROCS the pool found. Only one
 // pool of a process should use it.
 func WithGOMAXPROCS() Option {
-	return func(c *config) error {
-		c.gomaxprocs = true
-		return nil
-	}
+	return func(c *config) { c.gomaxprocs = true }
 }
 
 // StepInfo is what one tick of the pool's loop read and decided.
@@ -192,8 +170,5 @@ type StepInfo struct {
 // WithObserver calls fn after every tick of the loop, from the loop's
 // goroutine. fn must not block.
 func WithObserver(fn func(StepInfo)) Option {
-	return func(c *config) error {
-		c.onStep = fn
-		return nil
-	}
+	return func(c *config) { c.onStep = fn }
 }

@@ -71,9 +71,12 @@ type Pool struct {
 func NewPool(opts ...Option) (*Pool, error) {
 	cfg := defaults()
 	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
+		if o != nil {
+			o(&cfg)
 		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	p := &Pool{cfg: cfg, cpus: cfg.budget}
 	p.share.Store(math.Float64bits(math.NaN()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,7 +329,7 @@ func TestPoolGOMAXPROCS(t *testing.T) {
 		r := &scriptReader{}
 		r.setRate(1, 4)
 		p, err := NewPool(WithBudget(4), withHost(4), WithReader(r), WithTick(tick), WithWindow(1), WithGOMAXPROCS(), noPark,
-			func(c *config) error { c.setProcs = set; return nil })
+			func(c *config) { c.setProcs = set })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,15 +345,31 @@ func TestPoolGOMAXPROCS(t *testing.T) {
 }
 
 func TestNewPoolOptions(t *testing.T) {
-	for _, o := range []Option{
-		WithBudget(0), WithBudget(-1), WithBudget(math.NaN()), WithOvercommit(0), WithOvercommit(17),
-		WithFixed(0), WithTolerance(1), WithTolerance(-0.1), WithReader(nil), WithTick(time.Microsecond), WithWindow(0), WithQueue(nil), WithBacklog(-1),
+	for _, c := range []struct {
+		name string
+		o    Option
+	}{
+		{"WithBudget", WithBudget(0)}, {"WithBudget", WithBudget(-1)}, {"WithBudget", WithBudget(math.NaN())},
+		{"WithOvercommit", WithOvercommit(0)}, {"WithOvercommit", WithOvercommit(17)},
+		{"WithFixed", WithFixed(0)}, {"WithTolerance", WithTolerance(1)}, {"WithTolerance", WithTolerance(-0.1)},
+		{"WithReader", WithReader(nil)}, {"WithTick", WithTick(time.Microsecond)}, {"WithWindow", WithWindow(0)},
+		{"WithQueue", WithQueue(nil)}, {"WithBacklog", WithBacklog(-1)},
 	} {
-		if p, err := NewPool(o); err == nil {
+		p, err := NewPool(c.o)
+		if err == nil {
 			p.Close()
-			t.Errorf("NewPool accepted an invalid option")
+			t.Errorf("NewPool accepted an invalid %s", c.name)
+		} else if !strings.Contains(err.Error(), c.name) {
+			t.Errorf("NewPool's error %q does not name %s", err, c.name)
 		}
 	}
+	// The configuration is validated once, after every option ran: a
+	// later option replaces an invalid value.
+	p, err := NewPool(WithFixed(0), WithFixed(1), WithBudget(-1), WithBudget(1))
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	p.Close()
 }
 
 // TestPoolDefault starts a pool on the real /proc and budget.

@@ -158,13 +158,13 @@ func (r *scriptReader) setRate(self, busy int) {
 }
 
 // noPark keeps the loop of an idle pool ticking.
-func noPark(c *config) error { c.noPark = true; return nil }
+func noPark(c *config) { c.noPark = true }
 
 // withSeed seeds the control's jitter.
-func withSeed(seed uint64) Option { return func(c *config) error { c.seed = seed; return nil } }
+func withSeed(seed uint64) Option { return func(c *config) { c.seed = seed } }
 
 // withHost sets the host's CPUs, instead of reading them.
-func withHost(n int) Option { return func(c *config) error { c.host = n; return nil } }
+func withHost(n int) Option { return func(c *config) { c.host = n } }
 
 func ticks(self, busy int) Sample {
 	return Sample{Self: time.Duration(self) * 10 * time.Millisecond, Busy: time.Duration(busy) * 10 * time.Millisecond}

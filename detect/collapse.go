@@ -14,12 +14,10 @@ import (
 //
 // A Collapse is not safe for concurrent use.
 type Collapse struct {
-	frac    float64
-	span    time.Duration // the throughput's averaging span (1 s)
-	horizon time.Duration // how far back "recent best" looks
-	minRate float64
-	steps   []collapseStep // oldest first, over the horizon
-	recent  float64
+	frac float64
+	collapseConfig
+	steps  []collapseStep // oldest first, over the horizon
+	recent float64
 }
 
 type collapseStep struct {
@@ -28,26 +26,35 @@ type collapseStep struct {
 	rate  float64 // throughput over the span ending here; -1 until a span is covered
 }
 
-// CollapseOption configures [NewCollapse].
-type CollapseOption func(*Collapse)
+// CollapseOption configures [NewCollapse]. CollapseOptions are made by the
+// With functions; they set an unexported configuration, which NewCollapse
+// applies to the detector it returns once all of them ran.
+type CollapseOption func(*collapseConfig)
+
+// collapseConfig is what the CollapseOptions set.
+type collapseConfig struct {
+	span    time.Duration // the throughput's averaging span (1 s)
+	horizon time.Duration // how far back "recent best" looks
+	minRate float64
+}
 
 // WithHorizon sets how far back the best throughput is looked for (default
 // 10 s, at least twice the span).
 func WithHorizon(d time.Duration) CollapseOption {
-	return func(c *Collapse) { c.horizon = d }
+	return func(c *collapseConfig) { c.horizon = d }
 }
 
 // WithSpan sets the span throughput is averaged over (default 1 s, at
 // least 10 ms).
 func WithSpan(d time.Duration) CollapseOption {
-	return func(c *Collapse) { c.span = max(d, 10*time.Millisecond) }
+	return func(c *collapseConfig) { c.span = max(d, 10*time.Millisecond) }
 }
 
 // WithMinRate sets the best throughput, in completions per second, below
 // which the detector never fires (default 10): a service that was never
 // busy cannot collapse.
 func WithMinRate(r float64) CollapseOption {
-	return func(c *Collapse) {
+	return func(c *collapseConfig) {
 		if r >= 0 {
 			c.minRate = r
 		}
@@ -61,14 +68,14 @@ func NewCollapse(frac float64, opts ...CollapseOption) *Collapse {
 	if !(frac > 0 && frac < 1) {
 		panic(fmt.Sprintf("detect: collapse fraction %v not in (0, 1)", frac))
 	}
-	c := &Collapse{frac: frac, span: time.Second, horizon: 10 * time.Second, minRate: 10}
+	c := collapseConfig{span: time.Second, horizon: 10 * time.Second, minRate: 10}
 	for _, o := range opts {
 		if o != nil {
-			o(c)
+			o(&c)
 		}
 	}
 	c.horizon = max(c.horizon, 2*c.span)
-	return c
+	return &Collapse{frac: frac, collapseConfig: c}
 }
 
 var (

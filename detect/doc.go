@@ -41,4 +41,11 @@
 // seen recently, while requests are waiting. It needs no objective, and it
 // catches a service whose latency the objective would catch only late
 // (a long objective, a few very slow requests).
+//
+// # Options
+//
+// [NewSLO] takes [SLOOption] values and [NewCollapse] [CollapseOption]
+// values, made by the With functions. They set a configuration of the
+// package's own, read once by the constructor; each one's doc says what a
+// value out of its range does.
 package detect

@@ -19,16 +19,13 @@ import (
 // An SLO is not safe for concurrent use: the controller calls Observe and
 // Detect from its loop.
 type SLO struct {
-	q       float64
-	target  time.Duration
-	window  time.Duration
-	flat    float64
-	minN    int
+	q      float64
+	target time.Duration
+	sloConfig
 	entries []sloEntry // oldest first
 	sum     latency.Histogram
 	ended   uint64
-	predict *estimate.Durations // nil: live requests count at their age
-	remain  []time.Duration     // per resource: holders' expected remaining hold
+	remain  []time.Duration // per resource: holders' expected remaining hold
 }
 
 type sloEntry struct {
@@ -37,21 +34,31 @@ type sloEntry struct {
 	hist  latency.Histogram
 }
 
-// SLOOption configures [NewSLO].
-type SLOOption func(*SLO)
+// SLOOption configures [NewSLO]. SLOOptions are made by the With
+// functions; they set an unexported configuration, which NewSLO applies to
+// the detector it returns once all of them ran.
+type SLOOption func(*sloConfig)
+
+// sloConfig is what the SLOOptions set.
+type sloConfig struct {
+	window  time.Duration
+	flat    float64
+	minN    int
+	predict *estimate.Durations // nil: live requests count at their age
+}
 
 // WithWindow sets the sliding window (default 1 s; at least 10 ms).
 func WithWindow(d time.Duration) SLOOption {
-	return func(s *SLO) { s.window = max(d, 10*time.Millisecond) }
+	return func(c *sloConfig) { c.window = max(d, 10*time.Millisecond) }
 }
 
 // WithFlatTolerance sets how much faster the newer half of the window may
 // complete requests than the older half and still count as flat (default
 // 0.1: up to 10 % more). Negative values are ignored.
 func WithFlatTolerance(f float64) SLOOption {
-	return func(s *SLO) {
+	return func(c *sloConfig) {
 		if f >= 0 && !math.IsInf(f, 0) {
-			s.flat = f
+			c.flat = f
 		}
 	}
 }
@@ -59,7 +66,7 @@ func WithFlatTolerance(f float64) SLOOption {
 // WithMinSamples sets how many requests (completed in the window, or live)
 // it takes to judge the quantile (default 10).
 func WithMinSamples(n int) SLOOption {
-	return func(s *SLO) { s.minN = max(n, 1) }
+	return func(c *sloConfig) { c.minN = max(n, 1) }
 }
 
 // WithPrediction makes the detector count a live request that waits for a
@@ -74,7 +81,7 @@ func WithMinSamples(n int) SLOOption {
 // later, and the victims that pile up meanwhile are spared. The caller
 // feeds d (moirai.WithDurations makes the controller do it).
 func WithPrediction(d *estimate.Durations) SLOOption {
-	return func(s *SLO) { s.predict = d }
+	return func(c *sloConfig) { c.predict = d }
 }
 
 // NewSLO returns the detector for "the q-quantile of request latency stays
@@ -84,13 +91,13 @@ func NewSLO(q float64, target time.Duration, opts ...SLOOption) *SLO {
 	if !(q > 0 && q < 1) || target <= 0 {
 		panic(fmt.Sprintf("detect: invalid objective p%v ≤ %v", q*100, target))
 	}
-	s := &SLO{q: q, target: target, window: time.Second, flat: 0.1, minN: 10}
+	c := sloConfig{window: time.Second, flat: 0.1, minN: 10}
 	for _, o := range opts {
 		if o != nil {
-			o(s)
+			o(&c)
 		}
 	}
-	return s
+	return &SLO{q: q, target: target, sloConfig: c}
 }
 
 var (

@@ -19,42 +19,66 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
-	c := prometheus.Labels{"source": Escape(source)}
+	in := collectors{reg: reg, labels: prometheus.Labels{"source": Escape(source)}}
 	m := &metrics{
-		polls: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_polls_total",
-			Help: "Polls of the server's views.", ConstLabels: c}),
-		pollFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_poll_failures_total",
-			Help: "Polls that failed (unreachable server, query error, source panic).", ConstLabels: c}),
-		skippedRows: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_skipped_rows_total",
-			Help: "View rows the source or the builder dropped as unexpected.", ConstLabels: c}),
-		pollSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "moirai_guard_poll_duration_seconds",
-			Help: "Time one poll took, from the guard's side.", ConstLabels: c,
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12)}),
-		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "moirai_guard_tasks",
-			Help: "Transactions and statements the last poll saw.", ConstLabels: c}),
-		waiters: prometheus.NewGauge(prometheus.GaugeOpts{Name: "moirai_guard_waiters",
-			Help: "Sessions the last poll saw waiting for a lock.", ConstLabels: c}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_decisions_total",
-			Help: "Decisions by action and outcome (acted, dry-run, skipped, failed).", ConstLabels: c},
-			[]string{"action", "outcome"}),
-		chainsLeft: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_chains_not_acted_total",
-			Help: "Chains of waits left alone because their root cannot be acted on, by reason (protected, superuser, maintenance, idle, not-running, scope, no-root).", ConstLabels: c},
-			[]string{"reason"}),
-		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "moirai_guard_lease_held",
-			Help: "1 while this replica holds the lease and acts, 0 while it stands by (see moirai_guard_lease_changes_total).", ConstLabels: c}),
-		leaseChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "moirai_guard_lease_changes_total",
-			Help: "Times this replica took or lost the lease.", ConstLabels: c}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moirai_guard_reloads_total",
-			Help: "Reloads of the guard's options, by result (applied, refused).", ConstLabels: c},
-			[]string{"result"}),
+		polls:        in.counter("moirai_guard_polls_total", "Polls of the server's views."),
+		pollFailures: in.counter("moirai_guard_poll_failures_total", "Polls that failed (unreachable server, query error, source panic)."),
+		skippedRows:  in.counter("moirai_guard_skipped_rows_total", "View rows the source or the builder dropped as unexpected."),
+		pollSeconds: in.histogram("moirai_guard_poll_duration_seconds", "Time one poll took, from the guard's side.",
+			prometheus.ExponentialBuckets(0.0005, 2, 12)),
+		sessions: in.gauge("moirai_guard_tasks", "Transactions and statements the last poll saw."),
+		waiters:  in.gauge("moirai_guard_waiters", "Sessions the last poll saw waiting for a lock."),
+		decisions: in.counterVec("moirai_guard_decisions_total", "Decisions by action and outcome (acted, dry-run, skipped, failed).",
+			"action", "outcome"),
+		chainsLeft: in.counterVec("moirai_guard_chains_not_acted_total", "Chains of waits left alone because their root cannot be acted on, by reason (protected, superuser, maintenance, idle, not-running, scope, no-root).",
+			"reason"),
+		active:       in.gauge("moirai_guard_lease_held", "1 while this replica holds the lease and acts, 0 while it stands by (see moirai_guard_lease_changes_total)."),
+		leaseChanges: in.counter("moirai_guard_lease_changes_total", "Times this replica took or lost the lease."),
+		reloads:      in.counterVec("moirai_guard_reloads_total", "Reloads of the guard's options, by result (applied, refused).", "result"),
 	}
-	for _, col := range []prometheus.Collector{m.polls, m.pollFailures, m.skippedRows, m.pollSeconds, m.sessions, m.waiters, m.decisions, m.chainsLeft,
-		m.active, m.leaseChanges, m.reloads} {
-		if err := reg.Register(col); err != nil {
-			return nil, err
-		}
+	if in.err != nil {
+		return nil, in.err
 	}
 	return m, nil
+}
+
+// collectors makes the guard's collectors, each with the source's label,
+// and registers them with reg in the order made, up to the first refusal
+// (kept in err), so that newMetrics states each collector on one line.
+type collectors struct {
+	reg    prometheus.Registerer
+	labels prometheus.Labels
+	err    error
+}
+
+func (in *collectors) register(c prometheus.Collector) {
+	if in.err == nil {
+		in.err = in.reg.Register(c)
+	}
+}
+
+func (in *collectors) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: in.labels})
+	in.register(c)
+	return c
+}
+
+func (in *collectors) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: in.labels}, labels)
+	in.register(c)
+	return c
+}
+
+func (in *collectors) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: in.labels})
+	in.register(g)
+	return g
+}
+
+func (in *collectors) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: in.labels, Buckets: buckets})
+	in.register(h)
+	return h
 }
 
 func (m *metrics) pollFailed() {

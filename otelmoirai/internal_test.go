@@ -1,6 +1,8 @@
 package otelmoirai
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,8 @@ import (
 	"github.com/moirai-go/moirai/httpmw"
 	"github.com/moirai-go/moirai/policy"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 func TestSlogValueKeepsGroupsAsMaps(t *testing.T) {
@@ -108,5 +112,33 @@ func TestInstrumentTiesOneController(t *testing.T) {
 	}
 	if err := tel.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
+	}
+}
+
+// refusingMeter refuses every instrument recorded as things happen,
+// returning nil as a meter may.
+type refusingMeter struct{ noop.Meter }
+
+func (refusingMeter) Int64Counter(string, ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	return nil, errors.New("refused")
+}
+
+func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	return nil, errors.New("refused")
+}
+
+// A meter that refuses the instruments gets its errors back, and the
+// instruments record nothing rather than panic.
+func TestSyncInstrumentsRefused(t *testing.T) {
+	s, err := newSyncInstruments(refusingMeter{})
+	if err == nil {
+		t.Error("no error from a meter that refused every instrument")
+	}
+	ctx := context.Background()
+	for _, c := range []metric.Int64Counter{s.cancellations, s.penalties, s.diagnoses} {
+		c.Add(ctx, 1)
+	}
+	for _, h := range []metric.Float64Histogram{s.loss, s.penalty, s.wait, s.hold} {
+		h.Record(ctx, 1)
 	}
 }

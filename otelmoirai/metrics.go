@@ -64,46 +64,16 @@ type syncInstruments struct {
 }
 
 func newSyncInstruments(m metric.Meter) (syncInstruments, error) {
-	var s syncInstruments
-	var err, e error
-	s.cancellations, e = m.Int64Counter(MetricCancellations, metric.WithUnit("{cancellation}"),
-		metric.WithDescription("Cancellations the controller decided, by policy, resource, class and outcome (acted, skipped, dry_run)."))
-	err = errors.Join(err, e)
-	s.penalties, e = m.Int64Counter(MetricPenalties, metric.WithUnit("{penalty}"),
-		metric.WithDescription("Penalties the controller decided, by policy, resource, class and outcome."))
-	err = errors.Join(err, e)
-	s.diagnoses, e = m.Int64Counter(MetricDiagnoses, metric.WithUnit("{diagnosis}"),
-		metric.WithDescription("Findings about a class that needs the application's attention, by policy and class."))
-	err = errors.Join(err, e)
-	s.loss, e = m.Float64Histogram(MetricCancellationLoss, metric.WithUnit("s"),
-		metric.WithDescription("Work an acted cancellation threw away: the resource time the task had used, in seconds of the whole resource."),
-		metric.WithExplicitBucketBoundaries(lossBuckets...))
-	err = errors.Join(err, e)
-	s.penalty, e = m.Float64Histogram(MetricPenaltyDuration, metric.WithUnit("s"),
-		metric.WithDescription("Time a task spent serving penalties, per penalized task, by class."),
-		metric.WithExplicitBucketBoundaries(penaltyBuckets...))
-	err = errors.Join(err, e)
-	s.wait, e = m.Float64Histogram(MetricResourceWaitDur, metric.WithUnit("s"),
-		metric.WithDescription("Time a task waited for the resource, per task that waited for it, by resource and class (tasks followed by Track or Handler)."),
-		metric.WithExplicitBucketBoundaries(useBuckets...))
-	err = errors.Join(err, e)
-	s.hold, e = m.Float64Histogram(MetricResourceHoldDur, metric.WithUnit("s"),
-		metric.WithDescription("Time a task held the resource, per task that held it, by resource and class (tasks followed by Track or Handler)."),
-		metric.WithExplicitBucketBoundaries(useBuckets...))
-	err = errors.Join(err, e)
-	// A meter that refuses an instrument may return nil: record nothing
-	// there rather than panic.
-	for _, c := range []*metric.Int64Counter{&s.cancellations, &s.penalties, &s.diagnoses} {
-		if *c == nil {
-			*c = noop.Int64Counter{}
-		}
-	}
-	for _, h := range []*metric.Float64Histogram{&s.loss, &s.penalty, &s.wait, &s.hold} {
-		if *h == nil {
-			*h = noop.Float64Histogram{}
-		}
-	}
-	return s, err
+	in := instruments{m: m}
+	return syncInstruments{
+		cancellations: in.events(MetricCancellations, "{cancellation}", "Cancellations the controller decided, by policy, resource, class and outcome (acted, skipped, dry_run)."),
+		penalties:     in.events(MetricPenalties, "{penalty}", "Penalties the controller decided, by policy, resource, class and outcome."),
+		diagnoses:     in.events(MetricDiagnoses, "{diagnosis}", "Findings about a class that needs the application's attention, by policy and class."),
+		loss:          in.histogram(MetricCancellationLoss, lossBuckets, "Work an acted cancellation threw away: the resource time the task had used, in seconds of the whole resource."),
+		penalty:       in.histogram(MetricPenaltyDuration, penaltyBuckets, "Time a task spent serving penalties, per penalized task, by class."),
+		wait:          in.histogram(MetricResourceWaitDur, useBuckets, "Time a task waited for the resource, per task that waited for it, by resource and class (tasks followed by Track or Handler)."),
+		hold:          in.histogram(MetricResourceHoldDur, useBuckets, "Time a task held the resource, per task that held it, by resource and class (tasks followed by Track or Handler)."),
+	}, in.err
 }
 
 // controllerMetrics reads a controller's state at collection time, as
@@ -125,7 +95,7 @@ func newControllerMetrics(m metric.Meter, ctl *moirai.Controller) (*controllerMe
 	for i, r := range []string{"reexecuted", "dropped", "interrupted"} {
 		c.reexecSets[i] = metric.WithAttributeSet(attribute.NewSet(AttrResult.String(r)))
 	}
-	in := observables{m: m}
+	in := instruments{m: m}
 	c.tasks = in.counter(MetricTasks, "{task}", "Tasks that ended, by result: ok, or error (an error, a 5xx answer, a panic, or a cancellation).")
 	c.active = in.upDown(MetricTasksActive, "{task}", "Tasks begun and not ended.")
 	c.exec = in.seconds(MetricTaskExecTime, "Execution time of the tasks that ended. rate(moirai.resource.wait.time)/rate(this) is a resource's contention level.")
@@ -187,7 +157,7 @@ type admissionMetrics struct {
 
 func newAdmissionMetrics(m metric.Meter, name string, d *admit.DAGOR) (*admissionMetrics, []metric.Observable, error) {
 	a := &admissionMetrics{d: d, name: name, set: metric.WithAttributeSet(attribute.NewSet(AttrAdmitter.String(name)))}
-	in := observables{m: m}
+	in := instruments{m: m}
 	a.business = in.gauge(MetricAdmissionBusiness, "{level}", "DAGOR admission level, business part: requests of business priority above it are rejected (see admit.Level.Admits).")
 	a.user = in.gauge(MetricAdmissionUser, "{level}", "DAGOR admission level, user part, within the business level.")
 	a.over = in.gauge(MetricAdmissionOverload, "1", "1 when the admitter's last window was overloaded, else 0.")
@@ -215,33 +185,56 @@ func (a *admissionMetrics) observe(_ context.Context, o metric.Observer) error {
 	return nil
 }
 
-// observables creates observable instruments on m, joining their errors
-// into err, so a constructor states its instruments one a line.
-type observables struct {
+// instruments creates instruments on m, joining their errors into err, so
+// a constructor states its instruments one a line.
+type instruments struct {
 	m   metric.Meter
 	err error
 }
 
-func (in *observables) counter(name, unit, desc string) metric.Int64Observable {
+// events is a counter recorded as things happen. A meter that refuses it
+// may return nil: it is then a no-op, so that recording never panics.
+func (in *instruments) events(name, unit, desc string) metric.Int64Counter {
+	c, err := in.m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	in.err = errors.Join(in.err, err)
+	if c == nil {
+		return noop.Int64Counter{}
+	}
+	return c
+}
+
+// histogram is a histogram of seconds recorded as things happen, nil
+// refused as events' counters are.
+func (in *instruments) histogram(name string, buckets []float64, desc string) metric.Float64Histogram {
+	h, err := in.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(buckets...))
+	in.err = errors.Join(in.err, err)
+	if h == nil {
+		return noop.Float64Histogram{}
+	}
+	return h
+}
+
+func (in *instruments) counter(name, unit, desc string) metric.Int64Observable {
 	o, err := in.m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	in.err = errors.Join(in.err, err)
 	return o
 }
 
-func (in *observables) upDown(name, unit, desc string) metric.Int64Observable {
+func (in *instruments) upDown(name, unit, desc string) metric.Int64Observable {
 	o, err := in.m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	in.err = errors.Join(in.err, err)
 	return o
 }
 
-func (in *observables) gauge(name, unit, desc string) metric.Int64Observable {
+func (in *instruments) gauge(name, unit, desc string) metric.Int64Observable {
 	o, err := in.m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	in.err = errors.Join(in.err, err)
 	return o
 }
 
 // seconds is a counter of seconds.
-func (in *observables) seconds(name, desc string) metric.Float64Observable {
+func (in *instruments) seconds(name, desc string) metric.Float64Observable {
 	o, err := in.m.Float64ObservableCounter(name, metric.WithUnit("s"), metric.WithDescription(desc))
 	in.err = errors.Join(in.err, err)
 	return o

@@ -136,4 +136,10 @@
 //
 //	ctl := moirai.New()                                  // penalties and cancellation (the defaults)
 //	ctl := moirai.New(moirai.WithPolicy(penalty.New())) // penalties only
+//
+// # Options
+//
+// [New] takes [Option] values, made by [WithMaxPenalty], [WithMaxSlowdown]
+// and [WithMinPenalty]. They set a configuration of the package's own, read
+// once by New; each one's doc says what a value out of its range does.
 package penalty

@@ -37,8 +37,17 @@ const (
 	DefaultMaxSlowdown = 1.3
 )
 
-// Option configures a [Policy].
-type Option func(*Policy)
+// Option configures [New]. Options are made by the With functions; they
+// set an unexported configuration, which New applies to the policy it
+// returns once all of them ran.
+type Option func(*config)
+
+// config is what the options set: the policy's bounds on the penalties.
+type config struct {
+	min, max time.Duration
+	fixed    bool    // max set by WithMaxPenalty: a cap for streams too
+	slowdown float64 // the streams' slowdown budget, 0: none
+}
 
 // WithMaxPenalty sets a cap on every penalty. Without it the cap is a
 // noisy stream's slowdown budget (see [WithMaxSlowdown]), or, until the
@@ -47,9 +56,9 @@ type Option func(*Policy)
 // longer (see the package documentation). At most task.MaxPenalty is
 // ever served.
 func WithMaxPenalty(d time.Duration) Option {
-	return func(p *Policy) {
+	return func(c *config) {
 		if d > 0 {
-			p.max, p.fixed = d, true
+			c.max, c.fixed = d, true
 		}
 	}
 }
@@ -61,20 +70,20 @@ func WithMaxPenalty(d time.Duration) Option {
 // NaN or ±Inf turns the budget off: the cap is then [DefaultMaxPenalty],
 // or the stream's own queue when longer. WithMaxPenalty overrides both.
 func WithMaxSlowdown(x float64) Option {
-	return func(p *Policy) {
+	return func(c *config) {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x <= 1 {
 			x = 0
 		}
-		p.slowdown = x
+		c.slowdown = x
 	}
 }
 
 // WithMinPenalty sets the first penalty used when p1's formula gives
 // none (default [DefaultMinPenalty]).
 func WithMinPenalty(d time.Duration) Option {
-	return func(p *Policy) {
+	return func(c *config) {
 		if d > 0 {
-			p.min = d
+			c.min = d
 		}
 	}
 }

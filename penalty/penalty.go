@@ -13,9 +13,7 @@ import (
 // snapshots, the penalty length reached by each noisy task and class. Its
 // methods are called from the controller's goroutine only.
 type Policy struct {
-	min, max time.Duration
-	fixed    bool    // max set by WithMaxPenalty: a cap for streams too
-	slowdown float64 // the streams' slowdown budget, 0: none
+	config
 
 	tasks   map[uint64]*record // per live task
 	classes map[string]*length // the length reached by each class
@@ -68,17 +66,19 @@ type Stats struct {
 
 // New returns the penalty policy.
 func New(opts ...Option) *Policy {
-	p := &Policy{
-		min: DefaultMinPenalty, max: DefaultMaxPenalty,
-		tasks: map[uint64]*record{}, classes: map[string]*length{},
-		holds: map[holdKey]time.Duration{}, done: map[holdKey]spent{},
-		streams: map[holdKey]*stream{}, slowdown: DefaultMaxSlowdown,
-	}
+	c := config{min: DefaultMinPenalty, max: DefaultMaxPenalty, slowdown: DefaultMaxSlowdown}
 	for _, o := range opts {
-		o(p)
+		o(&c)
 	}
-	p.min = min(p.min, p.max)
-	return p
+	c.min = min(c.min, c.max)
+	return &Policy{
+		config:  c,
+		tasks:   map[uint64]*record{},
+		classes: map[string]*length{},
+		holds:   map[holdKey]time.Duration{},
+		done:    map[holdKey]spent{},
+		streams: map[holdKey]*stream{},
+	}
 }
 
 // Name returns "pbox".

@@ -31,6 +31,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/moirai-go/moirai"
@@ -48,18 +49,34 @@ func Configure(ctl *moirai.Controller, name string, cfg *pgxpool.Config) error {
 	if err != nil {
 		return fmt.Errorf("pgxpoolmw: %w", err)
 	}
-	cfg.ConnConfig.Tracer = &Tracer{res: res, next: cfg.ConnConfig.Tracer}
+	cfg.ConnConfig.Tracer = &Tracer{res: res, next: nextOf(cfg.ConnConfig.Tracer)}
 	return nil
 }
 
-// Tracer is the pool tracer [Configure] installs. Its zero value is not
-// usable.
+// Tracer is the pool tracer [Configure] installs. It accounts the pool's
+// acquisitions and releases, and passes every trace on to the tracer
+// configured before, if any, as far as that one implements it: its
+// methods besides those listed here (TraceQueryStart, TraceBatchStart and
+// the others of pgx's tracer interfaces) are those of pgx's
+// [multitracer.Tracer], promoted through an unexported field. Its zero
+// value is not usable.
 type Tracer struct {
-	res  *moirai.Resource
-	next pgx.QueryTracer
+	res *moirai.Resource
+	next
 	// holders maps each connection handed over to the context of the
 	// call that acquired it, until its release.
 	holders sync.Map
+}
+
+// next is the tracer configured before, as pgx's multitracer splits it
+// by interface: a trace it does not implement goes to no one.
+type next struct{ *multitracer.Tracer }
+
+func nextOf(t pgx.QueryTracer) next {
+	if t == nil {
+		return next{multitracer.New()}
+	}
+	return next{multitracer.New(t)}
 }
 
 // Resource returns the pool's resource.
@@ -68,10 +85,7 @@ func (t *Tracer) Resource() *moirai.Resource { return t.res }
 // TraceAcquireStart marks the caller's task as waiting for a connection.
 func (t *Tracer) TraceAcquireStart(ctx context.Context, pool *pgxpool.Pool, data pgxpool.TraceAcquireStartData) context.Context {
 	t.res.WaitBegin(ctx)
-	if n, ok := t.next.(pgxpool.AcquireTracer); ok {
-		ctx = n.TraceAcquireStart(ctx, pool, data)
-	}
-	return ctx
+	return t.next.TraceAcquireStart(ctx, pool, data)
 }
 
 // TraceAcquireEnd ends the wait and, when a connection was handed over,
@@ -84,9 +98,7 @@ func (t *Tracer) TraceAcquireEnd(ctx context.Context, pool *pgxpool.Pool, data p
 		}
 		_ = t.res.Acquire(ctx, 1)
 	}
-	if n, ok := t.next.(pgxpool.AcquireTracer); ok {
-		n.TraceAcquireEnd(ctx, pool, data)
-	}
+	t.next.TraceAcquireEnd(ctx, pool, data)
 }
 
 // TraceRelease releases the connection's hold by the task that acquired
@@ -95,91 +107,7 @@ func (t *Tracer) TraceRelease(pool *pgxpool.Pool, data pgxpool.TraceReleaseData)
 	if ctx, ok := t.holders.LoadAndDelete(data.Conn); ok {
 		_ = t.res.Release(ctx.(context.Context), 1)
 	}
-	if n, ok := t.next.(pgxpool.ReleaseTracer); ok {
-		n.TraceRelease(pool, data)
-	}
-}
-
-// TraceQueryStart passes the call on to the tracer configured before.
-func (t *Tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if t.next != nil {
-		return t.next.TraceQueryStart(ctx, conn, data)
-	}
-	return ctx
-}
-
-// TraceQueryEnd passes the call on to the tracer configured before.
-func (t *Tracer) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
-	if t.next != nil {
-		t.next.TraceQueryEnd(ctx, conn, data)
-	}
-}
-
-// TraceBatchStart passes the call on to the tracer configured before.
-func (t *Tracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	if n, ok := t.next.(pgx.BatchTracer); ok {
-		return n.TraceBatchStart(ctx, conn, data)
-	}
-	return ctx
-}
-
-// TraceBatchQuery passes the call on to the tracer configured before.
-func (t *Tracer) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
-	if n, ok := t.next.(pgx.BatchTracer); ok {
-		n.TraceBatchQuery(ctx, conn, data)
-	}
-}
-
-// TraceBatchEnd passes the call on to the tracer configured before.
-func (t *Tracer) TraceBatchEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchEndData) {
-	if n, ok := t.next.(pgx.BatchTracer); ok {
-		n.TraceBatchEnd(ctx, conn, data)
-	}
-}
-
-// TraceCopyFromStart passes the call on to the tracer configured before.
-func (t *Tracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
-	if n, ok := t.next.(pgx.CopyFromTracer); ok {
-		return n.TraceCopyFromStart(ctx, conn, data)
-	}
-	return ctx
-}
-
-// TraceCopyFromEnd passes the call on to the tracer configured before.
-func (t *Tracer) TraceCopyFromEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceCopyFromEndData) {
-	if n, ok := t.next.(pgx.CopyFromTracer); ok {
-		n.TraceCopyFromEnd(ctx, conn, data)
-	}
-}
-
-// TracePrepareStart passes the call on to the tracer configured before.
-func (t *Tracer) TracePrepareStart(ctx context.Context, conn *pgx.Conn, data pgx.TracePrepareStartData) context.Context {
-	if n, ok := t.next.(pgx.PrepareTracer); ok {
-		return n.TracePrepareStart(ctx, conn, data)
-	}
-	return ctx
-}
-
-// TracePrepareEnd passes the call on to the tracer configured before.
-func (t *Tracer) TracePrepareEnd(ctx context.Context, conn *pgx.Conn, data pgx.TracePrepareEndData) {
-	if n, ok := t.next.(pgx.PrepareTracer); ok {
-		n.TracePrepareEnd(ctx, conn, data)
-	}
-}
-
-// TraceConnectStart passes the call on to the tracer configured before.
-func (t *Tracer) TraceConnectStart(ctx context.Context, data pgx.TraceConnectStartData) context.Context {
-	if n, ok := t.next.(pgx.ConnectTracer); ok {
-		return n.TraceConnectStart(ctx, data)
-	}
-	return ctx
-}
-
-// TraceConnectEnd passes the call on to the tracer configured before.
-func (t *Tracer) TraceConnectEnd(ctx context.Context, data pgx.TraceConnectEndData) {
-	if n, ok := t.next.(pgx.ConnectTracer); ok {
-		n.TraceConnectEnd(ctx, data)
-	}
+	t.next.TraceRelease(pool, data)
 }
 
 var (

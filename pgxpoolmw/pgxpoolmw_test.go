@@ -2,10 +2,12 @@ package pgxpoolmw_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/moirai-go/moirai"
@@ -115,4 +117,121 @@ func TestConfigureErrors(t *testing.T) {
 	if err := pgxpoolmw.Configure(ctl, "db", cfg); err == nil {
 		t.Error("a second pool of the same name accepted")
 	}
+}
+
+// recorder is a tracer configured before Configure: it records the name
+// of every trace it receives.
+type recorder struct{ got []string }
+
+func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.got = append(r.got, "QueryStart")
+	return ctx
+}
+func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {
+	r.got = append(r.got, "QueryEnd")
+}
+func (r *recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.got = append(r.got, "BatchStart")
+	return ctx
+}
+func (r *recorder) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	r.got = append(r.got, "BatchQuery")
+}
+func (r *recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
+	r.got = append(r.got, "BatchEnd")
+}
+func (r *recorder) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	r.got = append(r.got, "CopyFromStart")
+	return ctx
+}
+func (r *recorder) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
+	r.got = append(r.got, "CopyFromEnd")
+}
+func (r *recorder) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	r.got = append(r.got, "PrepareStart")
+	return ctx
+}
+func (r *recorder) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {
+	r.got = append(r.got, "PrepareEnd")
+}
+func (r *recorder) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	r.got = append(r.got, "ConnectStart")
+	return ctx
+}
+func (r *recorder) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {
+	r.got = append(r.got, "ConnectEnd")
+}
+func (r *recorder) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	r.got = append(r.got, "AcquireStart")
+	return ctx
+}
+func (r *recorder) TraceAcquireEnd(context.Context, *pgxpool.Pool, pgxpool.TraceAcquireEndData) {
+	r.got = append(r.got, "AcquireEnd")
+}
+func (r *recorder) TraceRelease(*pgxpool.Pool, pgxpool.TraceReleaseData) {
+	r.got = append(r.got, "Release")
+}
+
+// traceAll calls every trace of tr once, in the order of want below.
+func traceAll(ctx context.Context, tr pgx.QueryTracer) {
+	tr.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{})
+	tr.TraceQueryEnd(ctx, nil, pgx.TraceQueryEndData{})
+	b := tr.(pgx.BatchTracer)
+	b.TraceBatchStart(ctx, nil, pgx.TraceBatchStartData{})
+	b.TraceBatchQuery(ctx, nil, pgx.TraceBatchQueryData{})
+	b.TraceBatchEnd(ctx, nil, pgx.TraceBatchEndData{})
+	c := tr.(pgx.CopyFromTracer)
+	c.TraceCopyFromStart(ctx, nil, pgx.TraceCopyFromStartData{})
+	c.TraceCopyFromEnd(ctx, nil, pgx.TraceCopyFromEndData{})
+	p := tr.(pgx.PrepareTracer)
+	p.TracePrepareStart(ctx, nil, pgx.TracePrepareStartData{})
+	p.TracePrepareEnd(ctx, nil, pgx.TracePrepareEndData{})
+	n := tr.(pgx.ConnectTracer)
+	n.TraceConnectStart(ctx, pgx.TraceConnectStartData{})
+	n.TraceConnectEnd(ctx, pgx.TraceConnectEndData{})
+	a := tr.(pgxpool.AcquireTracer)
+	a.TraceAcquireStart(ctx, nil, pgxpool.TraceAcquireStartData{})
+	a.TraceAcquireEnd(ctx, nil, pgxpool.TraceAcquireEndData{})
+	tr.(pgxpool.ReleaseTracer).TraceRelease(nil, pgxpool.TraceReleaseData{})
+}
+
+// The tracer configured before receives every trace it implements; one
+// that implements some, or none, leaves the others to the Tracer alone.
+func TestTracerPassesOn(t *testing.T) {
+	want := []string{"QueryStart", "QueryEnd", "BatchStart", "BatchQuery", "BatchEnd", "CopyFromStart", "CopyFromEnd",
+		"PrepareStart", "PrepareEnd", "ConnectStart", "ConnectEnd", "AcquireStart", "AcquireEnd", "Release"}
+	ctl := moirai.New(moirai.WithoutMechanisms())
+	defer ctl.Close()
+	for i, before := range []pgx.QueryTracer{&recorder{}, queryOnly{&recorder{}}, nil} {
+		want := want
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.Tracer = before
+		if err := pgxpoolmw.Configure(ctl, fmt.Sprintf("db%d", i), cfg); err != nil {
+			t.Fatal(err)
+		}
+		traceAll(context.Background(), cfg.ConnConfig.Tracer)
+		var got []string
+		switch r := before.(type) {
+		case *recorder:
+			got = r.got
+		case queryOnly:
+			got, want = r.r.got, want[:2]
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) && before != nil {
+			t.Errorf("%T received %v, want %v", before, got, want)
+		}
+	}
+}
+
+// queryOnly is a tracer of queries only.
+type queryOnly struct{ r *recorder }
+
+func (q queryOnly) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return q.r.TraceQueryStart(ctx, c, d)
+}
+func (q queryOnly) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	q.r.TraceQueryEnd(ctx, c, d)
 }

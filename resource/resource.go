@@ -279,26 +279,29 @@ func (r *Resource) acquire(t *task.Task, n int64) error {
 	if t == nil {
 		return nil
 	}
-	if err := taskx.Acquire(t, r.id, n); err != nil {
-		return r.misused(t, "acquired", n, err)
-	}
-	return nil
-}
-
-// misused counts a refused event and describes it.
-func (r *Resource) misused(t *task.Task, what string, n int64, err error) error {
-	r.misuse.Add(1)
-	return fmt.Errorf("resource %q: task %d %s %d: %w", r.name, t.ID(), what, n, err)
+	return r.refused(t, "acquired", n, taskx.Acquire(t, r.id, n))
 }
 
 func (r *Resource) release(t *task.Task, n int64) error {
 	if t == nil {
 		return nil
 	}
-	if err := taskx.Release(t, r.id, n); err != nil {
-		return r.misused(t, "released", n, err)
+	return r.refused(t, "released", n, taskx.Release(t, r.id, n))
+}
+
+// refused is nil when the task's accounting took an event (err nil), and
+// otherwise counts the refused event and describes it.
+func (r *Resource) refused(t *task.Task, what string, n int64, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return r.misused(t, what, n, err)
+}
+
+// misused counts a refused event and describes it.
+func (r *Resource) misused(t *task.Task, what string, n int64, err error) error {
+	r.misuse.Add(1)
+	return fmt.Errorf("resource %q: task %d %s %d: %w", r.name, t.ID(), what, n, err)
 }
 
 func (r *Resource) evicted(t *task.Task, n int64) {

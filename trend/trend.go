@@ -39,6 +39,10 @@
 // cancellable tasks are acted on; after acting on a resource the policy
 // waits for the others' rate to fall back below the threshold before it
 // acts on another task of that resource (one action per episode).
+//
+// [New] takes [Option] values, made by the With functions. They set a
+// configuration of the package's own, read once by New; each one's doc
+// says what a value out of its range does.
 package trend
 
 import (
@@ -56,9 +60,8 @@ import (
 // documentation. A Policy is not safe for concurrent use; the controller
 // calls it from its loop only.
 type Policy struct {
-	share, rise, minRate float64
-	penalty              time.Duration
-	baseSpan             time.Duration
+	config
+	baseSpan time.Duration
 
 	tr    *snapshot.Trajectory
 	res   []resState
@@ -90,15 +93,23 @@ type resState struct {
 	suffered bool    // the others suffer (last Observe)
 }
 
-// Option configures [New].
-type Option func(*Policy)
+// Option configures [New]. Options are made by the With functions; they
+// set an unexported configuration, which New applies to the policy it
+// returns once all of them ran.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	share, rise, minRate float64
+	penalty              time.Duration
+}
 
 // WithShare sets the share of capacity, in (0, 1], from which the task
 // growing fastest is a suspect (default 0.1).
 func WithShare(f float64) Option {
-	return func(p *Policy) {
+	return func(c *config) {
 		if f > 0 && f <= 1 {
-			p.share = f
+			c.share = f
 		}
 	}
 }
@@ -106,9 +117,9 @@ func WithShare(f float64) Option {
 // WithRise sets how many times its calm baseline the others' wait rate
 // must reach for them to suffer (default 4, at least 1).
 func WithRise(k float64) Option {
-	return func(p *Policy) {
+	return func(c *config) {
 		if k >= 1 {
-			p.rise = k
+			c.rise = k
 		}
 	}
 }
@@ -116,9 +127,9 @@ func WithRise(k float64) Option {
 // WithMinRate sets the least others' wait rate, in waits per second, that
 // counts as suffering whatever the baseline (default 25).
 func WithMinRate(r float64) Option {
-	return func(p *Policy) {
+	return func(c *config) {
 		if r > 0 {
-			p.minRate = r
+			c.minRate = r
 		}
 	}
 }
@@ -126,20 +137,20 @@ func WithMinRate(r float64) Option {
 // WithPenalty sets the first penalty's length (default 20 ms; 0 turns
 // penalties off, so that a suspect is cancelled at once).
 func WithPenalty(d time.Duration) Option {
-	return func(p *Policy) { p.penalty = max(d, 0) }
+	return func(c *config) { c.penalty = max(d, 0) }
 }
 
 // New returns the policy.
 func New(opts ...Option) *Policy {
-	p := &Policy{share: 0.1, rise: 4, minRate: 25, penalty: 20 * time.Millisecond,
-		baseSpan: 2 * time.Second, tr: snapshot.NewTrajectory(spanOf),
-		acted: make(map[uint64]stage), live: make(map[uint64]struct{})}
+	c := config{share: 0.1, rise: 4, minRate: 25, penalty: 20 * time.Millisecond}
 	for _, o := range opts {
 		if o != nil {
-			o(p)
+			o(&c)
 		}
 	}
-	return p
+	return &Policy{config: c,
+		baseSpan: 2 * time.Second, tr: snapshot.NewTrajectory(spanOf),
+		acted: make(map[uint64]stage), live: make(map[uint64]struct{})}
 }
 
 var (

@@ -348,7 +348,7 @@ func (r *Result) May(n ast.Node, mask Op) (Op, string) {
 		case *ast.SendStmt:
 			found(Wait, "a channel send")
 		case *ast.RangeStmt:
-			if isChan(r.info.TypeOf(n.X)) {
+			if scan.Is[*types.Chan](r.info.TypeOf(n.X)) {
 				found(Wait, "a range over a channel")
 			}
 		case *ast.CallExpr:
@@ -457,7 +457,7 @@ func (r *Result) mustStmt(st ast.Stmt) (Op, string) {
 			return r.mustExpr(st.Cond)
 		}
 	case *ast.RangeStmt:
-		if isChan(r.info.TypeOf(st.X)) {
+		if scan.Is[*types.Chan](r.info.TypeOf(st.X)) {
 			return Wait, "a range over a channel"
 		}
 		return r.mustExpr(st.X)
@@ -509,14 +509,6 @@ func hasDefault(body *ast.BlockStmt) bool {
 		}
 	}
 	return false
-}
-
-func isChan(t types.Type) bool {
-	if t == nil {
-		return false
-	}
-	_, ok := t.Underlying().(*types.Chan)
-	return ok
 }
 
 // root returns the innermost operation of a witness: "time.Sleep" for

@@ -212,7 +212,7 @@ func lockSite(pass *analysis.Pass, fn *scan.Func, st ast.Stmt) *site {
 	if v, n, ok := scan.EmbeddedField(pass.TypesInfo, call.Fun.(*ast.SelectorExpr)); ok {
 		base := where
 		where = scan.Storage{Var: v, Kind: scan.Field, Name: n}
-		if base.Kind == scan.Local && !isPointer(pass.TypesInfo.TypeOf(recv)) {
+		if base.Kind == scan.Local && !scan.Is[*types.Pointer](pass.TypesInfo.TypeOf(recv)) {
 			where.Kind = scan.Local
 		}
 	}
@@ -374,14 +374,6 @@ func unlockedAnywhere(pass *analysis.Pass, body *ast.BlockStmt, recv string, pos
 }
 
 func isDefer(st ast.Stmt) bool { _, ok := st.(*ast.DeferStmt); return ok }
-
-func isPointer(t types.Type) bool {
-	if t == nil {
-		return false
-	}
-	_, ok := t.Underlying().(*types.Pointer)
-	return ok
-}
 
 // long reports whether a loop's trip count is not a constant: a range
 // over anything but an array or a constant, a for without a condition or

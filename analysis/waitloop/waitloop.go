@@ -140,26 +140,28 @@ var quietPkgs = map[string]bool{
 // workIn returns a call statement of body that does work other than
 // waiting, locking, atomics, time, context or logging, or "".
 func workIn(pass *analysis.Pass, blk *blocking.Result, body *ast.BlockStmt) string {
-	work := ""
-	ast.Inspect(body, func(n ast.Node) bool {
-		if work != "" {
-			return false
-		}
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
-		case *ast.ExprStmt:
-			call, ok := n.X.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			if !quietCall(pass, blk, call) {
-				work = types.ExprString(call.Fun)
+	return first(body, func(n ast.Node) string {
+		if st, ok := n.(*ast.ExprStmt); ok {
+			if call, ok := st.X.(*ast.CallExpr); ok && !quietCall(pass, blk, call) {
+				return types.ExprString(call.Fun)
 			}
 		}
-		return true
+		return ""
 	})
-	return work
+}
+
+// first returns the first non-empty f(m) over the nodes m of n in
+// depth-first order, not looking into function literals, or "".
+func first(n ast.Node, f func(ast.Node) string) string {
+	found := ""
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, lit := m.(*ast.FuncLit); lit || found != "" {
+			return false
+		}
+		found = f(m)
+		return found == ""
+	})
+	return found
 }
 
 func quietCall(pass *analysis.Pass, blk *blocking.Result, call *ast.CallExpr) bool {
@@ -216,36 +218,22 @@ func sharedIn(pass *analysis.Pass, fn *scan.Func, e ast.Expr) string {
 	if e == nil {
 		return ""
 	}
-	found := ""
-	ast.Inspect(e, func(n ast.Node) bool {
-		if found != "" {
-			return false
-		}
+	return first(e, func(n ast.Node) string {
 		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
 		case *ast.SelectorExpr, *ast.Ident:
 			w := scan.Where(pass.TypesInfo, fn, n.(ast.Expr))
-			if w.Kind.Shared() && !isChan(w.Var.Type()) {
-				found = w.Name
-				return false
+			if w.Kind.Shared() && !scan.Is[*types.Chan](w.Var.Type()) {
+				return w.Name
 			}
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				// A method of shared state: s.ready(), x.Load().
 				if s := pass.TypesInfo.Selections[sel]; s != nil && s.Kind() == types.MethodVal {
 					if w := scan.Where(pass.TypesInfo, fn, sel.X); w.Kind.Shared() {
-						found = w.Name + "." + sel.Sel.Name + "()"
-						return false
+						return w.Name + "." + sel.Sel.Name + "()"
 					}
 				}
 			}
 		}
-		return true
+		return ""
 	})
-	return found
-}
-
-func isChan(t types.Type) bool {
-	_, ok := t.Underlying().(*types.Chan)
-	return ok
 }

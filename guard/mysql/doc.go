@@ -50,4 +50,10 @@
 // Cancel uses KILL QUERY ID, which targets the statement id and so cannot
 // hit a later statement; Terminate uses KILL CONNECTION after verifying the
 // session still runs the same statement and transaction.
+//
+// # Options
+//
+// [Open] takes [Option] values, made by the With functions
+// ([WithoutMDLView]); they set a configuration of the package's own, read
+// once by Open.
 package mysql

@@ -18,9 +18,9 @@ type Source struct {
 	user     string
 	database string // the DSN's: the guard's scope by default
 	mdl      string // "metadata_lock_info", "performance_schema" or ""
-	noMDL    bool   // WithoutMDLView: behave as on a server without a view
 	selfSup  bool   // the guard's own account is a superuser (Check)
 	privs    privileges
+	config
 
 	lease     *sql.Conn // the lease's own connection (see Lease)
 	leaseHeld bool
@@ -52,8 +52,15 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-// Option configures a Source.
-type Option func(*Source)
+// Option configures [Open]. Options are made by the With functions; they
+// set an unexported configuration, which Open applies to the Source it
+// returns once all of them ran.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	noMDL bool // WithoutMDLView: behave as on a server without a view
+}
 
 // WithoutMDLView makes the source ignore the server's metadata lock views
 // (the METADATA_LOCK_INFO plugin, Performance Schema) and behave as on a
@@ -61,7 +68,7 @@ type Option func(*Source)
 // states and a table's holder is inferred when only one session can hold
 // it. The plugin is server-wide; this shows what the guard does where it
 // is not installed.
-func WithoutMDLView() Option { return func(s *Source) { s.noMDL = true } }
+func WithoutMDLView() Option { return func(c *config) { c.noMDL = true } }
 
 // Open opens a small dedicated pool to the server of dsn. The DSN's
 // database is the guard's scope (see Database), not the connections'
@@ -71,6 +78,12 @@ func WithoutMDLView() Option { return func(s *Source) { s.noMDL = true } }
 // fail with "access denied to database" (1044) for the least-privilege
 // account.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -88,11 +101,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Source, error) {
 		db.Close()
 		return nil, fmt.Errorf("guard/mysql: connect: %w", err)
 	}
-	s := &Source{db: db, user: cfg.User, database: scope}
-	for _, o := range opts {
-		o(s)
-	}
-	return s, nil
+	return &Source{db: db, user: cfg.User, database: scope, config: c}, nil
 }
 
 // Name reports "mysql".

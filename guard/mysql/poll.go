@@ -118,47 +118,46 @@ func (s *Source) readThreads(ctx context.Context, conn *sql.Conn, obs *guard.Obs
 
 // readTrxs reads INNODB_TRX.
 func readTrxs(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]Trx, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`)
-	if err != nil {
-		return nil, fmt.Errorf("guard/mysql: innodb_trx: %w", err)
-	}
-	var trxs []Trx
-	for rows.Next() {
-		var r TrxRow
-		if err := rows.Scan(&r.ID, &r.Thread, &r.Started, &r.State, &r.RowsLocked, &r.WaitStarted); err != nil {
-			obs.Skipped["innodb_trx"]++
-			continue
-		}
-		if t, ok := ParseTrx(r); ok {
-			trxs = append(trxs, t)
-		} else {
-			obs.Skipped["innodb_trx"]++
-		}
-	}
-	return trxs, rows.Close()
+	return readRows(ctx, conn, obs, "innodb_trx", `SELECT trx_id, trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, trx_wait_started FROM information_schema.INNODB_TRX`,
+		func(rows *sql.Rows) (Trx, bool) {
+			var r TrxRow
+			if rows.Scan(&r.ID, &r.Thread, &r.Started, &r.State, &r.RowsLocked, &r.WaitStarted) != nil {
+				return Trx{}, false
+			}
+			return ParseTrx(r)
+		})
 }
 
 // readWaits reads INNODB_LOCK_WAITS joined with the requested lock.
 func readWaits(ctx context.Context, conn *sql.Conn, obs *guard.Observation) ([]Wait, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
-		FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id`)
+	return readRows(ctx, conn, obs, "innodb_lock_waits", `SELECT w.requesting_trx_id, w.blocking_trx_id, l.lock_id, l.lock_mode, l.lock_type, l.lock_table
+		FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id`,
+		func(rows *sql.Rows) (Wait, bool) {
+			var r WaitRow
+			if rows.Scan(&r.Requesting, &r.Blocking, &r.LockID, &r.Mode, &r.Type, &r.Table) != nil {
+				return Wait{}, false
+			}
+			return ParseWait(r)
+		})
+}
+
+// readRows runs query, a read of view, on conn and turns each row into a
+// T with row; a row that row refuses (it does not scan, or it does not
+// parse) is counted in obs.Skipped[view].
+func readRows[T any](ctx context.Context, conn *sql.Conn, obs *guard.Observation, view, query string, row func(*sql.Rows) (T, bool)) ([]T, error) {
+	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("guard/mysql: innodb_lock_waits: %w", err)
+		return nil, fmt.Errorf("guard/mysql: %s: %w", view, err)
 	}
-	var waits []Wait
+	var out []T
 	for rows.Next() {
-		var r WaitRow
-		if err := rows.Scan(&r.Requesting, &r.Blocking, &r.LockID, &r.Mode, &r.Type, &r.Table); err != nil {
-			obs.Skipped["innodb_lock_waits"]++
-			continue
-		}
-		if w, ok := ParseWait(r); ok {
-			waits = append(waits, w)
+		if t, ok := row(rows); ok {
+			out = append(out, t)
 		} else {
-			obs.Skipped["innodb_lock_waits"]++
+			obs.Skipped[view]++
 		}
 	}
-	return waits, rows.Close()
+	return out, rows.Close()
 }
 
 // readMDL reads the granted table metadata locks from the view Check
@@ -244,54 +243,45 @@ func current(ctx context.Context, conn *sql.Conn, id int64) (qid int64, trx sql.
 
 // Cancel kills the statement t.Statement with KILL QUERY ID, which cannot
 // hit any other statement.
-func (s *Source) Cancel(ctx context.Context, t guard.Target) (err error) {
-	conn, done, err := s.actionConn(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { done(err) }()
-	qid, _, err := current(ctx, conn, t.Session)
-	if err != nil {
-		return err
-	}
-	if qid != t.Statement || t.Statement <= 0 {
-		return guard.ErrChanged
-	}
-	_, err = conn.ExecContext(ctx, "KILL QUERY ID "+strconv.FormatInt(t.Statement, 10))
-	if err != nil {
-		if isUnknown(err) {
-			return guard.ErrChanged
-		}
-		return fmt.Errorf("guard/mysql: kill query id: %w", err)
-	}
-	return nil
+func (s *Source) Cancel(ctx context.Context, t guard.Target) error {
+	return s.kill(ctx, t.Session, "KILL QUERY ID "+strconv.FormatInt(t.Statement, 10), guard.ErrChanged,
+		func(qid int64, _ sql.NullTime) bool { return qid == t.Statement && t.Statement > 0 })
 }
 
 // Terminate kills t's connection after verifying it still runs the same
 // statement (or, idle in transaction, the same transaction start).
-func (s *Source) Terminate(ctx context.Context, t guard.Target) (err error) {
+func (s *Source) Terminate(ctx context.Context, t guard.Target) error {
+	return s.kill(ctx, t.Session, "KILL CONNECTION "+strconv.FormatInt(t.Session, 10), guard.ErrVanished,
+		func(qid int64, trx sql.NullTime) bool {
+			if !t.XactStart.IsZero() {
+				return trx.Valid && trx.Time.Equal(t.XactStart)
+			}
+			return qid == t.Statement
+		})
+}
+
+// kill runs the KILL statement stmt on an action connection if same
+// says that the session still runs what the guard decided on, from the
+// QUERY_ID it runs now and its transaction's start (else ErrChanged). A
+// KILL that finds nothing to kill returns unknown.
+func (s *Source) kill(ctx context.Context, session int64, stmt string, unknown error, same func(qid int64, trx sql.NullTime) bool) (err error) {
 	conn, done, err := s.actionConn(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { done(err) }()
-	qid, trx, err := current(ctx, conn, t.Session)
+	qid, trx, err := current(ctx, conn, session)
 	if err != nil {
 		return err
 	}
-	if !t.XactStart.IsZero() {
-		if !trx.Valid || !trx.Time.Equal(t.XactStart) {
-			return guard.ErrChanged
-		}
-	} else if qid != t.Statement {
+	if !same(qid, trx) {
 		return guard.ErrChanged
 	}
-	_, err = conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(t.Session, 10))
-	if err != nil {
+	if _, err = conn.ExecContext(ctx, stmt); err != nil {
 		if isUnknown(err) {
-			return guard.ErrVanished
+			return unknown
 		}
-		return fmt.Errorf("guard/mysql: kill connection: %w", err)
+		return fmt.Errorf("guard/mysql: %s: %w", stmt, err)
 	}
 	return nil
 }

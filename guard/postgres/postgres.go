@@ -215,38 +215,17 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 	b.Queue(`SELECT clock_timestamp() FROM (SELECT pg_stat_clear_snapshot()) AS cleared`).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&t0)
 	})
-	b.Queue(qActivity).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var a activityRow
-			if err := rows.Scan(&a.pid, &a.user, &a.app, &a.db, &a.addr, &a.backendType, &a.state, &a.query,
-				&a.queryStart, &a.xactStart, &a.stateChange, &a.waitType, &a.wait, &a.super, &a.own); err != nil {
-				return err
-			}
-			acts = append(acts, a)
-		}
-		return rows.Err()
-	})
-	b.Queue(qLocks).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var l lockRow
-			if err := rows.Scan(&l.pid, &l.lockType, &l.mode, &l.granted, &l.waitStart, &l.relation, &l.xid, &l.objid, &l.blockers,
-				&l.db, &l.classid, &l.objsubid, &l.page, &l.tuple); err != nil {
-				return err
-			}
-			locks = append(locks, l)
-		}
-		return rows.Err()
-	})
-	b.Queue(qProgress).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var p progressRow
-			if err := rows.Scan(&p.pid, &p.done, &p.total); err != nil {
-				return err
-			}
-			progress = append(progress, p)
-		}
-		return rows.Err()
-	})
+	b.Queue(qActivity).Query(into(&acts, func(rows pgx.Rows, a *activityRow) error {
+		return rows.Scan(&a.pid, &a.user, &a.app, &a.db, &a.addr, &a.backendType, &a.state, &a.query,
+			&a.queryStart, &a.xactStart, &a.stateChange, &a.waitType, &a.wait, &a.super, &a.own)
+	}))
+	b.Queue(qLocks).Query(into(&locks, func(rows pgx.Rows, l *lockRow) error {
+		return rows.Scan(&l.pid, &l.lockType, &l.mode, &l.granted, &l.waitStart, &l.relation, &l.xid, &l.objid, &l.blockers,
+			&l.db, &l.classid, &l.objsubid, &l.page, &l.tuple)
+	}))
+	b.Queue(qProgress).Query(into(&progress, func(rows pgx.Rows, p *progressRow) error {
+		return rows.Scan(&p.pid, &p.done, &p.total)
+	}))
 	b.Queue(qXacts).QueryRow(func(r pgx.Row) error { return r.Scan(&commit, &rollback, &slots, &inUse, &t1) })
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("guard/postgres: poll: %w", err)
@@ -262,6 +241,21 @@ func (s *Source) Poll(ctx context.Context) (*guard.Observation, error) {
 		obs.ServerTime = max(t1.Sub(t0), 0)
 	}
 	return obs, nil
+}
+
+// into returns a batch query's callback that scans each row into a T
+// with scan and appends it to dst.
+func into[T any](dst *[]T, scan func(pgx.Rows, *T) error) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		for rows.Next() {
+			var t T
+			if err := scan(rows, &t); err != nil {
+				return err
+			}
+			*dst = append(*dst, t)
+		}
+		return rows.Err()
+	}
 }
 
 // The rows as scanned: pointers where the view may hold NULL.

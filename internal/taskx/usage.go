@@ -37,17 +37,12 @@ func (t *Task) waitBegin(id ResourceID) {
 	if t == nil {
 		return
 	}
-	s, key := t.slotFor(id)
-	if s == nil {
-		return
-	}
-	switch s.take(&s.wait, key, 1, t.reg.clock.Now()) {
-	case opDone:
-		s.waits.Add(1)
-	case opRefused:
-		t.reg.badEvents.Add(1)
-	case opStale:
-		t.reg.lateEvents.Add(1)
+	if s, key := t.slotFor(id); s != nil {
+		if op := s.take(&s.wait, key, 1, t.reg.clock.Now()); op == opDone {
+			s.waits.Add(1)
+		} else {
+			t.reg.counted(op)
+		}
 	}
 }
 
@@ -58,15 +53,8 @@ func (t *Task) waitEnd(id ResourceID) {
 	if t == nil {
 		return
 	}
-	s, key := t.slotFor(id)
-	if s == nil {
-		return
-	}
-	switch s.give(&s.wait, &s.waitNs, key, 1, t.reg.clock.Now()) {
-	case opRefused:
-		t.reg.badEvents.Add(1)
-	case opStale:
-		t.reg.lateEvents.Add(1)
+	if s, key := t.slotFor(id); s != nil {
+		t.reg.counted(s.give(&s.wait, &s.waitNs, key, 1, t.reg.clock.Now()))
 	}
 }
 
@@ -113,14 +101,25 @@ func (t *Task) holdEvent(id ResourceID, n int64, take bool) error {
 	} else {
 		r = s.give(&s.hold, &s.holdNs, key, uint64(n), t.reg.clock.Now())
 	}
-	switch r {
-	case opRefused:
-		t.reg.badEvents.Add(1)
+	if t.reg.counted(r) {
 		return refused
-	case opStale:
-		t.reg.lateEvents.Add(1)
 	}
 	return nil
+}
+
+// counted counts an event of a slot operation's result op: a bad event
+// when the slot refused it (the application's misuse), a late one when
+// the slot had moved on to another resource or task. It reports whether
+// the event was refused.
+func (r *Registry) counted(op int) (refused bool) {
+	switch op {
+	case opRefused:
+		r.badEvents.Add(1)
+		return true
+	case opStale:
+		r.lateEvents.Add(1)
+	}
+	return false
 }
 
 // claim makes sure the task has an accounting entry for resource id, for a

@@ -405,7 +405,7 @@ func Where(info *types.Info, fn *Func, e ast.Expr) Storage {
 		}
 		v := sel.Obj().(*types.Var)
 		base := Where(info, fn, e.X)
-		if base.Kind == Local && !isPointer(info.TypeOf(e.X)) {
+		if base.Kind == Local && !Is[*types.Pointer](info.TypeOf(e.X)) {
 			// A field of a local struct value: as local as its struct.
 			return Storage{Var: v, Kind: Local, Name: base.Name + "." + v.Name()}
 		}
@@ -440,7 +440,7 @@ func classify(v *types.Var, fn *Func) Kind {
 	if fn.funcs != nil && fn.funcs.captured[v] {
 		return Captured
 	}
-	if isParam(v, fn.Sig) && isPointer(v.Type()) {
+	if isParam(v, fn.Sig) && Is[*types.Pointer](v.Type()) {
 		return PtrParam
 	}
 	return Local
@@ -455,11 +455,13 @@ func isParam(v *types.Var, sig *types.Signature) bool {
 	return false
 }
 
-func isPointer(t types.Type) bool {
+// Is reports whether t's underlying type is a T: Is[*types.Chan](t) for
+// a channel. It is false for a nil t (an expression with no type).
+func Is[T types.Type](t types.Type) bool {
 	if t == nil {
 		return false
 	}
-	_, ok := t.Underlying().(*types.Pointer)
+	_, ok := t.Underlying().(T)
 	return ok
 }
 
