@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
+	"github.com/moirai-go/moirai/internal/attrmap"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -182,7 +183,7 @@ func decisionView(r policy.Record, cfg Config) DecisionView {
 		d.TraceURL = strings.ReplaceAll(cfg.TraceURL, "{trace_id}", r.TraceID)
 	}
 	if len(r.Details) > 0 {
-		d.Details = attrsValue(r.Details)
+		d.Details = attrmap.Map(r.Details, detailValue)
 	}
 	return d
 }

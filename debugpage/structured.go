@@ -35,21 +35,10 @@ type TreeView struct {
 	NoTrustedPeer bool `json:"no_trusted_peer"`
 }
 
-// attrsValue turns a decision's details into JSON-ready values: a group
-// becomes an object, a duration its text, anything else its value.
-func attrsValue(as []slog.Attr) map[string]any {
-	m := make(map[string]any, len(as))
-	for _, a := range as {
-		m[a.Key] = attrValue(a.Value)
-	}
-	return m
-}
-
-func attrValue(v slog.Value) any {
-	v = v.Resolve()
+// detailValue is how the live page writes a decision detail's value: a
+// duration as its text, anything else as its value.
+func detailValue(v slog.Value) any {
 	switch v.Kind() {
-	case slog.KindGroup:
-		return attrsValue(v.Group())
 	case slog.KindDuration:
 		return v.Duration().String()
 	case slog.KindTime:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/moirai-go/moirai/internal/attrmap"
 )
 
 // act carries out (or records) one cancel decision on the task chosen in
@@ -15,7 +17,7 @@ import (
 // it reported already.
 func (g *Guard) act(ctx context.Context, obs *Observation, id uint64, reason string, details []slog.Attr) (Decision, bool) {
 	now := obs.At
-	d := Decision{Time: now, Action: "cancel", Task: id, Reason: reason, Evaluation: attrsMap(details)}
+	d := Decision{Time: now, Action: "cancel", Task: id, Reason: reason, Evaluation: attrmap.Map(details, slog.Value.Any)}
 	target, s, ok := g.b.Target(id)
 	if !ok {
 		d.Outcome, d.Note = OutcomeSkipped, "the task is not in the last poll"

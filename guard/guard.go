@@ -517,23 +517,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-// attrsMap turns a decision's details into a JSON-friendly map.
-func attrsMap(as []slog.Attr) map[string]any {
-	if len(as) == 0 {
-		return nil
-	}
-	m := make(map[string]any, len(as))
-	for _, a := range as {
-		m[a.Key] = attrValue(a.Value)
-	}
-	return m
-}
-
-func attrValue(v slog.Value) any {
-	v = v.Resolve()
-	if v.Kind() == slog.KindGroup {
-		return attrsMap(v.Group())
-	}
-	return v.Any()
-}
