@@ -84,8 +84,10 @@ type call struct {
 
 var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
 
-// begin runs admission, begins the call's task and waits for a worker slot.
-func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
+// begin runs admission, begins the call's task and waits for a worker
+// slot, filling cl (the caller's, so that the call is not copied on the
+// way in and out).
+func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error, cl *call) (context.Context, error) {
 	// The peer's trust is asked once per call, and only when the call
 	// carries something that needs it.
 	trust := -1
@@ -103,12 +105,12 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	// precise while a detector fires.
 	arrived := ctl.Now()
 	if !c.admit(ctx, p, arrived, setHeader) {
-		return nil, call{}, errRejected
+		return nil, errRejected
 	}
-	ctx, cl := c.task(ctl, ctx, method, p, trusted)
-	ctx, err := c.enter(ctx, &cl)
+	ctx = c.task(ctl, ctx, method, p, trusted, cl)
+	ctx, err := c.enter(ctx, cl)
 	if err != nil {
-		return nil, call{}, err
+		return nil, err
 	}
 	cl.started = ctl.Now()
 	wait := cl.started - arrived
@@ -118,9 +120,9 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	if c.admitter != nil && !c.admitter.Started(cl.started, wait) {
 		cl.release()
 		cl.endTask(errRejected)
-		return nil, call{}, errRejected
+		return nil, errRejected
 	}
-	return ctx, cl, nil
+	return ctx, nil
 }
 
 // admit asks admission control whether a call of priority p that arrived
@@ -142,8 +144,8 @@ func (c *config) admit(ctx context.Context, p moirai.Priority, arrived time.Dura
 }
 
 // task begins the call's task, or refines the task of an interceptor of
-// the same controller it is nested in, and returns the call.
-func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string, p moirai.Priority, trusted func(context.Context) bool) (context.Context, call) {
+// the same controller it is nested in, and sets cl to the call.
+func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string, p moirai.Priority, trusted func(context.Context) bool, cl *call) context.Context {
 	if outer := moirai.From(ctx); outer != nil && taskx.Owner(outer) == ctl.Tasks() && !taskx.Ended(outer) {
 		// Nested in an interceptor of the same controller: one call,
 		// one task, refined with this interceptor's options (the tree,
@@ -157,7 +159,8 @@ func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string
 		}
 		c.apply(&sp, sp.Class)
 		taskx.Refine(outer, sp)
-		return ctx, call{ctl: ctl, t: outer, nested: true, method: method}
+		*cl = call{ctl: ctl, t: outer, nested: true, method: method}
+		return ctx
 	}
 	sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
 	c.apply(&sp, sp.Class)
@@ -166,7 +169,8 @@ func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string
 		sp.Tree, treeIn = c.treeIn(ctx, sp.Class, trusted)
 	}
 	ctx, t := ctl.Begin(ctx, sp)
-	return ctx, call{ctl: ctl, t: t, treeIn: treeIn, method: method}
+	*cl = call{ctl: ctl, t: t, treeIn: treeIn, method: method}
+	return ctx
 }
 
 // enter takes the call's fence permit and worker slot, when configured;
@@ -204,7 +208,7 @@ func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
 }
 
 // end releases the call's slot, tells the admitter, and ends its task.
-func (c *config) end(cl call, err error) {
+func (c *config) end(cl *call, err error) {
 	cl.release()
 	if c.admitter != nil {
 		now := cl.ctl.Now()
@@ -223,7 +227,7 @@ func (cl *call) endTask(err error) {
 // endOnPanic ends the call of a handler that panicked, so that a recovery
 // interceptor further out leaks neither its slot nor its task, and lets
 // the panic go on.
-func (c *config) endOnPanic(cl call) {
+func (c *config) endOnPanic(cl *call) {
 	if r := recover(); r != nil {
 		c.end(cl, errHandlerPanic)
 		panic(r)
@@ -261,7 +265,7 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 //
 // With WithTree, a cancelled call of a tree its caller sent carries the
 // culprit answer in a status detail instead (see WithTree).
-func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+func (c *config) outcome(ctl *moirai.Controller, cl *call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
 	cause := context.Cause(ctx)
 	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
 		if c.tree && err != nil {
@@ -335,14 +339,15 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 	c := newConfig(opts)
 	c.warnTrust(ctl)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx2, cl, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
+		var cl call
+		ctx2, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }, &cl)
 		if err != nil {
 			return nil, err
 		}
-		defer c.endOnPanic(cl)
+		defer c.endOnPanic(&cl)
 		resp, err := handler(ctx2, req)
-		err = c.outcome(ctl, cl, ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
-		c.end(cl, err)
+		err = c.outcome(ctl, &cl, ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+		c.end(&cl, err)
 		return resp, err
 	}
 }
@@ -353,14 +358,15 @@ func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.Stream
 	c := newConfig(opts)
 	c.warnTrust(ctl)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, cl, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
+		var cl call
+		ctx, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader, &cl)
 		if err != nil {
 			return err
 		}
-		defer c.endOnPanic(cl)
+		defer c.endOnPanic(&cl)
 		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
-		err = c.outcome(ctl, cl, ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
-		c.end(cl, err)
+		err = c.outcome(ctl, &cl, ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+		c.end(&cl, err)
 		return err
 	}
 }

@@ -55,7 +55,6 @@ const maxClass = 128
 
 func defaults() config {
 	return config{
-		key:         func(*http.Request) string { return "" },
 		cancellable: true,
 		maxBody:     1 << 20,
 	}
@@ -268,7 +267,10 @@ type handler struct {
 }
 
 func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
-	sp := moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p, Tree: tr}
+	sp := moirai.Spec{Class: class, Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p, Tree: tr}
+	if h.cfg.key != nil {
+		sp.Key = h.cfg.key(r)
+	}
 	h.cfg.apply(&sp, class)
 	return sp
 }
@@ -346,7 +348,15 @@ func routeClass(method, pattern string) string {
 func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// Every answer to r, the handler's or the middleware's, goes through w.
 	w := newAnswer(rw, h.ctl)
-	defer w.release()
+	h.serveAnswer(w, r)
+	// Not deferred: the answer of a handler that panicked is left to the
+	// collector rather than pooled, and a request served to its end pays
+	// for no deferred call.
+	w.release()
+}
+
+// serveAnswer serves r, every answer to it going through w.
+func (h *handler) serveAnswer(w *answer, r *http.Request) {
 	p := h.priorityOf(r)
 	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
 		return
@@ -395,27 +405,42 @@ func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
+	h.serveTask(w, r, rt, h.spec(r, class, p, tr), treeIn)
+}
+
+// serveTask serves r as a task of sp, which it begins and ends, on rt
+// when the wrapped mux matched it.
+func (h *handler) serveTask(w *answer, r *http.Request, rt route, sp moirai.Spec, treeIn bool) {
+	ctx, t := h.ctl.Begin(r.Context(), sp)
 	if h.cfg.tree {
 		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
 	}
+	// One deferred call, open-coded by the compiler (this function has
+	// few exits): it ends the task of a handler that panicked too.
 	err := errPanicked
 	defer func() { t.End(err) }()
 	h.serve(w, r.WithContext(ctx), rt)
-	err = outcome(ctx, w.status)
-	if w.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
-		// An inner Handler may have refined the task's class.
-		class := t.Spec().Class
-		if h.cfg.tree {
-			if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
-				rejectCulprit(w, h.ctl, class, cu)
-				return
-			}
-		}
-		h.rejectCancelled(w, ctx, class)
-		return
+	cause := context.Cause(ctx)
+	err = outcome(cause, w.status)
+	if w.status == 0 && errors.Is(cause, moirai.ErrCancelled) {
+		h.answerCancelled(w, ctx, t)
+	} else {
+		w.finish()
 	}
-	w.finish()
+}
+
+// answerCancelled answers a request whose task t the controller
+// cancelled and whose handler left it unanswered.
+func (h *handler) answerCancelled(w *answer, ctx context.Context, t *moirai.Task) {
+	// An inner Handler may have refined the task's class.
+	class := t.Spec().Class
+	if h.cfg.tree {
+		if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
+			rejectCulprit(w, h.ctl, class, cu)
+			return
+		}
+	}
+	h.rejectCancelled(w, ctx, class)
 }
 
 // serveNested serves a request whose task outer an outer Handler of the
@@ -455,10 +480,10 @@ func (h *handler) path(r *http.Request, class string) *fence.Path {
 // recovers the panic as it would without the middleware.
 var errPanicked = errors.New("httpmw: handler panicked")
 
-// outcome is the error a task ends with: the cancellation's cause, or a
-// server error status.
-func outcome(ctx context.Context, status int) error {
-	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+// outcome is the error a task ends with: the cancellation's cause (cause
+// is context.Cause of its context), or a server error status.
+func outcome(cause error, status int) error {
+	if errors.Is(cause, moirai.ErrCancelled) {
 		return cause
 	}
 	if status >= 500 {
