@@ -114,8 +114,8 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 	}
 	cl.started = ctl.Now()
 	wait := cl.started - arrived
-	if c.dagor != nil {
-		c.dagor.Started(cl.started, wait)
+	if c.Dagor != nil {
+		c.Dagor.Started(cl.started, wait)
 	}
 	if c.admitter != nil && !c.admitter.Started(cl.started, wait) {
 		cl.release()
@@ -128,15 +128,9 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 // admit asks admission control whether a call of priority p that arrived
 // at arrived may run, sending the server's level in the header first.
 func (c *config) admit(ctx context.Context, p moirai.Priority, arrived time.Duration, setHeader func(metadata.MD) error) bool {
-	if d := c.dagor; d != nil {
+	if d := c.Dagor; d != nil {
 		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
-		var admitted bool
-		if c.continuation(ctx) {
-			admitted = d.AdmitContinuation(arrived, p)
-		} else {
-			admitted = d.AdmitPriority(arrived, p)
-		}
-		if !admitted {
+		if !mwx.Admit(d, arrived, p, c.continuation(ctx)) {
 			return false
 		}
 	}
@@ -154,18 +148,18 @@ func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string
 		if c.classSet {
 			sp.Class = c.class(method)
 		}
-		if c.cancellableSet {
-			sp.Cancellable = c.cancellable
+		if c.CancellableSet {
+			sp.Cancellable = c.Cancellable
 		}
-		c.apply(&sp, sp.Class)
+		c.Apply(&sp, sp.Class)
 		taskx.Refine(outer, sp)
 		*cl = call{ctl: ctl, t: outer, nested: true, method: method}
 		return ctx
 	}
-	sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
-	c.apply(&sp, sp.Class)
+	sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.Cancellable}
+	c.Apply(&sp, sp.Class)
 	treeIn := false
-	if c.tree {
+	if c.Tree {
 		sp.Tree, treeIn = c.treeIn(ctx, sp.Class, trusted)
 	}
 	ctx, t := ctl.Begin(ctx, sp)
@@ -176,8 +170,8 @@ func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string
 // enter takes the call's fence permit and worker slot, when configured;
 // on failure it ends the call's task and returns the status to answer.
 func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
-	if c.fence != nil {
-		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, cl.method))
+	if c.Fence != nil {
+		permit, err := c.Fence.Fence().Acquire(ctx, c.path(ctx, cl.method))
 		if err != nil {
 			if errors.Is(err, fence.ErrRejected) {
 				err = status.Error(codes.ResourceExhausted, "overloaded: path's line full")
@@ -188,7 +182,7 @@ func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
 			return nil, err
 		}
 		cl.fenced = permit
-		ctx = fence.WithCaller(ctx, c.fence, cl.method)
+		ctx = fence.WithCaller(ctx, c.Fence, cl.method)
 	}
 	if c.queue != nil {
 		permit, err := c.queue.Enter(ctx)
@@ -251,10 +245,10 @@ func (cl *call) release() {
 func (c *config) path(ctx context.Context, method string) *fence.Path {
 	if c.pathOf != nil {
 		if name := c.pathOf(ctx, method); name != "" {
-			return c.fence.Fence().Path(name)
+			return c.Fence.Fence().Path(name)
 		}
 	}
-	return c.fence.PathOf(method)
+	return c.Fence.PathOf(method)
 }
 
 // outcome maps a handler's result and the task's cancellation to the
@@ -268,7 +262,7 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 func (c *config) outcome(ctl *moirai.Controller, cl *call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
 	cause := context.Cause(ctx)
 	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
-		if c.tree && err != nil {
+		if c.Tree && err != nil {
 			// A downstream's culprit answer that the handler passes on
 			// is not this hop's: its caller must not act on it.
 			if _, ok := culpritIn(err); ok {
@@ -284,14 +278,14 @@ func (c *config) outcome(ctl *moirai.Controller, cl *call, ctx context.Context, 
 	// The class an inner interceptor may have refined the task to.
 	class := moirai.From(ctx).Spec().Class
 	msg := "server overloaded"
-	if c.exposeCause {
+	if c.ExposeCause {
 		msg += ": " + cause.Error()
 	}
 	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
 	var cu *tree.Culprit
 	isCulprit := false
-	if c.tree {
-		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.hop); isCulprit {
+	if c.Tree {
+		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.Hop); isCulprit {
 			wait = max(wait, cu.Wait)
 		}
 	}
@@ -313,6 +307,27 @@ func (c *config) outcome(ctl *moirai.Controller, cl *call, ctx context.Context, 
 		return overloaded{status.New(codes.Unavailable, msg)}
 	}
 	return overloaded{st}
+}
+
+// culpritIn returns the culprit answer in a call's status, if any. A
+// malformed one counts as forged.
+func culpritIn(err error) (*tree.Culprit, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil, false
+	}
+	for _, d := range st.Details() {
+		ei, ok := d.(*errdetails.ErrorInfo)
+		if !ok || ei.GetDomain() != "moirai" || ei.GetReason() != ReasonCulprit {
+			continue
+		}
+		cu, ok := tree.ParseCulprit(ei.GetMetadata()["culprit"])
+		if !ok {
+			forgedCulprits.Add(1)
+		}
+		return cu, ok
+	}
+	return nil, false
 }
 
 // keyPushback is gRPC's retry pushback trailer (gRFC A6): a negative value

@@ -164,7 +164,7 @@ func (h *handler) culpritOf(ctx context.Context, in bool) string {
 	if !in || !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		return ""
 	}
-	if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
+	if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.Hop); ok {
 		return cu.Format()
 	}
 	return ""
