@@ -345,35 +345,19 @@ func (h *handler) serveAnswer(w *answer, r *http.Request) {
 		return
 	}
 	// Nested in a Handler of the same controller: one request, one task.
-	var sp moirai.Spec
 	outer := moirai.From(r.Context())
-	if outer != nil && (taskx.Owner(outer) != h.ctl.Tasks() || taskx.Ended(outer)) {
-		outer = nil
+	if outer != nil && taskx.Owner(outer) == h.ctl.Tasks() && !taskx.Ended(outer) {
+		h.serveOn(w, r, outer)
+		return
 	}
-	var class string
-	var rt route // the wrapped mux's match, when it made one
-	if outer != nil {
-		sp = h.refined(r, outer)
-		class = sp.Class
-	} else {
-		class, rt = h.classOf(r)
-	}
+	class, rt := h.classOf(r) // rt: the wrapped mux's match, when it made one
 	if h.cfg.Fence != nil {
-		permit, err := h.cfg.Fence.Fence().Acquire(r.Context(), h.path(r, class))
-		if err != nil {
-			if errors.Is(err, fence.ErrRejected) {
-				w.Header().Set("Retry-After", "1")
-				http.Error(w, "overloaded: path's line full", http.StatusServiceUnavailable)
-			}
-			// Otherwise the client has gone: nobody to answer.
+		permit, ok := h.fenced(w, r, class)
+		if !ok {
 			return
 		}
 		defer permit.Release()
 		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.Fence, class))
-	}
-	if outer != nil {
-		h.serveNested(w, r, outer, sp)
-		return
 	}
 	var tr string
 	var treeIn bool
@@ -388,13 +372,13 @@ func (h *handler) serveAnswer(w *answer, r *http.Request) {
 			return
 		}
 	}
-	h.serveTask(w, r, rt, h.spec(r, class, p, tr), treeIn)
+	h.serveTask(w, r, rt, class, p, tr, treeIn)
 }
 
-// serveTask serves r as a task of sp, which it begins and ends, on rt
-// when the wrapped mux matched it.
-func (h *handler) serveTask(w *answer, r *http.Request, rt route, sp moirai.Spec, treeIn bool) {
-	ctx, t := h.ctl.Begin(r.Context(), sp)
+// serveTask serves r, of class, priority p and tree tr, as a task it
+// begins and ends, on rt when the wrapped mux matched it.
+func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, p moirai.Priority, tr string, treeIn bool) {
+	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
 	if h.cfg.Tree {
 		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
 	}
@@ -403,13 +387,16 @@ func (h *handler) serveTask(w *answer, r *http.Request, rt route, sp moirai.Spec
 	err := errPanicked
 	defer func() { t.End(err) }()
 	h.serve(w, r.WithContext(ctx), rt)
-	cause := context.Cause(ctx)
-	err = outcome(cause, w.status)
-	if w.status == 0 && errors.Is(cause, moirai.ErrCancelled) {
-		h.answerCancelled(w, ctx, t)
+	if cause := context.Cause(ctx); cause != nil || w.status >= 500 {
+		err = outcome(cause, w.status)
+		if w.status == 0 && errors.Is(cause, moirai.ErrCancelled) {
+			h.answerCancelled(w, ctx, t)
+			return
+		}
 	} else {
-		w.finish()
+		err = nil
 	}
+	w.finish()
 }
 
 // answerCancelled answers a request whose task t the controller
@@ -424,6 +411,22 @@ func (h *handler) answerCancelled(w *answer, ctx context.Context, t *moirai.Task
 		}
 	}
 	h.rejectCancelled(w, ctx, class)
+}
+
+// serveOn serves r, nested in a Handler of the same controller that began
+// outer, the request's one task: it takes a permit of the fence, when
+// this Handler has one, for the refined class, and serves r on outer.
+func (h *handler) serveOn(w *answer, r *http.Request, outer *moirai.Task) {
+	sp := h.refined(r, outer)
+	if h.cfg.Fence != nil {
+		permit, ok := h.fenced(w, r, sp.Class)
+		if !ok {
+			return
+		}
+		defer permit.Release()
+		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.Fence, sp.Class))
+	}
+	h.serveNested(w, r, outer, sp)
 }
 
 // serveNested serves a request whose task outer an outer Handler of the
@@ -447,6 +450,22 @@ func (h *handler) serveNested(w *answer, r *http.Request, outer *moirai.Task, sp
 		return
 	}
 	w.finish()
+}
+
+// fenced takes a permit of the fence for r, of class; it reports false
+// after answering a request the fence rejects (or nothing to a client
+// that has gone).
+func (h *handler) fenced(w *answer, r *http.Request, class string) (fence.Permit, bool) {
+	permit, err := h.cfg.Fence.Fence().Acquire(r.Context(), h.path(r, class))
+	if err != nil {
+		if errors.Is(err, fence.ErrRejected) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "overloaded: path's line full", http.StatusServiceUnavailable)
+		}
+		// Otherwise the client has gone: nobody to answer.
+		return fence.Permit{}, false
+	}
+	return permit, true
 }
 
 // path is the fence reservation of a request of class.
