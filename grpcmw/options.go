@@ -26,7 +26,7 @@ type config struct {
 	queue    *moirai.Queue
 	priority func(ctx context.Context, method string) moirai.Priority
 	trusted  func(ctx context.Context) bool
-	class    func(method string) string
+	class    func(method string) string // set with classSet
 	classSet bool
 	pathOf   func(ctx context.Context, method string) string
 }
@@ -159,7 +159,7 @@ func WithTree(hop string) Option {
 const ReasonCulprit = "MOIRAI_CULPRIT"
 
 func newConfig(opts []Option) config {
-	c := config{Server: mwx.DefaultServer(), class: func(m string) string { return m }}
+	c := config{Server: mwx.DefaultServer()} // class: the full method, unless WithClass
 	mwx.Apply(&c, opts)
 	return c
 }

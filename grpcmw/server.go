@@ -69,8 +69,8 @@ func (c *config) treeIn(ctx context.Context, class string, trusted func(context.
 	return tree.New(class), false
 }
 
-// call is an admitted call in progress: its task, its worker slot and when
-// its handler started.
+// call is an admitted call in progress: its task, its worker slot and,
+// under admission, when its handler started.
 type call struct {
 	ctl     *moirai.Controller
 	t       *moirai.Task
@@ -101,6 +101,11 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		return trust == 1
 	}
 	p := c.priorityIn(ctx, method, trusted)
+	if c.Dagor == nil && c.admitter == nil {
+		// No admission: no queueing time to measure.
+		ctx = c.task(ctl, ctx, method, p, trusted, cl)
+		return c.enter(ctx, cl)
+	}
 	// The controller's clock: one atomic load while nothing is wrong,
 	// precise while a detector fires.
 	arrived := ctl.Now()
@@ -156,7 +161,10 @@ func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string
 		*cl = call{ctl: ctl, t: outer, nested: true, method: method}
 		return ctx
 	}
-	sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.Cancellable}
+	sp := moirai.Spec{Class: method, Kind: moirai.Request, Priority: p, Cancellable: c.Cancellable}
+	if c.classSet {
+		sp.Class = c.class(method)
+	}
 	c.Apply(&sp, sp.Class)
 	treeIn := false
 	if c.Tree {
