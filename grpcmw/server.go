@@ -268,9 +268,12 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 // With WithTree, a cancelled call of a tree its caller sent carries the
 // culprit answer in a status detail instead (see WithTree).
 func (c *config) outcome(ctl *moirai.Controller, cl *call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+	if err == nil {
+		return nil // the call completed: its answer stands, cancelled or not
+	}
 	cause := context.Cause(ctx)
-	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
-		if c.Tree && err != nil {
+	if !errors.Is(cause, moirai.ErrCancelled) {
+		if c.Tree {
 			// A downstream's culprit answer that the handler passes on
 			// is not this hop's: its caller must not act on it.
 			if _, ok := culpritIn(err); ok {
