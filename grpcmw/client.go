@@ -5,16 +5,12 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
-	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/tree"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -23,18 +19,6 @@ import (
 
 // A ClientOption configures the client interceptors.
 type ClientOption func(*client)
-
-// WithLevelTTL sets how long a downstream's level is used (default 1 s).
-func WithLevelTTL(d time.Duration) ClientOption {
-	return func(c *client) {
-		if d > 0 {
-			c.ttl = d
-		}
-	}
-}
-
-// WithoutLocalShedding sends priorities but never sheds locally.
-func WithoutLocalShedding() ClientOption { return func(c *client) { c.noShed = true } }
 
 // WithPathName sets the name of the fence path a downstream call belongs
 // to (default: the connection's target), which the server interceptors'
@@ -108,21 +92,9 @@ func peerOf(target, method string) Peer {
 	return Peer{Target: target, Host: host, Port: port, Method: method}
 }
 
-var forgedCulprits, untrustedTrees atomic.Int64
-
-// ForgedCulprits returns how many culprit answers the client interceptors
-// ignored: from a downstream not trusted, or naming a tree other than the
-// caller's task's.
-func ForgedCulprits() int64 { return forgedCulprits.Load() }
-
-// UntrustedTrees returns how many tree identities the server
-// interceptors ignored: from a peer not trusted, or malformed.
-func UntrustedTrees() int64 { return untrustedTrees.Load() }
-
 type client struct {
-	ttl         time.Duration
-	noShed      bool
-	levels      sync.Map // target → cachedLevel
+	mwx.Client             // the level's TTL, local shedding: as in httpmw
+	levels      mwx.Levels // by target (the application's connections)
 	pathName    func(target, method string) string
 	ctl         *moirai.Controller
 	trustedDown func(Peer) bool
@@ -147,43 +119,19 @@ func (c *client) upward(ctx context.Context, target, method string, err error) {
 	_ = c.ctl.CancelTree(t, cu)
 }
 
-// culpritIn returns the culprit answer in a call's status, if any. A
-// malformed one counts as forged.
-func culpritIn(err error) (*tree.Culprit, bool) {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil, false
-	}
-	for _, d := range st.Details() {
-		ei, ok := d.(*errdetails.ErrorInfo)
-		if !ok || ei.GetDomain() != "moirai" || ei.GetReason() != ReasonCulprit {
-			continue
-		}
-		cu, ok := tree.ParseCulprit(ei.GetMetadata()["culprit"])
-		if !ok {
-			forgedCulprits.Add(1)
-		}
-		return cu, ok
-	}
-	return nil, false
-}
-
-type cachedLevel struct {
-	level   admit.Level
-	expires time.Duration
-}
-
 func newClient(opts []ClientOption) *client {
-	c := &client{ttl: time.Second, pathName: func(target, _ string) string { return target }}
-	for _, o := range opts {
-		if o != nil {
-			o(c)
-		}
-	}
+	c := &client{Client: mwx.DefaultClient(), pathName: func(target, _ string) string { return target }}
+	mwx.Apply(c, opts)
+	c.warnTrust()
+	return c
+}
+
+// warnTrust says in the log of the controller that cancels upward, once
+// per interceptor, that it trusts no downstream.
+func (c *client) warnTrust() {
 	if c.ctl != nil && c.trustedDown == nil {
 		mwx.NoTrustedPeer(c.ctl, "grpcmw: client interceptor with WithTreeCancel trusting no target: every culprit answer is ignored (counted in TreeStats), so the tree cancels nothing upward from this service")
 	}
-	return c
 }
 
 // prepare sheds locally or returns the outgoing context. A continuation
@@ -200,12 +148,9 @@ func (c *client) prepare(ctx context.Context, target string) (context.Context, e
 	}
 	if cont {
 		ctx = metadata.AppendToOutgoingContext(ctx, KeyContinuation, "1")
-	} else if !c.noShed {
-		if v, ok := c.levels.Load(target); ok {
-			l := v.(cachedLevel)
-			if mwx.Monotonic() < l.expires && !l.level.Admits(p) {
-				return nil, status.Error(codes.ResourceExhausted, ErrShed.Error())
-			}
+	} else if !c.NoShed {
+		if l, ok := c.levels.Get(target); ok && !l.Admits(p) {
+			return nil, status.Error(codes.ResourceExhausted, ErrShed.Error())
 		}
 	}
 	if has {
@@ -221,7 +166,7 @@ func (c *client) prepare(ctx context.Context, target string) (context.Context, e
 func (c *client) learn(target string, md metadata.MD) {
 	if v := md.Get(KeyLevel); len(v) == 1 {
 		if l, ok := admit.ParseLevel(v[0]); ok {
-			c.levels.Store(target, cachedLevel{level: l, expires: mwx.Monotonic() + c.ttl})
+			c.levels.Put(target, l, c.TTL)
 		}
 	}
 }
@@ -238,15 +183,9 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 			return err
 		}
 		var md metadata.MD
-		var start time.Time
-		tracked := fence.Tracked(ctx)
-		if tracked {
-			start = time.Now()
-		}
+		start := mwx.CallStart(ctx)
 		err = invoker(ctx, method, req, reply, cc, append(callOpts, grpc.Header(&md))...)
-		if tracked {
-			fence.ObserveCall(ctx, c.pathName(target, method), time.Since(start))
-		}
+		mwx.CallEnd(ctx, start, func() string { return c.pathName(target, method) })
 		c.learn(target, md)
 		if admitted(err) {
 			moirai.From(ctx).MarkAdmittedDownstream()
@@ -275,13 +214,7 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 		if err != nil {
 			return nil, err
 		}
-		if fence.Tracked(ctx) {
-			// A stream's length says little about the downstream's
-			// speed: it counts as a call of no length, which makes the
-			// caller's path the stream's downstream only if it calls
-			// nothing else.
-			fence.ObserveCall(ctx, c.pathName(target, method), 0)
-		}
+		mwx.StreamStart(ctx, func() string { return c.pathName(target, method) })
 		cs, err := streamer(ctx, desc, cc, method, callOpts...)
 		if err != nil {
 			return nil, err

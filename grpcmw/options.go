@@ -15,29 +15,21 @@ import (
 type Option func(*config)
 
 type config struct {
-	dagor       *admit.DAGOR
-	admitter    admit.Admitter
-	queue       *moirai.Queue
-	priority    func(ctx context.Context, method string) moirai.Priority
-	trusted     func(ctx context.Context) bool
-	class       func(method string) string
-	cancellable bool
-	fence       *fence.Classifier
-	pathOf      func(ctx context.Context, method string) string
-	tree        bool
-	hop         string
+	// The settings that mean the same in httpmw: cancellability,
+	// objectives and background classes, the exposed cause, the classes
+	// safe to run twice, admission, the fence, the tree. An inner
+	// interceptor also applies the per-method ones to the task an outer
+	// one began (see the package documentation, "Nesting").
+	mwx.Server
 
-	// Per-method settings, which an inner interceptor also applies to the
-	// task an outer one began (see the package documentation, "Nesting").
-	classSet       bool
-	cancellableSet bool
-	routes         mwx.Routes // objectives and background classes
-	exposeCause    bool
-	safeTwice      mwx.ClassSet // classes that may run twice, whatever their method
+	admitter admit.Admitter
+	queue    *moirai.Queue
+	priority func(ctx context.Context, method string) moirai.Priority
+	trusted  func(ctx context.Context) bool
+	class    func(method string) string // set with classSet
+	classSet bool
+	pathOf   func(ctx context.Context, method string) string
 }
-
-// apply sets in sp the objective and kind these options give class.
-func (c *config) apply(sp *moirai.Spec, class string) { c.routes.Apply(sp, class) }
 
 // WithObjective sets the latency objective of the calls of the given
 // classes (see [WithClass]), or of every call when no class is given: the
@@ -49,7 +41,7 @@ func (c *config) apply(sp *moirai.Spec, class string) { c.routes.Apply(sp, class
 // a later option for the same class wins over an earlier one. Negative
 // durations other than NoObjective are ignored.
 func WithObjective(d time.Duration, classes ...string) Option {
-	return func(c *config) { c.routes.SetObjective(d, classes) }
+	return func(c *config) { c.SetObjective(d, classes) }
 }
 
 // WithBackground marks the calls of the given classes, or every call when
@@ -58,7 +50,7 @@ func WithObjective(d time.Duration, classes ...string) Option {
 // cancellable background call is cancelled before any foreground one that
 // would free the contended resource.
 func WithBackground(classes ...string) Option {
-	return func(c *config) { c.routes.SetBackground(classes) }
+	return func(c *config) { c.SetBackground(classes) }
 }
 
 // WithExposedCause makes the UNAVAILABLE status of a call the controller
@@ -67,12 +59,12 @@ func WithBackground(classes ...string) Option {
 // that the server is overloaded: the reason names the service's classes,
 // resources and numbers. The handler reads the reason from context.Cause
 // either way.
-func WithExposedCause() Option { return func(c *config) { c.exposeCause = true } }
+func WithExposedCause() Option { return func(c *config) { c.SetExposedCause() } }
 
 // WithAdmission runs d's admission on every call and sends d's level in the
 // response header of every call; rejected calls fail with
 // codes.ResourceExhausted before any task begins.
-func WithAdmission(d *admit.DAGOR) Option { return func(c *config) { c.dagor = d } }
+func WithAdmission(d *admit.DAGOR) Option { return func(c *config) { c.SetAdmission(d) } }
 
 // WithAdmitter runs a priority-blind admitter (the lab's baselines CoDel,
 // Breakwater and random shedding, in package bench/baseline) on every
@@ -102,7 +94,7 @@ func WithQueue(q *moirai.Queue) Option { return func(c *config) { c.queue = q } 
 // codes.ResourceExhausted. The time a call waits for its permit counts as
 // queueing time for admission. With WithQueue too, a call takes its
 // fence permit first, then its queue slot.
-func WithFence(c *fence.Classifier) Option { return func(cf *config) { cf.fence = c } }
+func WithFence(c *fence.Classifier) Option { return func(cf *config) { cf.SetFence(c) } }
 
 // WithPathOf sets a call's path itself, by name, instead of the
 // classifier's learning (WithFence); "" means the classifier decides. A
@@ -142,7 +134,7 @@ func WithClass(fn func(method string) string) Option {
 // WithCancellable sets whether the controller may cancel calls (default
 // true).
 func WithCancellable(on bool) Option {
-	return func(c *config) { c.cancellable, c.cancellableSet = on, true }
+	return func(c *config) { c.SetCancellable(on) }
 }
 
 // WithTree makes every call part of a request tree (see package
@@ -160,26 +152,30 @@ func WithCancellable(on bool) Option {
 // retry it. Other cancelled calls get that pushback set to their class's
 // expected wait.
 func WithTree(hop string) Option {
-	return func(c *config) { c.tree, c.hop = true, hop }
+	return func(c *config) { c.SetTree(hop) }
 }
 
 // ReasonCulprit is the ErrorInfo reason of a culprit answer.
 const ReasonCulprit = "MOIRAI_CULPRIT"
 
 func newConfig(opts []Option) config {
-	c := config{class: func(m string) string { return m }, cancellable: true}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := config{Server: mwx.DefaultServer()} // class: the full method, unless WithClass
+	mwx.Apply(&c, opts)
 	return c
 }
 
 // warnTrust says in ctl's log, once per interceptor, that trees are on
 // with no trusted caller.
 func (c *config) warnTrust(ctl *moirai.Controller) {
-	if c.tree && c.trusted == nil {
-		mwx.NoTrustedPeer(ctl, fmt.Sprintf("grpcmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every call is the root of a tree of its own and no culprit answer goes back to a caller", c.hop))
+	if c.Tree && c.trusted == nil {
+		mwx.NoTrustedPeer(ctl, fmt.Sprintf("grpcmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every call is the root of a tree of its own and no culprit answer goes back to a caller", c.Hop))
 	}
 }
+
+// WithLevelTTL sets how long a downstream's level is used (default 1 s).
+func WithLevelTTL(d time.Duration) ClientOption {
+	return func(c *client) { c.SetLevelTTL(d) }
+}
+
+// WithoutLocalShedding sends priorities but never sheds locally.
+func WithoutLocalShedding() ClientOption { return func(c *client) { c.SetNoShedding() } }

@@ -31,13 +31,13 @@ import (
 // to retry it after its expected wait. Use it for a handler whose work is
 // one transaction (a cancelled transaction rolled back).
 func WithReexecutable(classes ...string) Option {
-	return func(c *config) { c.safeTwice.Add(classes) }
+	return func(c *config) { c.SetReexecutable(classes) }
 }
 
 // reexecutable reports whether a call of method and class is safe to run
 // twice.
 func (c *config) reexecutable(method, class string) bool {
-	return c.safeTwice.Has(class) || idempotent(method)
+	return c.SafeTwice.Has(class) || idempotent(method)
 }
 
 // idempotent reports whether the registered descriptor of method

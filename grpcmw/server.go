@@ -69,8 +69,8 @@ func (c *config) treeIn(ctx context.Context, class string, trusted func(context.
 	return tree.New(class), false
 }
 
-// call is an admitted call in progress: its task, its worker slot and when
-// its handler started.
+// call is an admitted call in progress: its task, its worker slot and,
+// under admission, when its handler started.
 type call struct {
 	ctl     *moirai.Controller
 	t       *moirai.Task
@@ -84,8 +84,10 @@ type call struct {
 
 var errRejected = status.Error(codes.ResourceExhausted, "overloaded: call rejected by admission control")
 
-// begin runs admission, begins the call's task and waits for a worker slot.
-func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error) (context.Context, call, error) {
+// begin runs admission, begins the call's task and waits for a worker
+// slot, filling cl (the caller's, so that the call is not copied on the
+// way in and out).
+func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method string, setHeader func(metadata.MD) error, cl *call) (context.Context, error) {
 	// The peer's trust is asked once per call, and only when the call
 	// carries something that needs it.
 	trust := -1
@@ -99,42 +101,41 @@ func (c *config) begin(ctl *moirai.Controller, ctx context.Context, method strin
 		return trust == 1
 	}
 	p := c.priorityIn(ctx, method, trusted)
+	if c.Dagor == nil && c.admitter == nil {
+		// No admission: no queueing time to measure.
+		ctx = c.task(ctl, ctx, method, p, trusted, cl)
+		return c.enter(ctx, cl)
+	}
 	// The controller's clock: one atomic load while nothing is wrong,
 	// precise while a detector fires.
 	arrived := ctl.Now()
 	if !c.admit(ctx, p, arrived, setHeader) {
-		return nil, call{}, errRejected
+		return nil, errRejected
 	}
-	ctx, cl := c.task(ctl, ctx, method, p, trusted)
-	ctx, err := c.enter(ctx, &cl)
+	ctx = c.task(ctl, ctx, method, p, trusted, cl)
+	ctx, err := c.enter(ctx, cl)
 	if err != nil {
-		return nil, call{}, err
+		return nil, err
 	}
 	cl.started = ctl.Now()
 	wait := cl.started - arrived
-	if c.dagor != nil {
-		c.dagor.Started(cl.started, wait)
+	if c.Dagor != nil {
+		c.Dagor.Started(cl.started, wait)
 	}
 	if c.admitter != nil && !c.admitter.Started(cl.started, wait) {
 		cl.release()
 		cl.endTask(errRejected)
-		return nil, call{}, errRejected
+		return nil, errRejected
 	}
-	return ctx, cl, nil
+	return ctx, nil
 }
 
 // admit asks admission control whether a call of priority p that arrived
 // at arrived may run, sending the server's level in the header first.
 func (c *config) admit(ctx context.Context, p moirai.Priority, arrived time.Duration, setHeader func(metadata.MD) error) bool {
-	if d := c.dagor; d != nil {
+	if d := c.Dagor; d != nil {
 		_ = setHeader(metadata.Pairs(KeyLevel, admit.FormatLevel(d.Level())))
-		var admitted bool
-		if c.continuation(ctx) {
-			admitted = d.AdmitContinuation(arrived, p)
-		} else {
-			admitted = d.AdmitPriority(arrived, p)
-		}
-		if !admitted {
+		if !mwx.Admit(d, arrived, p, c.continuation(ctx)) {
 			return false
 		}
 	}
@@ -142,8 +143,8 @@ func (c *config) admit(ctx context.Context, p moirai.Priority, arrived time.Dura
 }
 
 // task begins the call's task, or refines the task of an interceptor of
-// the same controller it is nested in, and returns the call.
-func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string, p moirai.Priority, trusted func(context.Context) bool) (context.Context, call) {
+// the same controller it is nested in, and sets cl to the call.
+func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string, p moirai.Priority, trusted func(context.Context) bool, cl *call) context.Context {
 	if outer := moirai.From(ctx); outer != nil && taskx.Owner(outer) == ctl.Tasks() && !taskx.Ended(outer) {
 		// Nested in an interceptor of the same controller: one call,
 		// one task, refined with this interceptor's options (the tree,
@@ -152,28 +153,33 @@ func (c *config) task(ctl *moirai.Controller, ctx context.Context, method string
 		if c.classSet {
 			sp.Class = c.class(method)
 		}
-		if c.cancellableSet {
-			sp.Cancellable = c.cancellable
+		if c.CancellableSet {
+			sp.Cancellable = c.Cancellable
 		}
-		c.apply(&sp, sp.Class)
+		c.Apply(&sp, sp.Class)
 		taskx.Refine(outer, sp)
-		return ctx, call{ctl: ctl, t: outer, nested: true, method: method}
+		*cl = call{ctl: ctl, t: outer, nested: true, method: method}
+		return ctx
 	}
-	sp := moirai.Spec{Class: c.class(method), Kind: moirai.Request, Priority: p, Cancellable: c.cancellable}
-	c.apply(&sp, sp.Class)
+	sp := moirai.Spec{Class: method, Kind: moirai.Request, Priority: p, Cancellable: c.Cancellable}
+	if c.classSet {
+		sp.Class = c.class(method)
+	}
+	c.Apply(&sp, sp.Class)
 	treeIn := false
-	if c.tree {
+	if c.Tree {
 		sp.Tree, treeIn = c.treeIn(ctx, sp.Class, trusted)
 	}
 	ctx, t := ctl.Begin(ctx, sp)
-	return ctx, call{ctl: ctl, t: t, treeIn: treeIn, method: method}
+	*cl = call{ctl: ctl, t: t, treeIn: treeIn, method: method}
+	return ctx
 }
 
 // enter takes the call's fence permit and worker slot, when configured;
 // on failure it ends the call's task and returns the status to answer.
 func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
-	if c.fence != nil {
-		permit, err := c.fence.Fence().Acquire(ctx, c.path(ctx, cl.method))
+	if c.Fence != nil {
+		permit, err := c.Fence.Fence().Acquire(ctx, c.path(ctx, cl.method))
 		if err != nil {
 			if errors.Is(err, fence.ErrRejected) {
 				err = status.Error(codes.ResourceExhausted, "overloaded: path's line full")
@@ -184,7 +190,7 @@ func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
 			return nil, err
 		}
 		cl.fenced = permit
-		ctx = fence.WithCaller(ctx, c.fence, cl.method)
+		ctx = fence.WithCaller(ctx, c.Fence, cl.method)
 	}
 	if c.queue != nil {
 		permit, err := c.queue.Enter(ctx)
@@ -204,7 +210,7 @@ func (c *config) enter(ctx context.Context, cl *call) (context.Context, error) {
 }
 
 // end releases the call's slot, tells the admitter, and ends its task.
-func (c *config) end(cl call, err error) {
+func (c *config) end(cl *call, err error) {
 	cl.release()
 	if c.admitter != nil {
 		now := cl.ctl.Now()
@@ -223,7 +229,7 @@ func (cl *call) endTask(err error) {
 // endOnPanic ends the call of a handler that panicked, so that a recovery
 // interceptor further out leaks neither its slot nor its task, and lets
 // the panic go on.
-func (c *config) endOnPanic(cl call) {
+func (c *config) endOnPanic(cl *call) {
 	if r := recover(); r != nil {
 		c.end(cl, errHandlerPanic)
 		panic(r)
@@ -247,10 +253,10 @@ func (cl *call) release() {
 func (c *config) path(ctx context.Context, method string) *fence.Path {
 	if c.pathOf != nil {
 		if name := c.pathOf(ctx, method); name != "" {
-			return c.fence.Fence().Path(name)
+			return c.Fence.Fence().Path(name)
 		}
 	}
-	return c.fence.PathOf(method)
+	return c.Fence.PathOf(method)
 }
 
 // outcome maps a handler's result and the task's cancellation to the
@@ -261,10 +267,13 @@ func (c *config) path(ctx context.Context, method string) *fence.Path {
 //
 // With WithTree, a cancelled call of a tree its caller sent carries the
 // culprit answer in a status detail instead (see WithTree).
-func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+func (c *config) outcome(ctl *moirai.Controller, cl *call, ctx context.Context, err error, setTrailer func(metadata.MD) error) error {
+	if err == nil {
+		return nil // the call completed: its answer stands, cancelled or not
+	}
 	cause := context.Cause(ctx)
-	if !errors.Is(cause, moirai.ErrCancelled) || err == nil {
-		if c.tree && err != nil {
+	if !errors.Is(cause, moirai.ErrCancelled) {
+		if c.Tree {
 			// A downstream's culprit answer that the handler passes on
 			// is not this hop's: its caller must not act on it.
 			if _, ok := culpritIn(err); ok {
@@ -280,14 +289,14 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, e
 	// The class an inner interceptor may have refined the task to.
 	class := moirai.From(ctx).Spec().Class
 	msg := "server overloaded"
-	if c.exposeCause {
+	if c.ExposeCause {
 		msg += ": " + cause.Error()
 	}
 	wait := min(ctl.ExpectedWait(class), maxRetryAfter)
 	var cu *tree.Culprit
 	isCulprit := false
-	if c.tree {
-		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.hop); isCulprit {
+	if c.Tree {
+		if cu, isCulprit = ctl.CulpritAnswer(ctx, c.Hop); isCulprit {
 			wait = max(wait, cu.Wait)
 		}
 	}
@@ -309,6 +318,27 @@ func (c *config) outcome(ctl *moirai.Controller, cl call, ctx context.Context, e
 		return overloaded{status.New(codes.Unavailable, msg)}
 	}
 	return overloaded{st}
+}
+
+// culpritIn returns the culprit answer in a call's status, if any. A
+// malformed one counts as forged.
+func culpritIn(err error) (*tree.Culprit, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil, false
+	}
+	for _, d := range st.Details() {
+		ei, ok := d.(*errdetails.ErrorInfo)
+		if !ok || ei.GetDomain() != "moirai" || ei.GetReason() != ReasonCulprit {
+			continue
+		}
+		cu, ok := tree.ParseCulprit(ei.GetMetadata()["culprit"])
+		if !ok {
+			forgedCulprits.Add(1)
+		}
+		return cu, ok
+	}
+	return nil, false
 }
 
 // keyPushback is gRPC's retry pushback trailer (gRFC A6): a negative value
@@ -335,14 +365,15 @@ func UnaryServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.UnarySe
 	c := newConfig(opts)
 	c.warnTrust(ctl)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx2, cl, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) })
+		var cl call
+		ctx2, err := c.begin(ctl, ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }, &cl)
 		if err != nil {
 			return nil, err
 		}
-		defer c.endOnPanic(cl)
+		defer c.endOnPanic(&cl)
 		resp, err := handler(ctx2, req)
-		err = c.outcome(ctl, cl, ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
-		c.end(cl, err)
+		err = c.outcome(ctl, &cl, ctx2, err, func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) })
+		c.end(&cl, err)
 		return resp, err
 	}
 }
@@ -353,14 +384,15 @@ func StreamServerInterceptor(ctl *moirai.Controller, opts ...Option) grpc.Stream
 	c := newConfig(opts)
 	c.warnTrust(ctl)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, cl, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader)
+		var cl call
+		ctx, err := c.begin(ctl, ss.Context(), info.FullMethod, ss.SetHeader, &cl)
 		if err != nil {
 			return err
 		}
-		defer c.endOnPanic(cl)
+		defer c.endOnPanic(&cl)
 		err = handler(srv, &stream{ServerStream: ss, ctx: ctx})
-		err = c.outcome(ctl, cl, ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
-		c.end(cl, err)
+		err = c.outcome(ctl, &cl, ctx, err, func(md metadata.MD) error { ss.SetTrailer(md); return nil })
+		c.end(&cl, err)
 		return err
 	}
 }

@@ -6,13 +6,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
-	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/tree"
 )
@@ -32,7 +30,7 @@ const (
 )
 
 // Lowest is the priority of a request nobody assigned a priority to.
-var Lowest = moirai.Priority{Business: admit.BusinessLevels - 1, User: admit.UserLevels - 1}
+var Lowest = mwx.Lowest
 
 // ErrShed is returned by the client [Transport] for a request it sheds
 // locally because the downstream's cached level would reject it.
@@ -52,7 +50,7 @@ func Untrusted() int64 { return untrusted.Load() }
 // the time between the request's arrival at the middleware and the start
 // of the handler, or what WithArrival reports.
 func WithAdmission(d *admit.DAGOR) Option {
-	return func(c *config) { c.dagor = d }
+	return func(c *config) { c.SetAdmission(d) }
 }
 
 // WithArrival sets how the time a request arrived is known, for example
@@ -215,16 +213,10 @@ func (h *handler) continuation(r *http.Request) bool {
 // rejection. Every answer to the request carries the level (see
 // answer.go).
 func (h *handler) admitRequest(w *answer, r *http.Request, p moirai.Priority) bool {
-	d := h.cfg.dagor
+	d := h.cfg.Dagor
 	now := h.ctl.Now() // the controller's coarse clock: one atomic load
 	w.level = admit.FormatLevel(d.Level())
-	var admitted bool
-	if h.continuation(r) {
-		admitted = d.AdmitContinuation(now, p)
-	} else {
-		admitted = d.AdmitPriority(now, p)
-	}
-	if !admitted {
+	if !mwx.Admit(d, now, p, h.continuation(r)) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "overloaded: request rejected by admission control", http.StatusServiceUnavailable)
 		return false
@@ -240,7 +232,7 @@ func (h *handler) admitRequest(w *answer, r *http.Request, p moirai.Priority) bo
 }
 
 // DefaultLevelTTL is how long a client trusts a downstream's level.
-const DefaultLevelTTL = time.Second
+const DefaultLevelTTL = mwx.DefaultLevelTTL
 
 // A TransportOption configures [Transport].
 type TransportOption func(*transport)
@@ -249,17 +241,13 @@ type TransportOption func(*transport)
 // expires (default 1 s). A downstream that stops answering does not keep
 // its last level beyond it.
 func WithLevelTTL(d time.Duration) TransportOption {
-	return func(t *transport) {
-		if d > 0 {
-			t.ttl = d
-		}
-	}
+	return func(t *transport) { t.SetLevelTTL(d) }
 }
 
 // WithoutLocalShedding keeps the priority header but never sheds locally
 // (DAGOR without cooperation, "dagor-local" in the benchmark).
 func WithoutLocalShedding() TransportOption {
-	return func(t *transport) { t.noShed = true }
+	return func(t *transport) { t.SetNoShedding() }
 }
 
 // Transport returns a client RoundTripper that sends the priority of the
@@ -273,13 +261,12 @@ func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &transport{base: base, ttl: DefaultLevelTTL, pathName: func(r *http.Request) string { return r.URL.Host }}
-	for _, o := range opts {
-		if o != nil {
-			o(t)
-		}
-	}
+	t := &transport{Client: mwx.DefaultClient(), base: base, pathName: func(r *http.Request) string { return r.URL.Host }}
+	t.levels.Max = MaxLevelHosts
+	mwx.Apply(t, opts)
 	if t.ctl != nil && t.trustedDown == nil {
+		// Said once per Transport, in the log of the controller that
+		// cancels upward.
 		mwx.NoTrustedPeer(t.ctl, "httpmw: Transport with WithTreeCancelPeer trusting no downstream: every culprit answer is ignored (counted in TreeStats), so the tree cancels nothing upward from this service")
 	}
 	return t
@@ -298,11 +285,9 @@ func WithPathName(fn func(*http.Request) string) TransportOption {
 }
 
 type transport struct {
+	mwx.Client  // the level's TTL, local shedding: as in grpcmw
 	base        http.RoundTripper
-	ttl         time.Duration
-	noShed      bool
-	levels      sync.Map // host → cachedLevel; at most MaxLevelHosts
-	nlevels     atomic.Int64
+	levels      mwx.Levels // by host; at most MaxLevelHosts
 	pathName    func(*http.Request) string
 	ctl         *moirai.Controller
 	trustedDown func(Peer) bool
@@ -320,22 +305,6 @@ var uncachedLevels atomic.Int64
 // because they already held [MaxLevelHosts] hosts.
 func UncachedLevels() int64 { return uncachedLevels.Load() }
 
-// cacheLevel stores host's level, if the host is cached or fits.
-func (t *transport) cacheLevel(host string, c cachedLevel) {
-	if _, ok := t.levels.Load(host); !ok {
-		if t.nlevels.Add(1) > MaxLevelHosts {
-			t.nlevels.Add(-1)
-			uncachedLevels.Add(1)
-			return
-		}
-		if _, loaded := t.levels.LoadOrStore(host, c); !loaded {
-			return
-		}
-		t.nlevels.Add(-1) // another call cached it first
-	}
-	t.levels.Store(host, c)
-}
-
 // hasMoiraiHeader reports whether h holds a moirai header.
 func hasMoiraiHeader(h http.Header) bool {
 	for k := range h {
@@ -344,11 +313,6 @@ func hasMoiraiHeader(h http.Header) bool {
 		}
 	}
 	return false
-}
-
-type cachedLevel struct {
-	level   admit.Level
-	expires time.Duration
 }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -360,15 +324,12 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	// A continuation is never shed locally: the server may still admit it
 	// at the level before its last cut, which the cached level does not say.
-	if !t.noShed && !cont {
-		if v, ok := t.levels.Load(r.URL.Host); ok {
-			c := v.(cachedLevel)
-			if mwx.Monotonic() < c.expires && !c.level.Admits(p) {
-				if r.Body != nil {
-					r.Body.Close()
-				}
-				return nil, ErrShed
+	if !t.NoShed && !cont {
+		if l, ok := t.levels.Get(r.URL.Host); ok && !l.Admits(p) {
+			if r.Body != nil {
+				r.Body.Close()
 			}
+			return nil, ErrShed
 		}
 	}
 	// The moirai headers of a request are this transport's own: those a
@@ -400,15 +361,9 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header[tree.Header] = vals[2:3:3]
 		}
 	}
-	var start time.Time
-	tracked := fence.Tracked(r.Context())
-	if tracked {
-		start = time.Now()
-	}
+	start := mwx.CallStart(r.Context())
 	resp, err := t.base.RoundTrip(r)
-	if tracked {
-		fence.ObserveCall(r.Context(), t.pathName(r), time.Since(start))
-	}
+	mwx.CallEnd(r.Context(), start, func() string { return t.pathName(r) })
 	if err != nil {
 		return resp, err
 	}
@@ -419,7 +374,9 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if v := resp.Header.Get(HeaderLevel); v != "" {
 		if l, ok := admit.ParseLevel(v); ok {
-			t.cacheLevel(r.URL.Host, cachedLevel{level: l, expires: mwx.Monotonic() + t.ttl})
+			if !t.levels.Put(r.URL.Host, l, t.TTL) {
+				uncachedLevels.Add(1)
+			}
 		}
 	}
 	return resp, nil

@@ -80,6 +80,9 @@ func (a *answer) seal() {
 // rules removes the moirai headers the handler set and sets the hop's own.
 func (a *answer) rules() {
 	hd := a.ResponseWriter.Header()
+	if len(hd) == 0 && a.level == "" && a.tree == nil {
+		return // nothing to remove, nothing to set
+	}
 	for k := range hd {
 		if hasMoiraiPrefix(k) {
 			if http.CanonicalHeaderKey(k) == tree.CulpritHeader {
@@ -164,7 +167,7 @@ func (h *handler) culpritOf(ctx context.Context, in bool) string {
 	if !in || !errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
 		return ""
 	}
-	if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
+	if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.Hop); ok {
 		return cu.Format()
 	}
 	return ""

@@ -36,7 +36,7 @@ func (h *handler) rejectCancelled(w *answer, ctx context.Context, class string) 
 func (h *handler) rejectCancelledErr(w *answer, cause error, class string) {
 	w.Header().Set("Retry-After", retryAfter(h.ctl, class))
 	msg := "server overloaded"
-	if h.cfg.exposeCause && cause != nil {
+	if h.cfg.ExposeCause && cause != nil {
 		msg += ": " + cause.Error()
 	}
 	http.Error(w, msg, http.StatusServiceUnavailable)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai"
-	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/internal/mwx"
 	"github.com/moirai-go/moirai/internal/taskx"
@@ -21,44 +20,31 @@ import (
 type Option func(*config)
 
 type config struct {
-	class       func(*http.Request) string
-	key         func(*http.Request) string
-	cancellable bool
-	reexecute   bool
-	retry       []moirai.RetryOption
-	maxBody     int64
-	dagor       *admit.DAGOR
-	arrival     func(*http.Request) (time.Time, bool)
-	priority    func(*http.Request) moirai.Priority
-	trusted     func(*http.Request) bool
-	fence       *fence.Classifier
-	pathOf      func(*http.Request) string
-	tree        bool
-	hop         string
-	idemKey     string // the Idempotency-Key header the application honours, "" for none
+	// The settings that mean the same in grpcmw: cancellability,
+	// objectives and background classes, the exposed cause, the classes
+	// safe to run twice, admission, the fence, the tree. An inner Handler
+	// also applies the per-route ones to the task an outer one began (see
+	// the package documentation, "Nesting").
+	mwx.Server
 
-	// Per-route settings, which an inner Handler also applies to the task
-	// an outer one began (see the package documentation, "Nesting").
-	keySet         bool
-	cancellableSet bool
-	routes         mwx.Routes // objectives and background classes
-	exposeCause    bool
-	safeTwice      mwx.ClassSet // classes that may run twice, whatever their method
+	class     func(*http.Request) string
+	key       func(*http.Request) string // nil: no key
+	reexecute bool
+	retry     []moirai.RetryOption
+	maxBody   int64
+	arrival   func(*http.Request) (time.Time, bool)
+	priority  func(*http.Request) moirai.Priority
+	trusted   func(*http.Request) bool
+	pathOf    func(*http.Request) string
+	idemKey   string // the Idempotency-Key header the application honours, "" for none
+	keySet    bool
 }
-
-// apply sets in sp the objective and kind this layer's options give
-// class.
-func (c *config) apply(sp *moirai.Spec, class string) { c.routes.Apply(sp, class) }
 
 // maxClass bounds the length of a class derived from a request.
 const maxClass = 128
 
 func defaults() config {
-	return config{
-		key:         func(*http.Request) string { return "" },
-		cancellable: true,
-		maxBody:     1 << 20,
-	}
+	return config{Server: mwx.DefaultServer(), maxBody: 1 << 20}
 }
 
 // WithClass sets how a request's class is derived. The class groups
@@ -107,7 +93,7 @@ func WithKey(fn func(*http.Request) string) Option {
 // WithCancellable sets whether the controller may cancel the requests
 // (default true).
 func WithCancellable(on bool) Option {
-	return func(c *config) { c.cancellable, c.cancellableSet = on, true }
+	return func(c *config) { c.SetCancellable(on) }
 }
 
 // WithObjective sets the latency objective of the requests of the given
@@ -121,7 +107,7 @@ func WithCancellable(on bool) Option {
 // later option for the same class wins over an earlier one. Negative
 // durations other than NoObjective are ignored.
 func WithObjective(d time.Duration, classes ...string) Option {
-	return func(c *config) { c.routes.SetObjective(d, classes) }
+	return func(c *config) { c.SetObjective(d, classes) }
 }
 
 // WithBackground marks the requests of the given classes, or every
@@ -132,7 +118,7 @@ func WithObjective(d time.Duration, classes ...string) Option {
 // that would free the contended resource. Use it for routes such as a
 // report or an export that may take seconds and may be retried later.
 func WithBackground(classes ...string) Option {
-	return func(c *config) { c.routes.SetBackground(classes) }
+	return func(c *config) { c.SetBackground(classes) }
 }
 
 // WithExposedCause makes the body of the 503 that answers a request the
@@ -142,7 +128,7 @@ func WithBackground(classes ...string) Option {
 // client outside the service should see: the reason names the service's
 // classes, resources and numbers. The application reads the reason from
 // context.Cause either way.
-func WithExposedCause() Option { return func(c *config) { c.exposeCause = true } }
+func WithExposedCause() Option { return func(c *config) { c.SetExposedCause() } }
 
 // WithReexecution makes a request that the controller cancels, and whose
 // handler gave up (returned without answering, or answered 5xx), run
@@ -179,7 +165,7 @@ func WithReexecution(opts ...moirai.RetryOption) Option {
 // such handlers: a POST that inserts outside a transaction would insert
 // twice.
 func WithReexecutable(classes ...string) Option {
-	return func(c *config) { c.safeTwice.Add(classes) }
+	return func(c *config) { c.SetReexecutable(classes) }
 }
 
 // WithIdempotencyKey says that the application honours header (""
@@ -206,7 +192,7 @@ func (c *config) reexecutable(r *http.Request, class string) bool {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete, "":
 		return true
 	}
-	if c.safeTwice.Has(class) {
+	if c.SafeTwice.Has(class) {
 		return true
 	}
 	if c.idemKey != "" {
@@ -232,7 +218,7 @@ func WithMaxBody(n int64) Option {
 // [Transport] with the request's context, or the local reservation for a
 // class seen calling nothing. A request whose path's line is full gets
 // 503 Service Unavailable with Retry-After.
-func WithFence(c *fence.Classifier) Option { return func(cf *config) { cf.fence = c } }
+func WithFence(c *fence.Classifier) Option { return func(cf *config) { cf.SetFence(c) } }
 
 // WithPathOf sets a request's path itself, by name, instead of the
 // classifier's learning (WithFence); "" means the classifier decides. A
@@ -247,13 +233,9 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 		panic("httpmw: nil controller or handler")
 	}
 	cfg := defaults()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if cfg.tree && cfg.trusted == nil {
-		mwx.NoTrustedPeer(ctl, fmt.Sprintf("httpmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every request is the root of a tree of its own and no culprit answer goes back to a caller", cfg.hop))
+	mwx.Apply(&cfg, opts)
+	if cfg.Tree && cfg.trusted == nil {
+		mwx.NoTrustedPeer(ctl, fmt.Sprintf("httpmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every request is the root of a tree of its own and no culprit answer goes back to a caller", cfg.Hop))
 	}
 	mux, _ := next.(*http.ServeMux)
 	return &handler{ctl: ctl, next: next, mux: mux, cfg: cfg}
@@ -268,8 +250,11 @@ type handler struct {
 }
 
 func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
-	sp := moirai.Spec{Class: class, Key: h.cfg.key(r), Kind: moirai.Request, Cancellable: h.cfg.cancellable, Priority: p, Tree: tr}
-	h.cfg.apply(&sp, class)
+	sp := moirai.Spec{Class: class, Kind: moirai.Request, Cancellable: h.cfg.Cancellable, Priority: p, Tree: tr}
+	if h.cfg.key != nil {
+		sp.Key = h.cfg.key(r)
+	}
+	h.cfg.Apply(&sp, class)
 	return sp
 }
 
@@ -287,10 +272,10 @@ func (h *handler) refined(r *http.Request, outer *moirai.Task) moirai.Spec {
 	if h.cfg.keySet {
 		sp.Key = h.cfg.key(r)
 	}
-	if h.cfg.cancellableSet {
-		sp.Cancellable = h.cfg.cancellable
+	if h.cfg.CancellableSet {
+		sp.Cancellable = h.cfg.Cancellable
 	}
-	h.cfg.apply(&sp, sp.Class)
+	h.cfg.Apply(&sp, sp.Class)
 	return sp
 }
 
@@ -346,76 +331,102 @@ func routeClass(method, pattern string) string {
 func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// Every answer to r, the handler's or the middleware's, goes through w.
 	w := newAnswer(rw, h.ctl)
-	defer w.release()
+	h.serveAnswer(w, r)
+	// Not deferred: the answer of a handler that panicked is left to the
+	// collector rather than pooled, and a request served to its end pays
+	// for no deferred call.
+	w.release()
+}
+
+// serveAnswer serves r, every answer to it going through w.
+func (h *handler) serveAnswer(w *answer, r *http.Request) {
 	p := h.priorityOf(r)
-	if h.cfg.dagor != nil && !h.admitRequest(w, r, p) {
+	if h.cfg.Dagor != nil && !h.admitRequest(w, r, p) {
 		return
 	}
 	// Nested in a Handler of the same controller: one request, one task.
-	var sp moirai.Spec
 	outer := moirai.From(r.Context())
-	if outer != nil && (taskx.Owner(outer) != h.ctl.Tasks() || taskx.Ended(outer)) {
-		outer = nil
+	if outer != nil && taskx.Owner(outer) == h.ctl.Tasks() && !taskx.Ended(outer) {
+		h.serveOn(w, r, outer)
+		return
 	}
-	var class string
-	var rt route // the wrapped mux's match, when it made one
-	if outer != nil {
-		sp = h.refined(r, outer)
-		class = sp.Class
-	} else {
-		class, rt = h.classOf(r)
-	}
-	if h.cfg.fence != nil {
-		permit, err := h.cfg.fence.Fence().Acquire(r.Context(), h.path(r, class))
-		if err != nil {
-			if errors.Is(err, fence.ErrRejected) {
-				w.Header().Set("Retry-After", "1")
-				http.Error(w, "overloaded: path's line full", http.StatusServiceUnavailable)
-			}
-			// Otherwise the client has gone: nobody to answer.
+	class, rt := h.classOf(r) // rt: the wrapped mux's match, when it made one
+	if h.cfg.Fence != nil {
+		permit, ok := h.fenced(w, r, class)
+		if !ok {
 			return
 		}
 		defer permit.Release()
-		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.fence, class))
-	}
-	if outer != nil {
-		h.serveNested(w, r, outer, sp)
-		return
+		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.Fence, class))
 	}
 	var tr string
 	var treeIn bool
-	if h.cfg.tree {
+	if h.cfg.Tree {
 		tr, treeIn = h.treeOf(r, class)
 	}
 	// A request of a received tree is not re-executed here: its culprit
 	// answer goes up, and the tree's root re-executes it, after the wait.
-	if h.cfg.reexecute && h.cfg.cancellable && !treeIn && h.cfg.reexecutable(r, class) {
+	if h.cfg.reexecute && h.cfg.Cancellable && !treeIn && h.cfg.reexecutable(r, class) {
 		if body, ok := h.bufferBody(r); ok {
 			h.serveRetry(w, r, body, class, p, tr)
 			return
 		}
 	}
+	h.serveTask(w, r, rt, class, p, tr, treeIn)
+}
+
+// serveTask serves r, of class, priority p and tree tr, as a task it
+// begins and ends, on rt when the wrapped mux matched it.
+func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, p moirai.Priority, tr string, treeIn bool) {
 	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
-	if h.cfg.tree {
+	if h.cfg.Tree {
 		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
 	}
+	// One deferred call, open-coded by the compiler (this function has
+	// few exits): it ends the task of a handler that panicked too.
 	err := errPanicked
 	defer func() { t.End(err) }()
 	h.serve(w, r.WithContext(ctx), rt)
-	err = outcome(ctx, w.status)
-	if w.status == 0 && errors.Is(context.Cause(ctx), moirai.ErrCancelled) {
-		// An inner Handler may have refined the task's class.
-		class := t.Spec().Class
-		if h.cfg.tree {
-			if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.hop); ok {
-				rejectCulprit(w, h.ctl, class, cu)
-				return
-			}
+	if cause := context.Cause(ctx); cause != nil || w.status >= 500 {
+		err = outcome(cause, w.status)
+		if w.status == 0 && errors.Is(cause, moirai.ErrCancelled) {
+			h.answerCancelled(w, ctx, t)
+			return
 		}
-		h.rejectCancelled(w, ctx, class)
-		return
+	} else {
+		err = nil
 	}
 	w.finish()
+}
+
+// answerCancelled answers a request whose task t the controller
+// cancelled and whose handler left it unanswered.
+func (h *handler) answerCancelled(w *answer, ctx context.Context, t *moirai.Task) {
+	// An inner Handler may have refined the task's class.
+	class := t.Spec().Class
+	if h.cfg.Tree {
+		if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.Hop); ok {
+			rejectCulprit(w, h.ctl, class, cu)
+			return
+		}
+	}
+	h.rejectCancelled(w, ctx, class)
+}
+
+// serveOn serves r, nested in a Handler of the same controller that began
+// outer, the request's one task: it takes a permit of the fence, when
+// this Handler has one, for the refined class, and serves r on outer.
+func (h *handler) serveOn(w *answer, r *http.Request, outer *moirai.Task) {
+	sp := h.refined(r, outer)
+	if h.cfg.Fence != nil {
+		permit, ok := h.fenced(w, r, sp.Class)
+		if !ok {
+			return
+		}
+		defer permit.Release()
+		r = r.WithContext(fence.WithCaller(r.Context(), h.cfg.Fence, sp.Class))
+	}
+	h.serveNested(w, r, outer, sp)
 }
 
 // serveNested serves a request whose task outer an outer Handler of the
@@ -441,24 +452,40 @@ func (h *handler) serveNested(w *answer, r *http.Request, outer *moirai.Task, sp
 	w.finish()
 }
 
+// fenced takes a permit of the fence for r, of class; it reports false
+// after answering a request the fence rejects (or nothing to a client
+// that has gone).
+func (h *handler) fenced(w *answer, r *http.Request, class string) (fence.Permit, bool) {
+	permit, err := h.cfg.Fence.Fence().Acquire(r.Context(), h.path(r, class))
+	if err != nil {
+		if errors.Is(err, fence.ErrRejected) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "overloaded: path's line full", http.StatusServiceUnavailable)
+		}
+		// Otherwise the client has gone: nobody to answer.
+		return fence.Permit{}, false
+	}
+	return permit, true
+}
+
 // path is the fence reservation of a request of class.
 func (h *handler) path(r *http.Request, class string) *fence.Path {
 	if h.cfg.pathOf != nil {
 		if name := h.cfg.pathOf(r); name != "" {
-			return h.cfg.fence.Fence().Path(name)
+			return h.cfg.Fence.Fence().Path(name)
 		}
 	}
-	return h.cfg.fence.PathOf(class)
+	return h.cfg.Fence.PathOf(class)
 }
 
 // errPanicked ends the task of a handler that panicked; net/http then
 // recovers the panic as it would without the middleware.
 var errPanicked = errors.New("httpmw: handler panicked")
 
-// outcome is the error a task ends with: the cancellation's cause, or a
-// server error status.
-func outcome(ctx context.Context, status int) error {
-	if cause := context.Cause(ctx); errors.Is(cause, moirai.ErrCancelled) {
+// outcome is the error a task ends with: the cancellation's cause (cause
+// is context.Cause of its context), or a server error status.
+func outcome(cause error, status int) error {
+	if errors.Is(cause, moirai.ErrCancelled) {
 		return cause
 	}
 	if status >= 500 {

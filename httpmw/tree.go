@@ -25,7 +25,7 @@ import (
 // re-executed in the middle of it, and the root's re-execution waits the
 // deciding hop's expected wait (moirai.Retry).
 func WithTree(hop string) Option {
-	return func(c *config) { c.tree, c.hop = true, hop }
+	return func(c *config) { c.SetTree(hop) }
 }
 
 // Peer is the downstream that answered a [Transport]'s request, for the

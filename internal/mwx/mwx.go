@@ -3,9 +3,17 @@
 // applications never call: the re-execution of a request whose first run
 // is the task an outer layer of middleware began (RetryOn) and the
 // request trees' trust counters (IgnoredCulprit, NoTrustedPeer), which
-// package moirai fills in its init function; the per-class settings both
-// middlewares keep (Routes, ClassSet); and their clock for expiries
-// (Monotonic). It imports only package task, so that moirai can import it.
+// package moirai fills in its init function. What the two protocols
+// share: the settings that mean the same in both, with their defaults,
+// their setters and the way options are applied (Server, Client, Apply;
+// each package's options forward to them); the per-class settings
+// (Routes, ClassSet); admission (Admit, Lowest) and the names of the
+// cooperation between services (PriorityName, LevelName,
+// ContinuationName); a client's cache of its downstreams' levels
+// (Levels); the report of a downstream call to a fence (CallStart,
+// CallEnd, StreamStart); and their one clock for the durations and
+// expiries of their own (Monotonic). It imports no package that imports
+// moirai (task, admit, fence), so that moirai can import it.
 package mwx
 
 import (
@@ -37,7 +45,9 @@ var NoTrustedPeer func(ctl any, why string)
 // epoch is the origin of Monotonic.
 var epoch = time.Now()
 
-// Monotonic is the middleware's clock for expiries of its own (the
-// levels a client caches): the monotonic time since the process loaded
-// the package, immune to steps of the wall clock.
+// Monotonic is the middleware's one clock for the expiries and durations
+// of its own (the levels a client caches, the downstream calls a fence
+// learns from), in httpmw and grpcmw alike: the monotonic time since the
+// process loaded the package, immune to steps of the wall clock. (The
+// tasks' times are the controller's clock's.)
 func Monotonic() time.Duration { return time.Since(epoch) }

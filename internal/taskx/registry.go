@@ -164,13 +164,11 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 	if parent == nil {
 		panic("moirai: Begin with nil parent context")
 	}
-	spec, err := spec.normalize()
-	if err != nil {
+	t := &Task{id: r.nextID.Add(1), spec: spec, reg: r, ctx: taskCtx{parent: parent}}
+	if err := t.spec.normalize(); err != nil {
 		r.invalidSpecs.Add(1)
 		r.report(err)
 	}
-	t := &Task{id: r.nextID.Add(1), spec: spec, reg: r}
-	t.ctx = taskCtx{parent: parent}
 	now := r.clock.Now()
 	t.begin = now
 

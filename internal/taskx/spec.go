@@ -147,15 +147,16 @@ func (s *Spec) foldGoal() {
 	s.MaxDeferral = s.Goal
 }
 
-// normalize returns the spec with invalid or zero fields replaced by their
-// defaults, and the validation error if any field was invalid.
-func (s Spec) normalize() (Spec, error) {
+// normalize replaces the spec's invalid or zero fields by their defaults,
+// in place (Begin normalizes the task's own copy: a Spec is a dozen words),
+// and returns the validation error if any field was invalid.
+func (s *Spec) normalize() error {
 	s.foldGoal()
 	if s.Goal >= 0 && s.Goal <= math.MaxFloat64 && s.Kind <= Background && (s.Objective >= 0 || s.Objective == NoObjective) {
 		if s.Goal == 0 {
 			s.Goal, s.MaxDeferral = DefaultGoal, DefaultGoal
 		}
-		return s, nil
+		return nil
 	}
 	err := s.Validate()
 	if math.IsNaN(s.Goal) || math.IsInf(s.Goal, 0) || s.Goal <= 0 {
@@ -167,5 +168,5 @@ func (s Spec) normalize() (Spec, error) {
 	if s.Objective < 0 && s.Objective != NoObjective {
 		s.Objective = 0
 	}
-	return s, err
+	return err
 }

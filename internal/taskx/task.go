@@ -162,8 +162,7 @@ func (t *Task) refine(s Spec) bool {
 	if t == nil || t.state.Load()&(stateEnded|stateCancelled) != 0 {
 		return false
 	}
-	s, err := s.normalize()
-	if err != nil {
+	if err := s.normalize(); err != nil {
 		t.reg.invalidSpecs.Add(1)
 		t.reg.report(err)
 	}
