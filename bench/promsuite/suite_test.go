@@ -59,12 +59,15 @@ func fakeIntegration(t *testing.T, factor map[string]float64) string {
 			for i := range lat {
 				lat[i] = fmt.Sprint(float64(i+1) * f)
 			}
-			cancelled := 0
+			cancelled, failed := 0, 0
 			if run == "moirai" {
 				cancelled = 3
 			}
-			fmt.Fprintf(&cases, "  %s) echo '{\"run\":\"%s\",\"patched\":%v,\"victims\":100,\"victims_ok\":100,\"throughput\":%v,\"slo_attainment\":0.5,\"culprit_sent\":4,\"culprit_cancelled\":%d,\"culprit_ok\":%d,\"work_lost\":0.25,\"controller_cancellations\":%d,\"latencies_ms\":[%s]}';;\n",
-				run, run, b.patched, 600/f, cancelled, 4-cancelled, cancelled, strings.Join(lat, ","))
+			if run == "timeout" {
+				failed = 10 // the engine's timeout fails victims too
+			}
+			fmt.Fprintf(&cases, "  %s) echo '{\"run\":\"%s\",\"patched\":%v,\"victims\":%d,\"victims_ok\":100,\"victims_failed\":%d,\"first_error\":\"deadline\",\"throughput\":%v,\"slo_attainment\":0.5,\"culprit_sent\":4,\"culprit_cancelled\":%d,\"culprit_ok\":%d,\"work_lost\":0.25,\"controller_cancellations\":%d,\"latencies_ms\":[%s]}';;\n",
+				run, run, b.patched, 100+failed, failed, 600/f, cancelled, 4-cancelled, cancelled, strings.Join(lat, ","))
 		}
 		write(b.name+".sh", `#!/bin/sh
 while [ $# -gt 0 ]; do [ "$1" = -runs ] && runs=$2; shift; done
@@ -112,6 +115,14 @@ func TestExecutePoolsAndNormalizes(t *testing.T) {
 		if r.Controller == "moirai" && (r.CulpritsCancelled != 6 || r.Cancelled != 6 || math.Abs(r.WorkLost-0.5) > 1e-9) {
 			t.Errorf("moirai: %d culprits cancelled, %d cancellations, %v lost; want 6, 6 and 0.5 over two rounds", r.CulpritsCancelled, r.Cancelled, r.WorkLost)
 		}
+	}
+	for _, r := range res.Rows {
+		if want := map[bool]float64{true: 20.0 / 220, false: 0}[r.Controller == "timeout"]; math.Abs(r.DropRate-want) > 1e-9 {
+			t.Errorf("%s: drop rate %v, want %v (failed victims are measured, not a failed row)", r.Controller, r.DropRate, want)
+		}
+	}
+	if got := res.Params["victims failed: dashboard/timeout"]; got != "20 of 220; first: deadline" {
+		t.Errorf("timeout's failed victims: %q", got)
 	}
 	if got := res.Params["p99_norm by round: dashboard/moirai"]; got != "1.50, 1.50" {
 		t.Errorf("moirai by round: %q", got)

@@ -78,6 +78,7 @@ type config_ struct {
 	debug          bool
 	raw            bool
 	tick           time.Duration
+	minCancel      time.Duration
 	settle         time.Duration
 	maxInflight    int
 	defaultSamples int
@@ -105,6 +106,7 @@ func main() {
 	flag.BoolVar(&c.debug, "debug", false, "print the controller's decisions on stderr")
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default); the fine tick is a quarter of it")
+	flag.DurationVar(&c.minCancel, "min-cancel-interval", 0, "the moirai controller's least time between two cancellations (0: moirai's default, 100ms)")
 	flag.DurationVar(&c.settle, "settle", 2*time.Second, "after the load, the victims' load alone for this long, unmeasured")
 	flag.Parse()
 	c.runs = strings.Split(runs, ",")
@@ -156,6 +158,9 @@ func run(c config_) error {
 		opts := []moirai.Option{moirai.WithSLO(0.99, c.slo), moirai.WithPenalties(false)}
 		if c.tick > 0 {
 			opts = append(opts, moirai.WithTick(c.tick, c.tick/4))
+		}
+		if c.minCancel > 0 {
+			opts = append(opts, moirai.WithMinCancelInterval(c.minCancel))
 		}
 		if c.debug {
 			lg := slog.New(slog.NewTextHandler(os.Stderr, nil))
