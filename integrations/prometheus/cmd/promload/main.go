@@ -36,6 +36,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -107,7 +108,7 @@ func main() {
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default); the fine tick is a quarter of it")
 	flag.DurationVar(&c.minCancel, "min-cancel-interval", 0, "the moirai controller's least time between two cancellations (0: moirai's default, 100ms)")
-	flag.DurationVar(&c.settle, "settle", 2*time.Second, "after the load, the victims' load alone for this long, unmeasured")
+	flag.DurationVar(&c.settle, "settle", 4*time.Second, "after the load, the victims' load alone for this long, unmeasured")
 	flag.Parse()
 	c.runs = strings.Split(runs, ",")
 	c.maxInflight = 2000
@@ -186,6 +187,11 @@ func run(c config_) error {
 	if err != nil {
 		return err
 	}
+	// The load's aftermath before any run: the head's full chunks written
+	// out and the appends' garbage collected, so that the first run does
+	// not pay for them.
+	db.ForceHeadMMap()
+	runtime.GC()
 	enc := json.NewEncoder(os.Stdout)
 	settled := false
 	var tracker *moiraiprom.Tracker
