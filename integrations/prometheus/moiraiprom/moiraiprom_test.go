@@ -56,7 +56,7 @@ func (f *fakeTracker) len() int {
 
 func newController(t *testing.T) *moirai.Controller {
 	t.Helper()
-	ctl := moirai.New(moirai.WithTraceOnly())
+	ctl := moirai.New(moirai.WithoutMechanisms())
 	t.Cleanup(func() {
 		if err := ctl.Close(); err != nil {
 			t.Error(err)
