@@ -25,6 +25,7 @@ import (
 	_ "github.com/moirai-go/moirai/bench/inproc" // the inproc suite
 	"github.com/moirai-go/moirai/bench/locktopo"
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
+	"github.com/moirai-go/moirai/bench/promsuite"
 	"github.com/moirai-go/moirai/bench/report"
 	"github.com/moirai-go/moirai/bench/treesuite"
 )
@@ -63,6 +64,7 @@ type benchFlags struct {
 	rate    float64
 	rows    int
 	keys    int
+	series  int
 	// The locktopo suite's.
 	locktopo locktopoFlags
 }
@@ -175,6 +177,13 @@ func benchList() listing {
 	for _, c := range etcdsuite.Controllers() {
 		l.controller(c.Name, c.Describe, "etcd")
 	}
+	for _, c := range promsuite.Cases() {
+		l.Cases = append(l.Cases, caseInfo{Suite: promsuite.Suite, Name: c.Name, Models: "Prometheus v0.316.0, patched",
+			Resource: "PromQL engine's query slots", Culprit: c.Describe, Victims: "light instant queries"})
+	}
+	for _, c := range promsuite.Controllers() {
+		l.controller(c.Name, c.Describe, "prometheus")
+	}
 	l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
 		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
 	for _, c := range treesuite.Controllers() {
@@ -215,17 +224,18 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.suite, "suite", "inproc", "suite to run")
 	fl.StringVar(&f.cases, "case", "all", "cases to run: NAME[,NAME…] or all")
 	fl.StringVar(&f.controllers, "controller", "all", "controllers to run: NAME[,NAME…] or all")
-	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; tree: 6s; etcd: 4s; unless set)")
+	fl.DurationVar(&f.duration, "duration", 3*time.Second, "length of each run (suite dagor: 8s, its mixed workload three times as long; pathfence: 20s; tree and prometheus: 6s; etcd: 4s; unless set)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the load's arrival schedule")
 	fl.StringVar(&f.out, "out", "", "directory to write results.json and report.html to")
-	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, etcd, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
+	fl.BoolVar(&f.noCulprit, "no-culprit", false, "suites inproc, etcd, prometheus, postgres and mysql: measure the controllers' cost with nothing wrong: every run without its culprit, compared with a run under no control")
 	fl.StringVar(&f.culprit, "culprit", "once", "suite inproc: how the culprit comes: once (one long request, the Atropos cases) or stream (the case's noisy client, shorter requests back to back from 4 connections for half the run, the pBox cases; cases without one send their culprit once)")
 	fl.Float64Var(&f.sloScale, "slo-scale", 0, "suite inproc: tell the controllers an objective this many times each case's (the metrics keep the case's)")
 	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
-	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, etcd, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree and etcd: 1s unless set)")
-	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, etcd, tree, postgres and mysql: runs of every (case, controller) pair, interleaved (etcd, tree, postgres and mysql: pooled into one row)")
+	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, etcd, prometheus, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree, etcd and prometheus: 1s unless set)")
+	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, etcd, prometheus, tree, postgres and mysql: runs of every (case, controller) pair, interleaved (etcd, prometheus, tree, postgres and mysql: pooled into one row)")
 	fl.IntVar(&f.keys, "keys", etcdsuite.DefaultKeys, "suite etcd: keys loaded before the runs; the large range reads half of them")
+	fl.IntVar(&f.series, "series", promsuite.DefaultSeries, "suite prometheus: series loaded before the runs; the heavy queries read every one")
 	fl.IntVar(&f.fib, "fib", cpusuite.DefaultFib, "suite cpu: size of a work item, fib(N)")
 	fl.Float64Var(&f.load, "load", cpusuite.DefaultLoad, "suite cpu: offered load, as a fraction of the host's CPUs")
 	fl.StringVar(&f.feeds, "feeds", "0.5,1,2,4", "suite dagor: feed rates, as ratios to the rate that saturates M")
@@ -263,6 +273,8 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return runLocktopoBench(cmd, g, f)
 	case etcdsuite.Suite:
 		return runEtcdBench(cmd, g, f)
+	case promsuite.Suite:
+		return runPromBench(cmd, g, f)
 	}
 	cases, ctls, err := selectRun(f, func(list string) ([]bench.Case, error) { return bench.SelectCases(f.suite, list) }, bench.SelectControllers)
 	if err != nil {

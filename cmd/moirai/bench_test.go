@@ -101,6 +101,11 @@ func TestBenchRunCPUBadInput(t *testing.T) {
 		{[]string{"bench", "run", "--suite", "etcd", "--case", "k9"}, "keys-only, full-range"},
 		{[]string{"bench", "run", "--suite", "etcd", "--controller", "pbox"}, "none, moirai, timeout, ratelimit, paginate"},
 		{[]string{"bench", "run", "--suite", "etcd", "--culprit", "stream"}, "--culprit"},
+		{[]string{"bench", "run", "--suite", "prometheus", "--rounds", "0"}, "--rounds 0"},
+		{[]string{"bench", "run", "--suite", "prometheus", "--series", "10"}, "--series 10"},
+		{[]string{"bench", "run", "--suite", "prometheus", "--case", "k9"}, "dashboard"},
+		{[]string{"bench", "run", "--suite", "prometheus", "--controller", "pbox"}, "none, moirai, timeout, max-samples, concurrency"},
+		{[]string{"bench", "run", "--suite", "prometheus", "--keys", "5000"}, "--keys applies to suite etcd only"},
 		{[]string{"bench", "worker-cpu", "--config", "{"}, "--config"},
 	} {
 		_, _, err := run(t, tt.args...)

@@ -112,7 +112,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad interval", []string{"demo", "--interval", "1ms"}, "--interval"},
 		{"bad slo", []string{"demo", "--slo", "10us"}, "--slo"},
 		{"bad only", []string{"demo", "--only", "both"}, "--only"},
-		{"flag of another suite", []string{"bench", "run", "--suite", "dagor", "--rounds", "2"}, "--rounds applies to suites cpu, etcd, tree, postgres and mysql only"},
+		{"flag of another suite", []string{"bench", "run", "--suite", "dagor", "--rounds", "2"}, "--rounds applies to suites cpu, etcd, prometheus, tree, postgres and mysql only"},
 		{"bad culprit shape", []string{"bench", "run", "--culprit", "twice"}, `--culprit "twice": want once or stream`},
 		{"noisy clients without a stream", []string{"bench", "run", "--noisy-clients", "8"}, "--noisy-clients 8: want 1 to 256, with --culprit stream"},
 		{"bad objective scale", []string{"bench", "run", "--slo-scale", "0"}, "--slo-scale 0: want a factor above 0"},
