@@ -459,6 +459,15 @@ func runStarve(t *testing.T, seed uint64, culprit, cold bool) (culprits, others 
 	return culprits, others, w.desc
 }
 
+// stopAfter ends a generated test at its fifth failing seed: enough to
+// see the pattern, and a broken rule is found in seconds.
+func stopAfter(t *testing.T, failed int) {
+	t.Helper()
+	if failed >= 5 {
+		t.Fatalf("stopped after %d failing seeds", failed)
+	}
+}
+
 func starveSeeds() uint64 {
 	if testing.Short() {
 		return 60
@@ -487,6 +496,7 @@ func TestStretchedHostNoCulpritCancelsNothing(t *testing.T) {
 		if len(others) > 0 {
 			failed++
 			t.Errorf("%s: %d cancellation(s) with no culprit:%s", desc, len(others), describe(others))
+			stopAfter(t, failed)
 		}
 	}
 	t.Logf("%d seeds, %d with a cancellation", seeds, failed)
@@ -500,6 +510,7 @@ func TestStretchedHostCulpritIsCancelledAlone(t *testing.T) {
 		if len(culprits) != 1 || len(others) > 0 {
 			failed++
 			t.Errorf("%s: culprit cancelled %d time(s), others %d time(s); want it once and nothing else:%s", desc, len(culprits), len(others), describe(others))
+			stopAfter(t, failed)
 		}
 	}
 	t.Logf("%d seeds, %d failed", seeds, failed)
@@ -511,6 +522,7 @@ var freesRe = regexp.MustCompile(`% of ([a-z]+) \(contention`)
 func TestStretchedHostFromTheStart(t *testing.T) {
 	seeds := starveSeeds()
 	hist := map[int]int{}
+	failed := 0
 	for seed := range seeds {
 		_, others, desc := runStarve(t, seed, false, true)
 		per := map[string]int{}
@@ -524,7 +536,9 @@ func TestStretchedHostFromTheStart(t *testing.T) {
 		}
 		hist[most]++
 		if most > 1 {
+			failed++
 			t.Errorf("%s: %v", desc, per)
+			stopAfter(t, failed)
 		}
 	}
 	t.Logf("%d seeds, most cancellations of one class on one resource: %v", seeds, hist)
