@@ -136,6 +136,11 @@ type judgement struct {
 	// all is set: every class).
 	classes map[string]struct{}
 	all     bool
+	// tasks holds the tasks decided on and not yet seen cancelled or
+	// gone (at most maxJudged): a decision the controller did not act on
+	// (another cancellation too recent, a dry run) cancels nothing, and
+	// is not judged.
+	tasks []uint64
 }
 
 // maxJudged bounds the classes a judgement remembers.
@@ -161,6 +166,9 @@ func (a *Atropos) judge(s *snapshot.Snapshot, id uint64) {
 		if j.classes == nil {
 			j.classes = map[string]struct{}{}
 		}
+		if !j.refuted && len(j.tasks) < maxJudged {
+			j.tasks = append(j.tasks, id)
+		}
 		if len(j.classes) < maxJudged {
 			j.classes[class] = struct{}{}
 		} else if _, ok := j.classes[class]; !ok {
@@ -179,6 +187,20 @@ func (a *Atropos) followJudgements(s *snapshot.Snapshot) {
 			continue
 		}
 		r := &s.Resources[i]
+		if !j.refuted && len(j.tasks) > 0 {
+			// A task decided on, seen live and not cancelled: the
+			// decision was not acted on. Seen cancelled, or gone: it was.
+			acted := false
+			for _, id := range j.tasks {
+				ti := slices.IndexFunc(s.Tasks, func(t snapshot.Task) bool { return t.ID == id })
+				acted = acted || ti < 0 || s.Tasks[ti].Cancelled
+			}
+			if !acted {
+				delete(a.judged, k)
+				continue
+			}
+			j.tasks = j.tasks[:0]
+		}
 		switch {
 		case j.refuted && r.Waiters > 0:
 			j.quiet = 0

@@ -124,3 +124,34 @@ func cancelsOf(ds []policy.Decision) (ids []uint64) {
 	}
 	return ids
 }
+
+// A decision the controller did not act on (another cancellation too
+// recent, a dry run) cancelled nothing: the task, still holding, is not
+// refuted by its own hold, and is proposed again.
+func TestJudgementIgnoresADecisionNotActedOn(t *testing.T) {
+	a := NewAtropos(MultiObjective, WithConfirmation(0), WithMinGain(10*ms))
+	at := time.Duration(0)
+	snap := func(hold time.Duration) *snapshot.Snapshot {
+		at += 5 * ms
+		return newBuilder(5*ms).res("table", resource.KindLock, 1, 0.5, 2).
+			task(1, "q", true, 0, 0, hold, use{res: 0, held: 1, hold: hold}).
+			task(2, "w", true, 0, 0, hold, use{res: 0, waiting: true}).
+			task(3, "w", true, 0, 0, hold, use{res: 0, waiting: true}).build()
+	}
+	decided := 0
+	for i := range 300 { // 1.5 s
+		s := snap(time.Duration(50+5*i) * ms)
+		s.At = at
+		s.Tasks[1].Blocked, s.Tasks[2].Blocked = true, true
+		a.Observe(s)
+		for _, id := range cancelsOf(a.Decide(s)) {
+			if id != 1 {
+				t.Fatalf("cancelled %d; want the holder 1", id)
+			}
+			decided++
+		}
+	}
+	if decided < 2 {
+		t.Errorf("the holder was proposed %d time(s) in 1.5 s, never acted on; want it proposed again", decided)
+	}
+}
