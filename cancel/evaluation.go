@@ -134,8 +134,9 @@ type cand struct {
 	background   bool // a Background task: chosen before any foreground one
 	future       FutureSource
 	mixed        bool // its class's history was not trusted
-	// unproven is set when it holds an unrelieved resource with no
-	// evidence of its own that it is heavy there (see unrelief).
+	// unproven is set when it holds a resource on which its class is
+	// judged or refuted, with no evidence of its own that it is heavy
+	// there (see judgement).
 	unproven bool
 }
 
