@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -69,6 +70,16 @@ type Options struct {
 	// told (its detector's, its admission's); the metrics (SLO attainment,
 	// the floor of p99_norm's base) keep the case's own.
 	SLOScale float64
+	// HostLoad, if positive, makes the host hostile: that many processes
+	// from HostLoadCommand (at most MaxHostLoad), each busy-looping on a
+	// CPU, are started before each run and killed after it. They are
+	// other processes, outside the controller's view, as the compilers
+	// and tests of other jobs on a shared machine are: the service's
+	// requests are stretched by the scheduler, not by a culprit of their
+	// own. HostLoadCommand returns the command of one such process; it
+	// must run until its standard input is closed.
+	HostLoad        int
+	HostLoadCommand func(ctx context.Context) *exec.Cmd
 
 	// watch, if set, is told of each run's controller when the run
 	// starts, and the function it returns when the run is over: with the
@@ -97,6 +108,9 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 	if o.Duration < MinDuration {
 		return nil, fmt.Errorf("bench: duration %v is too short to measure; the minimum is %v", o.Duration, MinDuration)
 	}
+	if err := o.checkHostLoad(); err != nil {
+		return nil, err
+	}
 	res := &Results{
 		Suite: o.Suite, Started: time.Now().UTC(), Seed: o.Seed, Duration: o.Duration.String(),
 		Machine: CurrentMachine(),
@@ -122,6 +136,12 @@ func Execute(ctx context.Context, o Options) (*Results, error) {
 		if o.NoisyClients > 0 {
 			res.Params["noisy clients"] = strconv.Itoa(o.NoisyClients)
 		}
+	}
+	if o.HostLoad > 0 {
+		if res.Params == nil {
+			res.Params = map[string]string{}
+		}
+		res.Params["host load"] = strconv.Itoa(o.HostLoad) + " busy-looping processes during each run"
 	}
 	if o.NoCulprit {
 		return executeNoCulprit(ctx, o, res)
@@ -345,6 +365,13 @@ func runOne(ctx context.Context, c Case, ctl Controller, culprit bool, o Options
 			run, err = nil, fmt.Errorf("%s under %s panicked: %v", c.Name, ctl.Name, v)
 		}
 	}()
+	if o.HostLoad > 0 {
+		stop, err := startHostLoad(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	rec := newRecorder()
 	var epoch time.Time // set below, before any request; read by the observer
 	var epochSet atomic.Bool

@@ -39,6 +39,10 @@ type Atropos struct {
 
 	uses     *estimate.Uses
 	episodes map[resKey]episode
+	// judged holds the resources on which cancellations are judged or
+	// were refuted (see judgement); bounded, as episodes, by the
+	// snapshots' resources.
+	judged map[resKey]judgement
 	// others is, per resource, a moving mean (over about a second) of the
 	// units held and waited for by the tasks of classes known to be light
 	// on it: the demand a known-heavy class's tasks leave room for.
@@ -50,6 +54,12 @@ type Atropos struct {
 	khHeavy    []int64
 	khHeld     []int64
 	khNewcomer []bool
+	// crowd counts, per class and resource of the snapshot being
+	// decided on, the live tasks using it (see crowded); crowdBuilt says
+	// whether it was counted for this evaluation. Bounded by the
+	// snapshot's usage entries, and cleared at each evaluation.
+	crowd      map[crowdKey]int32
+	crowdBuilt bool
 	// gain is, per resource of the snapshot being decided on, its
 	// minimum gain in seconds (see gainFloors).
 	gain []float64
@@ -120,6 +130,7 @@ func NewAtropos(v Variant, opts ...AtroposOption) *Atropos {
 	}
 	a.uses = estimate.NewUses(0)
 	a.episodes = map[resKey]episode{}
+	a.judged = map[resKey]judgement{}
 	a.others = map[resKey]float64{}
 	return a
 }
@@ -230,6 +241,7 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 		}
 	}
 	a.pending = 0
+	a.judge(s, c.Task)
 	// What the task used until now is not what a task of its class uses:
 	// the learners must not take its end, when it comes, for a completed
 	// task's (a source that sees the cancel only once the task is gone,

@@ -67,6 +67,25 @@
 // millisecond), so a known-heavy holder is decided on the instant the
 // first request queues behind it, not at the loop's next tick.
 //
+// # A host that takes the CPU away
+//
+// On a machine whose other processes keep the CPU busy, every hold is
+// stretched, and so are the durations and uses learned from them: age
+// and holds are then no evidence of a culprit. A task of a class whose
+// tasks typically end having used less than the minimum gain of a
+// resource, holding one unit of it with no progress of its own, is no
+// culprit there whatever its age; nor is one of several live tasks of a
+// class with no history on the resource (the first requests of a
+// stream, stretched alike). A class is mixed only on a live task that
+// holds several units or reports progress (estimate.Uses.Mixed). And
+// every cancellation is judged: when, a second after it, the others
+// still wait behind tasks of the class cancelled, or wait behind them
+// again within the contention window after the backlog drained, the
+// blame is refuted, and until nobody has waited for the resource for a
+// second a task of that class is a candidate there only on its reported
+// progress ([Level].Unrelieved). Others waiting behind tasks of another
+// class wait for another culprit, and refute nothing.
+//
 // The two ablations of the paper are variants: [Greedy] looks at the most
 // contended resource only and takes its largest gain; [CurrentUsage] runs
 // the multi-objective choice on current usage instead of future gain.

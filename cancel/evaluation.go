@@ -21,6 +21,12 @@ type Level struct {
 	// Episode is set when a cancelled task's holds on the resource have
 	// not yet been seen released: it is not decided on (not Contended).
 	Episode bool
+	// Unrelieved is set when a cancellation on the resource did not
+	// relieve it (its waiters still wait, or soon wait again, behind
+	// tasks of the class cancelled): until nobody has waited for it for
+	// a second, a task of that class is a candidate on it only on its
+	// reported progress.
+	Unrelieved bool
 	// KnownHeavy is set when tasks of classes known to be heavy on the
 	// resource leave the others too little while they wait (see the
 	// package documentation, "Known-heavy classes"): it counts as
@@ -128,6 +134,10 @@ type cand struct {
 	background   bool // a Background task: chosen before any foreground one
 	future       FutureSource
 	mixed        bool // its class's history was not trusted
+	// unproven is set when it holds a resource on which its class is
+	// judged or refuted, with no evidence of its own that it is heavy
+	// there (see judgement).
+	unproven bool
 }
 
 // FutureSource says where a candidate's future use came from.
@@ -194,6 +204,7 @@ func (a *Atropos) contended(s *snapshot.Snapshot, ev *Evaluation) int {
 		if a.khCand[i] >= 0 {
 			l.Contended, l.KnownHeavy = true, true
 		}
+		l.Unrelieved = a.refutedRes(r)
 		if l.Contended && a.inEpisode(r) {
 			l.Contended, l.Episode = false, true
 		}
@@ -253,6 +264,7 @@ func (a *Atropos) dimensions(s *snapshot.Snapshot, ev *Evaluation, main int) {
 func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, totals []float64) (maxLoss float64) {
 	dims := len(ev.Contended)
 	cands, vals := a.work[:0], a.vals[:0]
+	a.crowdBuilt = false
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		switch {
@@ -285,7 +297,11 @@ func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, tot
 			vals = vals[:off]
 			ev.NoGain++
 			if holds && len(ev.NoGainTasks) < maxListed {
-				ev.NoGainTasks = append(ev.NoGainTasks, Excluded{Task: t.ID, Class: t.Class, Why: "no gain: expected to release the contended resources within the minimum gain"})
+				why := "no gain: expected to release the contended resources within the minimum gain"
+				if c.unproven {
+					why = "refuted: a cancellation of a task of its class on a resource it holds is being judged or did not relieve it, and it reports no progress"
+				}
+				ev.NoGainTasks = append(ev.NoGainTasks, Excluded{Task: t.ID, Class: t.Class, Why: why})
 			}
 			continue
 		}

@@ -94,13 +94,14 @@ func (a *Atropos) reason(ev *Evaluation, leastLoss bool) string {
 func (ev *Evaluation) Attrs(n int) []slog.Attr {
 	var lv []slog.Attr
 	for _, l := range ev.Levels {
-		if l.Level > 0 || l.Contended || l.Episode {
+		if l.Level > 0 || l.Contended || l.Episode || l.Unrelieved {
 			lv = append(lv, slog.Group(l.Resource,
 				slog.Float64("level", round3(l.Level)),
 				slog.Int("waiters", l.Waiters),
 				slog.Bool("contended", l.Contended),
 				slog.Bool("known_heavy", l.KnownHeavy),
 				slog.Bool("episode", l.Episode),
+				slog.Bool("unrelieved", l.Unrelieved),
 				slog.Duration("min_gain", l.MinGain)))
 		}
 	}

@@ -53,9 +53,16 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 				factor = estimate.Future(1, p) // (1−p)/p, p already clamped
 			}
 		}
+		if src != estimate.Reported && a.judgedClass(t.Class, r) {
+			// A cancellation of a task of its class on r is being
+			// judged, or did not relieve r: its age, holds and class
+			// history are no evidence there (see judgement).
+			c.unproven = true
+			continue
+		}
 		fut, fs := v*factor, FromProgress
 		if a.variant != CurrentUsage && r.Kind != resource.KindMemory {
-			fut, fs = a.classFuture(t.Class, u, r, floor[d], src, mixed, fut, fs)
+			fut, fs = a.classFuture(s, t.Class, u, r, floor[d], src, mixed, fut, fs)
 		}
 		if fut >= floor[d] && fut > 0 {
 			usage[d] += fut
@@ -74,8 +81,20 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 // resource's demand: u is the task's use of r so far, floor the minimum
 // gain on r, src where its progress came from, mixed whether its class's
 // history is untrusted.
-func (a *Atropos) classFuture(class string, u *snapshot.Usage, r *snapshot.Resource, floor float64, src estimate.Source, mixed bool, fut float64, fs FutureSource) (float64, FutureSource) {
+func (a *Atropos) classFuture(s *snapshot.Snapshot, class string, u *snapshot.Usage, r *snapshot.Resource, floor float64, src estimate.Source, mixed bool, fut float64, fs FutureSource) (float64, FutureSource) {
 	total, ok := a.uses.Total(class, r.Name)
+	if !ok && u.Held < 2 && src != estimate.Reported && a.crowded(s, class, u.Res) {
+		// No task of the class has ended having used r, and others
+		// of it use r now: a stream of requests whose first ones
+		// hold one unit each for as long as the host lets them run
+		// (a host whose other processes take the CPU stretches them
+		// all alike). One of them holding long, with no progress of
+		// its own, does not stand out from the others: its age is no
+		// evidence of work. A lone task of a class of its own (a
+		// backup, a compaction) is still found by its holds, and a
+		// stream of heavy requests from its first end on.
+		return 0, fs
+	}
 	// A mixed class's history is not this task's, but for a
 	// task holding one unit with no progress of its own: a
 	// light request stalled while it holds is still not a
@@ -97,8 +116,23 @@ func (a *Atropos) classFuture(class string, u *snapshot.Usage, r *snapshot.Resou
 		// gain: a request of a class that holds for a
 		// millisecond, stalled by the scheduler while it holds,
 		// is not a culprit.
-		left := total - estimate.Spent(&u.Usage, r.Capacity)
+		//
+		// Nor is a task of a class whose tasks typically end having
+		// used less than the minimum gain (estimate.Uses.Typical, which
+		// a few stretched tasks do not raise), holding one unit with no
+		// progress of its own, whatever its age and whatever the
+		// class's durations say: a host whose other processes take the
+		// CPU stretches every hold, and the durations learned with it,
+		// so a light task's age is no evidence of work. What is left of
+		// its class's typical use is its future. A heavy member of a
+		// light class holds several units or reports its progress (and
+		// makes the class mixed: see estimate.Uses.Mixed).
+		spent := estimate.Spent(&u.Usage, r.Capacity)
+		left := total - spent
+		typical, _ := a.uses.Typical(class, r.Name)
 		switch {
+		case !bound && u.Held < 2 && src != estimate.Reported && typical < floor:
+			fut, fs = max(typical-spent, 0), FromClassUse
 		case src == estimate.Lindy && total < floor:
 			fut, fs = max(left, 0), FromClassUse
 		case left > fut:
@@ -198,4 +232,35 @@ func sufficient(r *snapshot.Resource, held, heavy int64, share float64) bool {
 		return heavy-held < max(r.Capacity, 1)
 	}
 	return share >= 0.5
+}
+
+// crowdKey names a class's use of a resource of the snapshot decided on.
+type crowdKey struct {
+	class string
+	res   int32
+}
+
+// crowded reports whether two or more live tasks of class, not
+// cancelled, hold or wait for resource res of s (an index into
+// s.Resources). The counts are taken once per evaluation, on first need.
+func (a *Atropos) crowded(s *snapshot.Snapshot, class string, res int32) bool {
+	if !a.crowdBuilt {
+		a.crowdBuilt = true
+		if a.crowd == nil {
+			a.crowd = map[crowdKey]int32{}
+		}
+		clear(a.crowd)
+		for ti := range s.Tasks {
+			t := &s.Tasks[ti]
+			if t.Cancelled {
+				continue
+			}
+			for _, u := range usageOf(s, ti) {
+				if u.Held > 0 || u.Waiting > 0 {
+					a.crowd[crowdKey{t.Class, u.Res}]++
+				}
+			}
+		}
+	}
+	return a.crowd[crowdKey{class, res}] >= 2
 }

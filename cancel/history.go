@@ -177,7 +177,7 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 			}
 			r := &s.Resources[i]
 			d := u.Held + int64(max(u.Waiting, 0))
-			if r.Waiters <= 0 || d <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) || !a.heavyOn(t.Class, r) {
+			if r.Waiters <= 0 || d <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) || !a.heavyOn(t.Class, r) || a.judgedClass(t.Class, r) {
 				continue
 			}
 			a.khHeavy[i] += d

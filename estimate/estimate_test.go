@@ -382,3 +382,32 @@ func TestMixedNeedsAnEndedTask(t *testing.T) {
 		t.Errorf("Mixed(GET /) = %q, %v, %v, %v; want mixed on pool, typically 0.0001, peak 4.2", res, typ, peak, ok)
 	}
 }
+
+// A light class whose live task holds one unit for a hundred times its
+// class's use, with no progress of its own, is not mixed: a host whose
+// other processes take the CPU stretches a light task so, and every
+// light task then. The same task holding several units, or reporting
+// its progress, makes the class mixed.
+func TestMixedNeedsSeveralUnitsOrProgress(t *testing.T) {
+	res := []snapshot.Resource{{Name: "pool", Kind: resource.KindQueue, Capacity: 10}}
+	none := &snapshot.Snapshot{Window: 5 * time.Millisecond, Resources: res}
+	for _, c := range []struct {
+		held        int64
+		done, total int64
+		mixed       bool
+	}{{1, 0, 0, false}, {2, 0, 0, true}, {1, 3, 10, true}} {
+		u := NewUses(0)
+		for id := range uint64(5) {
+			u.Observe(&snapshot.Snapshot{Window: 5 * time.Millisecond, Resources: res,
+				Tasks: []snapshot.Task{{ID: 10 + id, Class: "GET /", Age: time.Millisecond, N: 1}},
+				Usage: []snapshot.Usage{{Usage: task.Usage{Held: 1, Hold: time.Millisecond}}}})
+			u.Observe(none)
+		}
+		u.Observe(&snapshot.Snapshot{Window: 5 * time.Millisecond, Resources: res,
+			Tasks: []snapshot.Task{{ID: 20, Class: "GET /", Age: 7 * time.Second, N: 1, Done: c.done, Total: c.total}},
+			Usage: []snapshot.Usage{{Usage: task.Usage{Held: c.held, Hold: 7 * time.Second}}}})
+		if _, _, _, ok := u.Mixed("GET /", 0.025); ok != c.mixed {
+			t.Errorf("a task holding %d unit(s) for 7 s, progress %d/%d: mixed %v; want %v", c.held, c.done, c.total, ok, c.mixed)
+		}
+	}
+}

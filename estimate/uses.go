@@ -119,7 +119,7 @@ func (u *Uses) Observe(s *snapshot.Snapshot) {
 					st.spent = append(st.spent, resSpent{r.Name, v})
 				}
 			}
-			if c := u.classes[t.Class]; c != nil && !t.Blocked && !t.Cancelled && c.observePeak(s, first, n) {
+			if c := u.classes[t.Class]; c != nil && !t.Blocked && !t.Cancelled && c.observePeak(s, first, n, st.progress > 0) {
 				if u.risen == nil {
 					u.risen = map[string]struct{}{}
 				}
@@ -145,15 +145,22 @@ func (u *Uses) Observe(s *snapshot.Snapshot) {
 // live task, whose usage is s.Usage[first:first+n], used of it while it
 // worked: its use less the share of its hold it spent waiting for other
 // resources (a request holding a worker slot while it waits for a lock
-// does not work on the slot). It reports whether a peak rose.
-func (c *classUse) observePeak(s *snapshot.Snapshot, first, n int) (rose bool) {
+// does not work on the slot). Only a task that holds several units of the
+// resource, or reports its progress (reported says so), counts: a task
+// holding one unit for long, with nothing of its own to say it works, is
+// as likely a light one stretched by a host that took the CPU away (the
+// other processes of a busy machine) or by the scheduler, and every light
+// task then looks like that; the heavy members of a class that merges
+// routes hold several units, or report their progress. It reports
+// whether a peak rose.
+func (c *classUse) observePeak(s *snapshot.Snapshot, first, n int, reported bool) (rose bool) {
 	var waited time.Duration
 	for ui := first; ui < first+n; ui++ {
 		waited += max(s.Usage[ui].Wait, 0)
 	}
 	for ui := first; ui < first+n; ui++ {
 		us := &s.Usage[ui]
-		if us.Res < 0 || int(us.Res) >= len(s.Resources) || us.Hold <= 0 {
+		if us.Res < 0 || int(us.Res) >= len(s.Resources) || us.Hold <= 0 || (us.Held < 2 && !reported) {
 			continue
 		}
 		r := &s.Resources[us.Res]
@@ -375,8 +382,10 @@ const (
 // does (a report and a lookup behind one pattern): the class's tasks that
 // ended on their own (not a cancelled task's lower bound) typically use
 // less than floor resource-seconds of it ([Uses.Typical]) while one of
-// its live tasks, working while it held it (its waits for
-// other resources left out), has used [MixedPeak] × floor or more, and
+// its live tasks, working while it held several units of it or
+// reporting its progress (its waits for other resources left out; a
+// task holding one unit with no progress of its own may be a light one
+// stretched by the host), has used [MixedPeak] × floor or more, and
 // [MixedSpread] times the typical use or more. The class's history then
 // says nothing about any one of its tasks: not that a newcomer is light,
 // nor that an old holder is about to end. It returns the first such

@@ -43,6 +43,7 @@ type benchFlags struct {
 	noisy       int
 	sloScale    float64
 	metrics     bool
+	hostLoad    int
 	// The cpu suite's.
 	warmup time.Duration
 	rounds int
@@ -80,7 +81,7 @@ run without the culprit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchTrimCommand(), newBenchWorkerCPUCommand(),
+	cmd.AddCommand(newBenchListCommand(g), newBenchRunCommand(g), newBenchReportCommand(g), newBenchTrimCommand(), newBenchWorkerCPUCommand(), newBenchSpinCommand(),
 		newServeCommand(serveDagorCommand, "dagor", dagorsuite.Serve),
 		newServeCommand(servePathfenceCommand, "pathfence", func(ctx context.Context, c pathfencesuite.ServerConfig, ready func(string)) error {
 			return pathfencesuite.Serve(ctx, c, ready)
@@ -231,6 +232,7 @@ func newBenchRunCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.culprit, "culprit", "once", "suite inproc: how the culprit comes: once (one long request, the Atropos cases) or stream (the case's noisy client, shorter requests back to back from 4 connections for half the run, the pBox cases; cases without one send their culprit once)")
 	fl.Float64Var(&f.sloScale, "slo-scale", 0, "suite inproc: tell the controllers an objective this many times each case's (the metrics keep the case's)")
 	fl.IntVar(&f.noisy, "noisy-clients", 0, "suite inproc: with --culprit stream, the noisy client's connections in every case (default: the case's, 4 in most)")
+	fl.IntVar(&f.hostLoad, "host-load", 0, fmt.Sprintf("suite inproc: make the host hostile: N processes (at most %d), each busy-looping on a CPU, started for each run and killed after it, outside the controller's view (the service's requests stretched by the scheduler, not by a culprit)", bench.MaxHostLoad))
 	fl.BoolVar(&f.metrics, "metrics", false, "suite inproc: export each run's controller to Prometheus collectors, scraped every 100ms (what metrics cost)")
 	fl.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "suites cpu, dagor, etcd, prometheus, pathfence, postgres, mysql and tree: unmeasured start of each run (dagor: 5s, pathfence: 6s, postgres and mysql: 3s, tree, etcd and prometheus: 1s unless set)")
 	fl.IntVar(&f.rounds, "rounds", 1, "suites cpu, etcd, prometheus, tree, postgres and mysql: runs of every (case, controller) pair, interleaved (etcd, prometheus, tree, postgres and mysql: pooled into one row)")
@@ -292,13 +294,24 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	if cmd.Flags().Changed("noisy-clients") && (f.culprit != "stream" || f.noisy < 1 || f.noisy > 256) {
 		return usageErrorf("--noisy-clients %d: want 1 to 256, with --culprit stream", f.noisy)
 	}
+	if f.hostLoad < 0 || f.hostLoad > bench.MaxHostLoad {
+		return usageErrorf("--host-load %d: want 0 to %d processes", f.hostLoad, bench.MaxHostLoad)
+	}
 	if err := f.checkOut(); err != nil {
 		return err
 	}
+	o := bench.Options{
+		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Stream: f.culprit == "stream", NoisyClients: f.noisy, SLOScale: f.sloScale, Metrics: f.metrics,
+	}
+	if f.hostLoad > 0 {
+		if o.HostLoadCommand, err = hostLoadCommand(); err != nil {
+			return err
+		}
+		o.HostLoad = f.hostLoad
+	}
 	errOut := cmd.ErrOrStderr()
-	res, err := bench.Execute(cmd.Context(), bench.Options{
-		Suite: f.suite, Cases: cases, Controllers: ctls, Duration: f.duration, Seed: f.seed, NoCulprit: f.noCulprit, Stream: f.culprit == "stream", NoisyClients: f.noisy, SLOScale: f.sloScale, Metrics: f.metrics, Progress: progressBar(errOut),
-	})
+	o.Progress = progressBar(errOut)
+	res, err := bench.Execute(cmd.Context(), o)
 	if err != nil && res == nil {
 		return err
 	}

@@ -119,6 +119,8 @@ func TestUsageErrors(t *testing.T) {
 		{"objective scale on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--slo-scale", "0.5"}, "--slo-scale applies to suite inproc only"},
 		{"culprit shape on the dagor suite", []string{"bench", "run", "--suite", "dagor", "--culprit", "stream"}, "--culprit applies to suite inproc only"},
 		{"no-culprit on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--no-culprit"}, "--no-culprit applies to"},
+		{"bad host load", []string{"bench", "run", "--host-load", "65"}, "--host-load 65: want 0 to 64 processes"},
+		{"host load on the cpu suite", []string{"bench", "run", "--suite", "cpu", "--host-load", "2"}, "--host-load applies to suite inproc only"},
 		{"alert interval above interval", []string{"guard", "--dsn", "postgres://x@127.0.0.1:1/db", "--alert-interval", "1s"}, "--alert-interval"},
 	}
 	for _, tt := range tests {
