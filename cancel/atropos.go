@@ -54,12 +54,6 @@ type Atropos struct {
 	khHeavy    []int64
 	khHeld     []int64
 	khNewcomer []bool
-	// crowd counts, per class and resource of the snapshot being
-	// decided on, the live tasks using it (see crowded); crowdBuilt says
-	// whether it was counted for this evaluation. Bounded by the
-	// snapshot's usage entries, and cleared at each evaluation.
-	crowd      map[crowdKey]int32
-	crowdBuilt bool
 	// gain is, per resource of the snapshot being decided on, its
 	// minimum gain in seconds (see gainFloors).
 	gain []float64

@@ -141,6 +141,16 @@ type judgement struct {
 	// (another cancellation too recent, a dry run) cancels nothing, and
 	// is not judged.
 	tasks []uint64
+	// holders holds the other tasks of the classes cancelled that held
+	// the resource at the decisions (at most maxJudged; past that,
+	// allHolders is set: every task of those classes counts).
+	holders    []uint64
+	allHolders bool
+}
+
+// holding reports whether task id held the resource at a decision judged.
+func (j *judgement) holding(id uint64) bool {
+	return j.allHolders || slices.Contains(j.holders, id)
 }
 
 // maxJudged bounds the classes a judgement remembers.
@@ -173,6 +183,19 @@ func (a *Atropos) judge(s *snapshot.Snapshot, id uint64) {
 			j.classes[class] = struct{}{}
 		} else if _, ok := j.classes[class]; !ok {
 			j.all = true
+		}
+		for i := range s.Usage {
+			h := &s.Usage[i]
+			if h.Res != u.Res || h.Held <= 0 || h.Task < 0 || int(h.Task) >= len(s.Tasks) || int(h.Task) == ti {
+				continue
+			}
+			if t := &s.Tasks[h.Task]; t.Class == class && !slices.Contains(j.holders, t.ID) {
+				if len(j.holders) < maxJudged {
+					j.holders = append(j.holders, t.ID)
+				} else {
+					j.allHolders = true
+				}
+			}
 		}
 		a.judged[k] = j
 	}
@@ -236,7 +259,11 @@ func (a *Atropos) followJudgements(s *snapshot.Snapshot) {
 }
 
 // heldBy reports whether a live task, not cancelled, of one of the classes
-// of judgement j holds resource res of s.
+// of judgement j, one that held the resource when a cancellation judged
+// was decided, holds resource res of s. A task of the class that came
+// since (the next run of a recurring culprit, a client's retry) is a new
+// incident: that the others wait behind it says nothing of whether the
+// cancellation relieved them.
 func (a *Atropos) heldBy(s *snapshot.Snapshot, res int, j *judgement) bool {
 	for i := range s.Usage {
 		u := &s.Usage[i]
@@ -244,7 +271,7 @@ func (a *Atropos) heldBy(s *snapshot.Snapshot, res int, j *judgement) bool {
 			continue
 		}
 		t := &s.Tasks[u.Task]
-		if _, ok := j.classes[t.Class]; (ok || j.all) && !t.Cancelled {
+		if _, ok := j.classes[t.Class]; (ok || j.all) && !t.Cancelled && j.holding(t.ID) {
 			return true
 		}
 	}
@@ -255,7 +282,9 @@ func (a *Atropos) heldBy(s *snapshot.Snapshot, res int, j *judgement) bool {
 // resource r is being judged or was refuted (see judgement).
 func (a *Atropos) judgedClass(class string, r *snapshot.Resource) bool {
 	j, ok := a.judged[keyOf(r)]
-	if !ok {
+	if !ok || (!j.refuted && len(j.tasks) > 0) {
+		// None, or a decision not yet seen acted on (a dry run's
+		// is never acted on, and is not judged).
 		return false
 	}
 	_, in := j.classes[class]

@@ -264,7 +264,6 @@ func (a *Atropos) dimensions(s *snapshot.Snapshot, ev *Evaluation, main int) {
 func (a *Atropos) candidates(s *snapshot.Snapshot, ev *Evaluation, main int, totals []float64) (maxLoss float64) {
 	dims := len(ev.Contended)
 	cands, vals := a.work[:0], a.vals[:0]
-	a.crowdBuilt = false
 	for ti := range s.Tasks {
 		t := &s.Tasks[ti]
 		switch {

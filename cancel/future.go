@@ -83,18 +83,6 @@ func (a *Atropos) future(s *snapshot.Snapshot, t *snapshot.Task, main int, usage
 // history is untrusted.
 func (a *Atropos) classFuture(s *snapshot.Snapshot, class string, u *snapshot.Usage, r *snapshot.Resource, floor float64, src estimate.Source, mixed bool, fut float64, fs FutureSource) (float64, FutureSource) {
 	total, ok := a.uses.Total(class, r.Name)
-	if !ok && u.Held < 2 && src != estimate.Reported && a.crowded(s, class, u.Res) {
-		// No task of the class has ended having used r, and others
-		// of it use r now: a stream of requests whose first ones
-		// hold one unit each for as long as the host lets them run
-		// (a host whose other processes take the CPU stretches them
-		// all alike). One of them holding long, with no progress of
-		// its own, does not stand out from the others: its age is no
-		// evidence of work. A lone task of a class of its own (a
-		// backup, a compaction) is still found by its holds, and a
-		// stream of heavy requests from its first end on.
-		return 0, fs
-	}
 	// A mixed class's history is not this task's, but for a
 	// task holding one unit with no progress of its own: a
 	// light request stalled while it holds is still not a
@@ -232,35 +220,4 @@ func sufficient(r *snapshot.Resource, held, heavy int64, share float64) bool {
 		return heavy-held < max(r.Capacity, 1)
 	}
 	return share >= 0.5
-}
-
-// crowdKey names a class's use of a resource of the snapshot decided on.
-type crowdKey struct {
-	class string
-	res   int32
-}
-
-// crowded reports whether two or more live tasks of class, not
-// cancelled, hold or wait for resource res of s (an index into
-// s.Resources). The counts are taken once per evaluation, on first need.
-func (a *Atropos) crowded(s *snapshot.Snapshot, class string, res int32) bool {
-	if !a.crowdBuilt {
-		a.crowdBuilt = true
-		if a.crowd == nil {
-			a.crowd = map[crowdKey]int32{}
-		}
-		clear(a.crowd)
-		for ti := range s.Tasks {
-			t := &s.Tasks[ti]
-			if t.Cancelled {
-				continue
-			}
-			for _, u := range usageOf(s, ti) {
-				if u.Held > 0 || u.Waiting > 0 {
-					a.crowd[crowdKey{t.Class, u.Res}]++
-				}
-			}
-		}
-	}
-	return a.crowd[crowdKey{class, res}] >= 2
 }

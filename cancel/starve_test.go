@@ -469,7 +469,7 @@ func stopAfter(t *testing.T, failed int) {
 }
 
 func starveSeeds() uint64 {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return 60
 	}
 	return 500

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cancel
+
+const raceEnabled = false
