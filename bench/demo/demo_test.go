@@ -81,7 +81,7 @@ func TestRunTable(t *testing.T) {
 		// The culprit may be penalized before its next batch (by pbox) as
 		// well as cancelled; either decision may be the last.
 		{"the last decision, live", `(?m)^moirai:\s+\d+ decision\(s\); last at \S+: acted (cancel|penalize) #\d+ "SELECT orders FOR UPDATE"$`},
-		{"a decision with its reasons", `(?m)^at \S+\s+atropos\s+acted: cancel task #\d+ "SELECT orders FOR UPDATE" \(key report-job\)\n\s+why\s+.*table:orders.*\n\s+contention\s+table:orders: level=\S+ waiters=\d+ contended=true( known_heavy=\S+)?( episode=\S+)?( min_gain=\S+)?$`},
+		{"a decision with its reasons", `(?m)^at \S+\s+atropos\s+acted: cancel task #\d+ "SELECT orders FOR UPDATE" \(key report-job\)\n\s+why\s+.*table:orders.*\n\s+contention\s+table:orders: level=\S+ waiters=\d+ contended=true( known_heavy=\S+)?( episode=\S+)?( unrelieved=\S+)?( min_gain=\S+)?$`},
 		{"the chosen candidate", `(?m)^\s+top\s+#1: task=\d+ class="SELECT orders FOR UPDATE" .*gains\[table:orders=.*chosen=true`},
 		{"the cancelled culprit", `(?m)^culprit\s+\d+ of \d+ batches of \S+ done: cancelled by moirai through its context .*see moirai\.Retry\)$`},
 		{"its 503", `(?m)^\s+its request failed: 503 Service Unavailable: moirai: task cancelled`},
