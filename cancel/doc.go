@@ -65,7 +65,14 @@
 // be heavy on is armed ([Atropos.WakeOn], policy.Waker): a task beginning
 // to wait there steps the controller's loop at once (at most once a
 // millisecond), so a known-heavy holder is decided on the instant the
-// first request queues behind it, not at the loop's next tick.
+// first request queues behind it, not at the loop's next tick. A task of
+// a mixed class (whose history says nothing of any one of its tasks) is
+// known heavy by its own reported progress: holding a lock or queue
+// while others wait, with a progress of at least estimate.MinProgress
+// that leaves the minimum gain of use, it is decided on as a known-heavy
+// class's task is, and a resource some class is mixed on is armed too.
+// A reported progress under estimate.MinProgress is taken for none
+// (estimate.ReportedProgress).
 //
 // # A host that takes the CPU away
 //

@@ -134,7 +134,8 @@ func (a *Atropos) gainFloors(s *snapshot.Snapshot) {
 
 // knownHeavy fills a.khCand, per resource of s, the index of a
 // cancellable task of a class known to be heavy on that lock or queue
-// resource (see heavyOn), holding it while others wait, when the
+// resource (see heavyOn), or of a mixed class and heavy by its own
+// progress (see heavyByProgress), holding it while others wait, when the
 // known-heavy tasks' demand oversubscribes it, or -1. Contention measured
 // over the window lags an overload by the window's length; known-heavy
 // tasks will keep their demand for what is left of their class's use, so
@@ -177,7 +178,20 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 			}
 			r := &s.Resources[i]
 			d := u.Held + int64(max(u.Waiting, 0))
-			if r.Waiters <= 0 || d <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) || !a.heavyOn(t.Class, r) || a.judgedClass(t.Class, r) {
+			if r.Waiters <= 0 || d <= 0 || (r.Kind != resource.KindLock && r.Kind != resource.KindQueue) {
+				continue
+			}
+			// A task heavy by its own reported progress is a candidate
+			// even where a cancellation of its class is judged (see
+			// judgement): reported progress is the evidence a judged
+			// class still counts.
+			byProgress := false
+			if !a.heavyOn(t.Class, r) {
+				if byProgress = a.heavyByProgress(t, &u, r, a.gain[i]); !byProgress {
+					continue
+				}
+			}
+			if !byProgress && a.judgedClass(t.Class, r) {
 				continue
 			}
 			a.khHeavy[i] += d
@@ -190,11 +204,19 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 			// tasks are cancelled before they end) may use any more.
 			total, _ := a.uses.Total(t.Class, r.Name)
 			if a.khCand[i] < 0 && u.Held > 0 && t.Cancellable && !t.Cancelled && !t.Blocked &&
-				(total-estimate.Spent(&u.Usage, r.Capacity) >= a.gain[i] || a.uses.AtLeast(t.Class, r.Name)) {
+				(byProgress || total-estimate.Spent(&u.Usage, r.Capacity) >= a.gain[i] || a.uses.AtLeast(t.Class, r.Name)) {
 				a.khCand[i] = ti
 			}
 		}
 	}
+	a.leaveRoomy(s)
+}
+
+// leaveRoomy drops knownHeavy's candidate on each queue whose known-heavy
+// demand leaves the others room, or whose known-heavy newcomer is still
+// waiting for its first units while the heavy holders leave some free.
+func (a *Atropos) leaveRoomy(s *snapshot.Snapshot) {
+	newcomer, heavyHeld := a.khNewcomer, a.khHeld
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		if a.khCand[i] < 0 || r.Kind == resource.KindLock {
@@ -219,12 +241,30 @@ func (a *Atropos) knownHeavy(s *snapshot.Snapshot) {
 	}
 }
 
+// heavyByProgress reports whether task t, of a mixed class (whose history
+// says nothing of any one of its tasks: see mixed), is heavy on resource
+// r by its own reported progress: it holds r, its progress p is one the
+// estimates need not clamp (at least estimate.MinProgress: a walk's first
+// step, one of a bound on its length, says nothing yet), and its future
+// use of r, its use so far × (1−p)/p, is worth a cancellation (floor).
+// Such a task is what a known-heavy class's task is, known by itself
+// rather than by its class: when others wait behind it, the resource is
+// contended from then on.
+func (a *Atropos) heavyByProgress(t *snapshot.Task, u *snapshot.Usage, r *snapshot.Resource, floor float64) bool {
+	if u.Held <= 0 || !a.mixed(t.Class) {
+		return false
+	}
+	p, ok := estimate.ReportedProgress(t)
+	return ok && estimate.Future(estimate.Current(u, r), p) >= floor
+}
+
 // WakeOn names the lock and queue resources on which some class is known
-// to be heavy (see knownHeavy): when a task of it holds one, the next
-// task to wait there makes it a culprit, and the loop had better see it
-// then than at its next tick, however soon after its acquisition that is
-// (policy.Waker). A wait behind a light holder steps the loop too, at
-// most once a millisecond, and finds nothing to do.
+// to be heavy or is mixed (see knownHeavy): when a task of it holds one,
+// the next task to wait there makes it a culprit (a mixed class's task
+// by its own progress), and the loop had better see it then than at its
+// next tick, however soon after its acquisition that is (policy.Waker). A
+// wait behind a light holder steps the loop too, at most once a
+// millisecond, and finds nothing to do.
 func (a *Atropos) WakeOn(s *snapshot.Snapshot, dst []int) []int {
 	if a.variant == CurrentUsage {
 		return dst
@@ -233,7 +273,9 @@ func (a *Atropos) WakeOn(s *snapshot.Snapshot, dst []int) []int {
 		a.heavyRes = make(map[string]struct{})
 	}
 	clear(a.heavyRes)
-	a.uses.EachHeavy(a.cfg.minGain.Seconds(), func(res string) { a.heavyRes[res] = struct{}{} })
+	add := func(res string) { a.heavyRes[res] = struct{}{} }
+	a.uses.EachHeavy(a.cfg.minGain.Seconds(), add)
+	a.uses.EachMixed(a.cfg.minGain.Seconds(), add)
 	if len(a.heavyRes) == 0 {
 		return dst
 	}

@@ -40,11 +40,12 @@ func (s Source) String() string {
 }
 
 // Progress returns task t's progress p in [MinProgress, MaxProgress] and
-// where it came from: reported progress when t reports some, else its
-// class's history in d (nil: no history), else 1/2.
+// where it came from: reported progress when t reports some that is
+// evidence of its own length ([ReportedProgress]), else its class's
+// history in d (nil: no history), else 1/2.
 func Progress(t *snapshot.Task, d *Durations) (float64, Source) {
-	if p, ok := t.Progress(); ok && !math.IsNaN(p) {
-		return clampProgress(p), Reported
+	if p, ok := ReportedProgress(t); ok {
+		return p, Reported
 	}
 	if d != nil {
 		if exp, ok := d.ExpectedTotal(t.Class, t.Age); ok && exp > 0 {
@@ -52,6 +53,20 @@ func Progress(t *snapshot.Task, d *Durations) (float64, Source) {
 		}
 	}
 	return 0.5, Lindy
+}
+
+// ReportedProgress returns the progress t reports, clamped to
+// MaxProgress, if it is evidence of the task's own: at least MinProgress.
+// A progress under it says too little to tell a task's length by (a
+// walk's first key, of a bound on the keys a walk may visit, would
+// promise 99 times its hold so far, for a walk of ten keys as for one
+// of a million): such a task is judged as one that reports nothing.
+func ReportedProgress(t *snapshot.Task) (float64, bool) {
+	p, ok := t.Progress()
+	if !ok || !(p >= MinProgress) {
+		return 0, false
+	}
+	return clampProgress(p), true
 }
 
 func clampProgress(p float64) float64 {

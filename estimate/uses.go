@@ -402,11 +402,37 @@ func (u *Uses) Mixed(class string, floor float64) (res string, typical, peak flo
 			continue // known only from a cancelled task: a lower bound
 		}
 		low := c.low[name]
-		if low < floor && p >= MixedPeak*floor && p >= MixedSpread*low && (res == "" || name < res) {
+		if mixedUse(low, p, floor) && (res == "" || name < res) {
 			res, typical, peak, ok = name, low, p, true
 		}
 	}
 	return res, typical, peak, ok
+}
+
+// mixedUse reports whether a typical use and a peak make a class mixed
+// against floor (see [Uses.Mixed]).
+func mixedUse(typical, peak, floor float64) bool {
+	return typical < floor && peak >= MixedPeak*floor && peak >= MixedSpread*typical
+}
+
+// EachMixed calls fn with every resource on which some class is mixed
+// ([Uses.Mixed]), once for each such class: a task of it that holds the
+// resource may be a culprit by its own progress as soon as others wait.
+// It takes one pass over the classes.
+func (u *Uses) EachMixed(floor float64, fn func(res string)) {
+	if !(floor > 0) {
+		return
+	}
+	for _, c := range u.classes {
+		if c.n == 0 || !c.ended {
+			continue
+		}
+		for name, p := range c.peak {
+			if !c.bound[name] && mixedUse(c.low[name], p, floor) {
+				fn(name)
+			}
+		}
+	}
 }
 
 func hasRes(spent []resSpent, name string) bool {
