@@ -78,6 +78,7 @@ type installed struct {
 
 var (
 	cur     atomic.Pointer[installed]
+	orc     atomic.Pointer[oracle]
 	created atomic.Int64
 )
 
@@ -148,6 +149,7 @@ type IndexLock struct {
 	plain *sync.RWMutex
 	m     *moirai.RWMutex
 	apply context.Context
+	o     *oracle // set by InstallOracle, beside a plain lock
 }
 
 // NewIndexLock returns an unlocked index lock: a moirai lock of the
@@ -157,7 +159,7 @@ func NewIndexLock() IndexLock {
 	created.Add(1)
 	in := cur.Load()
 	if in == nil {
-		return IndexLock{plain: new(sync.RWMutex)}
+		return IndexLock{plain: new(sync.RWMutex), o: orc.Load()}
 	}
 	return IndexLock{m: resource.NewRWMutex(in.index), apply: in.apply}
 }
@@ -166,7 +168,12 @@ func NewIndexLock() IndexLock {
 // task is not cancellable, so Lock cannot fail.
 func (l IndexLock) Lock() {
 	if l.m == nil {
-		l.plain.Lock()
+		if l.o == nil {
+			l.plain.Lock()
+		} else if !l.plain.TryLock() {
+			l.o.writerWaits()
+			l.plain.Lock()
+		}
 		return
 	}
 	_ = l.m.Lock(l.apply)
@@ -207,6 +214,9 @@ func (l IndexLock) RUnlock() {
 func (l IndexLock) RLockCtx(ctx context.Context) ReadHold {
 	if l.m == nil {
 		l.plain.RLock()
+		if l.o != nil {
+			return ReadHold{l: l, call: l.o.hold(ctx)}
+		}
 		return ReadHold{l: l}
 	}
 	if l.m.RLock(ctx) != nil {
@@ -218,13 +228,17 @@ func (l IndexLock) RLockCtx(ctx context.Context) ReadHold {
 
 // ReadHold is a read lock taken by [IndexLock.RLockCtx].
 type ReadHold struct {
-	l   IndexLock
-	ctx context.Context
+	l    IndexLock
+	ctx  context.Context
+	call *culpritCall // the oracle's, if a culprit holds it
 }
 
 // RUnlock releases the read lock, charged to the task that took it.
 func (h ReadHold) RUnlock() {
 	if h.l.m == nil {
+		if h.l.o != nil {
+			h.l.o.release(h.call)
+		}
 		h.l.plain.RUnlock()
 		return
 	}

@@ -8,7 +8,9 @@
 // The culprit is a range over a large share of the keys, sent periodically
 // as in the reports (etcd-io/etcd#7719 and #8202). Each run of -runs is one
 // remedy: none, moirai, timeout, ratelimit or paginate; "normal" is the
-// load without the culprit. The runs share the server and its keys, one
+// load without the culprit; "oracle" is the bound of a controller that
+// acts on evidence (moiraietcd.InstallOracle: the large range cancelled
+// the moment a write waits behind it). The runs share the server and its keys, one
 // after the other; each prints one JSON line.
 //
 // Built from etcd's released source, the moirai remedy is refused; built
@@ -40,6 +42,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/moirai-go/moirai"
@@ -86,7 +89,7 @@ func main() {
 	flag.DurationVar(&c.limitEvery, "limit-every", 3*time.Second, "remedy ratelimit: at most one large range per this interval (token bucket, burst 1)")
 	flag.IntVar(&c.page, "page", 1000, "remedy paginate: keys per page")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the victims' keys")
-	flag.StringVar(&runs, "runs", "normal,none", "runs, in order: normal, none, moirai, moirai-normal (moirai without the culprit), timeout, ratelimit, paginate")
+	flag.StringVar(&runs, "runs", "normal,none", "runs, in order: normal, none, moirai, moirai-normal (moirai without the culprit), oracle (the bound of a controller acting at the first wait; the patched build, alone), timeout, ratelimit, paginate")
 	flag.BoolVar(&c.debug, "debug", false, "print the controller's decisions on stderr")
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default, 20ms); the fine tick is a quarter of it")
@@ -162,6 +165,16 @@ func run(c config) error {
 		}
 		defer uninstall()
 	}
+	var oracleCancelled func() int
+	var oracleIntercept grpc.UnaryServerInterceptor
+	if slices.Contains(c.runs, "oracle") {
+		if len(c.runs) != 1 {
+			return errors.New("-runs: the oracle runs alone")
+		}
+		var uninstall func()
+		oracleIntercept, oracleCancelled, uninstall = moiraietcd.InstallOracle(isCulprit)
+		defer uninstall()
+	}
 	dir, err := os.MkdirTemp("", "etcdload-")
 	if err != nil {
 		return err
@@ -182,6 +195,9 @@ func run(c config) error {
 	if ctl != nil {
 		cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(moiraietcd.UnaryServerInterceptor(ctl))}
 	}
+	if oracleIntercept != nil {
+		cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(oracleIntercept)}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return err
@@ -193,8 +209,8 @@ func run(c config) error {
 		return errors.New("etcd not ready after 30s")
 	}
 	patched := moiraietcd.Created() > 0
-	if ctl != nil && !patched {
-		return errors.New("remedy moirai: this binary's etcd is the released one; build it with etcd.patch applied")
+	if (ctl != nil || oracleIntercept != nil) && !patched {
+		return errors.New("remedies moirai and oracle: this binary's etcd is the released one; build it with etcd.patch applied")
 	}
 	newClient := func() (*clientv3.Client, error) {
 		return clientv3.New(clientv3.Config{Endpoints: []string{cu.Host}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -224,6 +240,9 @@ func run(c config) error {
 		res, err := oneRun(c, r, victims, culprit, ctl, c.seed+uint64(i))
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r, err)
+		}
+		if oracleCancelled != nil {
+			res.Cancelled = int64(oracleCancelled())
 		}
 		res.Patched = patched
 		if err := enc.Encode(res); err != nil {
@@ -303,7 +322,7 @@ func cancelled(err error) bool {
 func oneRun(c config, name string, victims, culprit *clientv3.Client, ctl *moirai.Controller, seed uint64) (Result, error) {
 	withCulprit := name != "normal" && name != "moirai-normal"
 	switch name {
-	case "normal", "none", "moirai", "moirai-normal", "timeout", "ratelimit", "paginate":
+	case "normal", "none", "moirai", "moirai-normal", "oracle", "timeout", "ratelimit", "paginate":
 	default:
 		return Result{}, fmt.Errorf("unknown run %q", name)
 	}
@@ -464,7 +483,7 @@ func largeRange(c config, run string, cli *clientv3.Client) error {
 	case "count":
 		opts = append(opts, clientv3.WithCountOnly())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), culpritMD, "1"), 60*time.Second)
 	if run == "timeout" {
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), c.timeout)
@@ -559,3 +578,13 @@ func quantile(d []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
+
+// culpritMD is the metadata key that marks the large ranges for the
+// oracle, which knows the culprit by construction.
+const culpritMD = "etcdload-culprit"
+
+// isCulprit reports whether the call in ctx is a large range.
+func isCulprit(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(culpritMD)) > 0
+}

@@ -103,7 +103,7 @@ func main() {
 	flag.IntVar(&c.maxSamples, "max-samples", 200_000, "remedy max-samples: the engine's --query.max-samples")
 	flag.IntVar(&c.raisedSlots, "raised-concurrency", 20, "remedy concurrency: --query.max-concurrency raised to this (Prometheus's default)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the victims' jobs")
-	flag.StringVar(&runs, "runs", "normal,none", "runs, in order: normal, none, moirai, moirai-normal (moirai without the culprit), timeout, max-samples, concurrency")
+	flag.StringVar(&runs, "runs", "normal,none", "runs, in order: normal, none, moirai, moirai-normal (moirai without the culprit), oracle (the bound of a controller acting at the first wait), timeout, max-samples, concurrency")
 	flag.BoolVar(&c.debug, "debug", false, "print the controller's decisions on stderr")
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default); the fine tick is a quarter of it")
@@ -222,6 +222,9 @@ func run(c config_) error {
 		if ctl != nil {
 			res.Cancelled = ctl.Stats().Cancelled - srv.cancelled0
 		}
+		if srv.oracle != nil {
+			res.Cancelled = int64(srv.oracle.Cancelled())
+		}
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
@@ -264,6 +267,7 @@ type server struct {
 	url        string
 	hs         *http.Server
 	cancelled0 int64
+	oracle     *oracle // the run "oracle"'s
 	client     promv1.API
 	culprit    promv1.API
 }
@@ -279,7 +283,7 @@ func (s *server) close() {
 func serve(c config_, run string, db *tsdb.DB, ctl *moirai.Controller, dir string, shared **moiraiprom.Tracker) (*server, error) {
 	slots, samples, timeout := c.concurrency, c.defaultSamples, 2*time.Minute // Prometheus's defaults, but the slots
 	switch run {
-	case "normal", "none", "moirai", "moirai-normal":
+	case "normal", "none", "moirai", "moirai-normal", "oracle":
 	case "timeout":
 		timeout = c.timeout
 	case "max-samples":
@@ -295,6 +299,11 @@ func serve(c config_, run string, db *tsdb.DB, ctl *moirai.Controller, dir strin
 		return nil, err
 	}
 	var tracker promql.QueryTracker = aqt
+	var orc *oracle
+	if run == "oracle" {
+		orc = newOracle(aqt)
+		tracker = orc
+	}
 	if ctl != nil {
 		// One resource per controller: the moirai runs of a process share
 		// the first one's tracker (their slots are alike).
@@ -331,7 +340,10 @@ func serve(c config_, run string, db *tsdb.DB, ctl *moirai.Controller, dir strin
 	r := route.New()
 	papi.Register(r.WithPrefix("/api/v1"))
 	var h http.Handler = r
-	srv := &server{}
+	srv := &server{oracle: orc}
+	if orc != nil {
+		h = orc.handler(h)
+	}
 	if ctl != nil {
 		h = moiraiprom.Handler(ctl, h)
 		srv.cancelled0 = ctl.Stats().Cancelled
