@@ -4,7 +4,7 @@
 //
 // # Heuristic
 //
-// Three shapes are reported, one diagnostic per channel or semaphore:
+// Four shapes are reported, one diagnostic per channel or semaphore:
 //
 //   - a buffered channel used as a counting semaphore: a function sends
 //     to the channel and later receives from it (directly, deferred, or in
@@ -12,6 +12,12 @@
 //     package-level variable, or a variable captured by a function literal
 //     that sends (a handler built by a constructor). A channel made without
 //     a capacity is a hand-off, not a semaphore, and is not reported;
+//   - a buffered channel used as a pool of tokens, the other way round: a
+//     struct field or package-level channel filled up front with as many
+//     tokens as it holds (a send in a loop bounded by its capacity: the
+//     argument of its make, or cap(ch)), from which a function on a
+//     request path receives (takes a token) while another function sends
+//     (gives it back), as Prometheus's query slots do;
 //   - a golang.org/x/sync/semaphore.Weighted acquired on shared storage;
 //   - a worker pool: go statements started in a loop whose goroutines
 //     receive from one shared channel (range over it, or receive in a
@@ -112,6 +118,7 @@ func run(pass *analysis.Pass) (any, error) {
 			}
 		})
 	}
+	semaphores := map[*types.Var]bool{}
 	for _, v := range order {
 		u := chans[v]
 		if u.made && u.cap == nil {
@@ -134,9 +141,11 @@ func run(pass *analysis.Pass) (any, error) {
 				Message: fmt.Sprintf("buffered channel %s (%s) is a counting semaphore (a send acquires in %s, a receive releases): make it a *moirai.Semaphore (ctl.Semaphore(%q, %s); Acquire(ctx, 1) … Permit.Release()) so that waits for a unit are charged to tasks",
 					u.where.Name, u.where.Kind, fn.Name(), u.where.Name, size),
 			})
+			semaphores[v] = true
 			break
 		}
 	}
+	reportTokenPools(pass, funcs, chans, order, semaphores)
 	reportWeighted(pass, funcs)
 	reportPools(pass, funcs)
 	return nil, nil

@@ -101,3 +101,75 @@ func Group(items []int) error {
 	}
 	return g.Wait()
 }
+
+// Tracker's slots are a pool of tokens: filled up front, a receive takes
+// one, a send gives it back.
+type Tracker struct{ next chan int }
+
+func NewTracker(n int) *Tracker {
+	t := Tracker{next: make(chan int, n)}
+	t.fill(n)
+	return &t
+}
+
+func (t Tracker) fill(n int) {
+	for i := range n {
+		t.next <- i
+	}
+}
+
+func (t Tracker) Insert(ctx context.Context) (int, error) {
+	select {
+	case i := <-t.next: // want `buffered channel Tracker.next \(a struct field\) is a pool of tokens \(filled up front in`
+		return i, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (t Tracker) Delete(i int) { t.next <- i }
+
+// Pool fills itself to cap(ch) with a three-clause loop.
+type Pool struct{ free chan struct{} }
+
+func NewPool(n int) *Pool {
+	p := &Pool{free: make(chan struct{}, n)}
+	for i := 0; i < cap(p.free); i++ {
+		p.free <- struct{}{}
+	}
+	return p
+}
+
+func (p *Pool) Get() { <-p.free } // want `buffered channel Pool.free \(a struct field\) is a pool of tokens`
+
+func (p *Pool) Put() { p.free <- struct{}{} }
+
+// Backlog is a queue preloaded with work, not a pool of tokens: its fill
+// is bounded by the items, not by its capacity.
+type Backlog struct{ items chan string }
+
+func NewBacklog(items []string) *Backlog {
+	b := &Backlog{items: make(chan string, 64)}
+	for _, it := range items {
+		b.items <- it
+	}
+	return b
+}
+
+func (b *Backlog) Next() string { return <-b.items }
+
+func (b *Backlog) Push(s string) { b.items <- s }
+
+// Prefill fills its channel but nobody gives a token back: a one-shot
+// list of tickets, not a pool.
+type Prefill struct{ tickets chan int }
+
+func NewPrefill(n int) *Prefill {
+	p := &Prefill{tickets: make(chan int, n)}
+	for i := range n {
+		p.tickets <- i
+	}
+	return p
+}
+
+func (p *Prefill) Take() int { return <-p.tickets }
