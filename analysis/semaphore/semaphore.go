@@ -118,6 +118,17 @@ func run(pass *analysis.Pass) (any, error) {
 			}
 		})
 	}
+	semaphores := reportSemaphores(pass, funcs, chans, order)
+	reportTokenPools(pass, funcs, chans, order, semaphores)
+	reportWeighted(pass, funcs)
+	reportPools(pass, funcs)
+	return nil, nil
+}
+
+// reportSemaphores reports the buffered channels used as counting
+// semaphores (a send acquires, a later receive releases) and returns
+// them.
+func reportSemaphores(pass *analysis.Pass, funcs *scan.Funcs, chans map[*types.Var]*chanUse, order []*types.Var) map[*types.Var]bool {
 	semaphores := map[*types.Var]bool{}
 	for _, v := range order {
 		u := chans[v]
@@ -145,10 +156,7 @@ func run(pass *analysis.Pass) (any, error) {
 			break
 		}
 	}
-	reportTokenPools(pass, funcs, chans, order, semaphores)
-	reportWeighted(pass, funcs)
-	reportPools(pass, funcs)
-	return nil, nil
+	return semaphores
 }
 
 // inspect visits the nodes of body, not those of function literals.
