@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/internal/enum"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -143,18 +144,10 @@ type cand struct {
 // FutureSource says where a candidate's future use came from.
 type FutureSource uint8
 
+var futureSourceNames = [...]string{FromProgress: "progress", FromClassUse: "class-use", FromDemand: "demand"}
+
 // String returns the source's name.
-func (f FutureSource) String() string {
-	switch f {
-	case FromProgress:
-		return "progress"
-	case FromClassUse:
-		return "class-use"
-	case FromDemand:
-		return "demand"
-	}
-	return "unknown"
-}
+func (f FutureSource) String() string { return enum.NameOr(f, futureSourceNames[:], "unknown") }
 
 // evaluate fills ev with the policy's reasoning on s: the contention
 // levels, the candidates (the first limit of them, best first) and the

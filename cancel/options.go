@@ -1,10 +1,10 @@
 package cancel
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/internal/enum"
 )
 
 // Variant selects how an [Atropos] policy weighs and picks.
@@ -23,18 +23,10 @@ const (
 	CurrentUsage
 )
 
+var variantNames = [...]string{MultiObjective: "atropos", Greedy: "atropos-greedy", CurrentUsage: "atropos-current"}
+
 // String returns the policy name of the variant.
-func (v Variant) String() string {
-	switch v {
-	case MultiObjective:
-		return "atropos"
-	case Greedy:
-		return "atropos-greedy"
-	case CurrentUsage:
-		return "atropos-current"
-	}
-	return fmt.Sprintf("variant(%d)", uint8(v))
-}
+func (v Variant) String() string { return enum.Name(v, variantNames[:], "variant") }
 
 type atroposConfig struct {
 	window        time.Duration

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/enum"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 )
@@ -26,18 +27,10 @@ const (
 	Lindy
 )
 
+var sourceNames = [...]string{Reported: "reported", History: "class-history", Lindy: "half-done"}
+
 // String returns the source's name.
-func (s Source) String() string {
-	switch s {
-	case Reported:
-		return "reported"
-	case History:
-		return "class-history"
-	case Lindy:
-		return "half-done"
-	}
-	return "unknown"
-}
+func (s Source) String() string { return enum.NameOr(s, sourceNames[:], "unknown") }
 
 // Progress returns task t's progress p in [MinProgress, MaxProgress] and
 // where it came from: reported progress when t reports some that is

@@ -20,10 +20,10 @@
 package policy
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/enum"
 	"github.com/moirai-go/moirai/snapshot"
 )
 
@@ -43,18 +43,10 @@ const (
 	Diagnose
 )
 
+var actionNames = [...]string{Cancel: "cancel", Penalize: "penalize", Diagnose: "diagnose"}
+
 // String returns the action's name.
-func (a Action) String() string {
-	switch a {
-	case Cancel:
-		return "cancel"
-	case Penalize:
-		return "penalize"
-	case Diagnose:
-		return "diagnose"
-	}
-	return fmt.Sprintf("action(%d)", uint8(a))
-}
+func (a Action) String() string { return enum.Name(a, actionNames[:], "action") }
 
 // Decision is one thing a policy wants done, with its reasons.
 type Decision struct {
@@ -149,18 +141,10 @@ const (
 	DryRun
 )
 
+var outcomeNames = [...]string{Acted: "acted", Skipped: "skipped", DryRun: "dry-run"}
+
 // String returns the outcome's name.
-func (o Outcome) String() string {
-	switch o {
-	case Acted:
-		return "acted"
-	case Skipped:
-		return "skipped"
-	case DryRun:
-		return "dry-run"
-	}
-	return fmt.Sprintf("outcome(%d)", uint8(o))
-}
+func (o Outcome) String() string { return enum.Name(o, outcomeNames[:], "outcome") }
 
 // Record is a decision as the controller's decision log keeps it.
 type Record struct {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/enum"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/task"
 )
@@ -35,12 +36,7 @@ const (
 var kindNames = [...]string{KindLock: "lock", KindQueue: "queue", KindMemory: "memory", KindCPU: "cpu", KindIO: "io"}
 
 // String returns the kind's lower-case name.
-func (k Kind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return enum.Name(k, kindNames[:], "kind") }
 
 // ParseKind parses the names printed by [Kind.String].
 func ParseKind(s string) (Kind, error) {

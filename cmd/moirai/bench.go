@@ -27,6 +27,7 @@ import (
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
 	"github.com/moirai-go/moirai/bench/promsuite"
 	"github.com/moirai-go/moirai/bench/report"
+	"github.com/moirai-go/moirai/bench/serversuite"
 	"github.com/moirai-go/moirai/bench/treesuite"
 )
 
@@ -171,19 +172,13 @@ func benchList() listing {
 	for _, c := range pathfencesuite.Controllers() {
 		l.controller(c.Name, c.Describe, "pathfence")
 	}
-	for _, c := range etcdsuite.Cases() {
-		l.Cases = append(l.Cases, caseInfo{Suite: etcdsuite.Suite, Name: c.Name, Models: "etcd v3.7.3, patched",
-			Resource: "mvcc index lock, apply loop", Culprit: c.Describe})
-	}
-	for _, c := range etcdsuite.Controllers() {
-		l.controller(c.Name, c.Describe, "etcd")
-	}
-	for _, c := range promsuite.Cases() {
-		l.Cases = append(l.Cases, caseInfo{Suite: promsuite.Suite, Name: c.Name, Models: "Prometheus v0.316.0, patched",
-			Resource: "PromQL engine's query slots", Culprit: c.Describe, Victims: "light instant queries"})
-	}
-	for _, c := range promsuite.Controllers() {
-		l.controller(c.Name, c.Describe, "prometheus")
+	for _, s := range []*serversuite.Suite{etcdsuite.Spec, promsuite.Spec} {
+		for _, c := range s.Cases {
+			l.Cases = append(l.Cases, caseInfo{Suite: s.Name, Name: c.Name, Models: s.Models, Resource: s.Resource, Culprit: c.Describe, Victims: s.Victims})
+		}
+		for _, c := range s.Controllers {
+			l.controller(c.Name, c.Describe, s.Name)
+		}
 	}
 	l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
 		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
@@ -274,9 +269,9 @@ func runBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 	case locktopo.Suite:
 		return runLocktopoBench(cmd, g, f)
 	case etcdsuite.Suite:
-		return runEtcdBench(cmd, g, f)
+		return runServerBench(cmd, g, f, etcdsuite.Spec, f.keys, 1000, 10_000_000)
 	case promsuite.Suite:
-		return runPromBench(cmd, g, f)
+		return runServerBench(cmd, g, f, promsuite.Spec, f.series, 200, 1_000_000)
 	}
 	cases, ctls, err := selectRun(f, func(list string) ([]bench.Case, error) { return bench.SelectCases(f.suite, list) }, bench.SelectControllers)
 	if err != nil {

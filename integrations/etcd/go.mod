@@ -5,11 +5,13 @@ go 1.26.0
 replace (
 	github.com/moirai-go/moirai => ../..
 	github.com/moirai-go/moirai/grpcmw => ../../grpcmw
+	github.com/moirai-go/moirai/integrations/serverbuild => ../serverbuild
 )
 
 require (
 	github.com/moirai-go/moirai v0.0.0-00010101000000-000000000000
 	github.com/moirai-go/moirai/grpcmw v0.0.0-00010101000000-000000000000
+	github.com/moirai-go/moirai/integrations/serverbuild v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3

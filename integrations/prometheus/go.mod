@@ -2,10 +2,14 @@ module github.com/moirai-go/moirai/integrations/prometheus
 
 go 1.26.7
 
-replace github.com/moirai-go/moirai => ../..
+replace (
+	github.com/moirai-go/moirai => ../..
+	github.com/moirai-go/moirai/integrations/serverbuild => ../serverbuild
+)
 
 require (
 	github.com/moirai-go/moirai v0.0.0-00010101000000-000000000000
+	github.com/moirai-go/moirai/integrations/serverbuild v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.1
 	github.com/prometheus/prometheus v0.316.0

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/moirai-go/moirai/internal/enum"
 )
 
 // Kind says what sort of work a task is.
@@ -18,16 +20,10 @@ const (
 	Background
 )
 
+var kindNames = [...]string{Request: "request", Background: "background"}
+
 // String returns "request" or "background".
-func (k Kind) String() string {
-	switch k {
-	case Request:
-		return "request"
-	case Background:
-		return "background"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return enum.Name(k, kindNames[:], "kind") }
 
 // ParseKind parses the names printed by [Kind.String].
 func ParseKind(s string) (Kind, error) {

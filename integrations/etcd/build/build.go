@@ -1,28 +1,13 @@
 // Package build builds the etcd integration's load program, cmd/etcdload,
 // twice: on etcd's released server module, and on a copy of that module's
-// source with etcd.patch applied.
-//
-// The released source comes from the Go module cache (go mod download
-// fills it from the module proxy if needed). The copy is made in a
-// directory of the caller's, patched with patch(1) (git apply if patch is
-// missing), and the patched binary is built with -modfile: a copy of this
-// module's go.mod that replaces go.etcd.io/etcd/server/v3 with the copy.
-// No etcd source is kept in the repository, and this module's go.mod is
-// never changed.
+// source with etcd.patch applied (see package serverbuild, which builds the
+// Prometheus integration's too).
 package build
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
+
+	"github.com/moirai-go/moirai/integrations/serverbuild"
 )
 
 // ServerModule is the module the patch applies to.
@@ -32,154 +17,14 @@ const ServerModule = "go.etcd.io/etcd/server/v3"
 const PatchFile = "etcd.patch"
 
 // Binaries are the two builds of cmd/etcdload.
-type Binaries struct {
-	Released string `json:"released"`
-	Patched  string `json:"patched"`
-	// Server is the server module's version, Source the module cache's
-	// directory the patched copy was made from.
-	Server string `json:"server"`
-	Source string `json:"source"`
-	// Added and Removed are the patch's lines.
-	Added   int `json:"added"`
-	Removed int `json:"removed"`
-}
+type Binaries = serverbuild.Binaries
 
 // Build builds cmd/etcdload of the integration module in dir into out,
 // released and patched; out also receives the patched source (out/server)
 // and the build's go.mod (out/patched.mod). out must be empty or absent.
 func Build(ctx context.Context, dir, out string) (Binaries, error) {
-	var b Binaries
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return b, err
-	}
-	if out, err = filepath.Abs(out); err != nil {
-		return b, err
-	}
-	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
-		return b, fmt.Errorf("build: %s is not empty", out)
-	}
-	patch, err := os.ReadFile(filepath.Join(dir, PatchFile))
-	if err != nil {
-		return b, fmt.Errorf("build: %w", err)
-	}
-	b.Added, b.Removed = Count(patch)
-	var mod struct{ Dir, Version, Error string }
-	o, err := goCmd(ctx, dir, "mod", "download", "-json", ServerModule)
-	if err == nil {
-		err = json.Unmarshal(o, &mod)
-	}
-	if err == nil && mod.Error != "" {
-		err = errors.New(mod.Error)
-	}
-	if err == nil && mod.Dir == "" {
-		err = errors.New("no directory in the module cache")
-	}
-	if err != nil {
-		return b, fmt.Errorf("build: finding %s in the module cache: %w", ServerModule, err)
-	}
-	b.Server, b.Source = mod.Version, mod.Dir
-	server := filepath.Join(out, "server")
-	if err := copyTree(mod.Dir, server); err != nil {
-		return b, fmt.Errorf("build: copying %s: %w", mod.Dir, err)
-	}
-	if err := apply(ctx, server, filepath.Join(dir, PatchFile)); err != nil {
-		return b, err
-	}
-	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return b, err
-	}
-	gosum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
-	if err != nil {
-		return b, err
-	}
-	gomod = fmt.Appendf(gomod, "\nreplace %s => %s\n", ServerModule, server)
-	modfile := filepath.Join(out, "patched.mod")
-	if err := os.WriteFile(modfile, gomod, 0o644); err != nil {
-		return b, err
-	}
-	if err := os.WriteFile(filepath.Join(out, "patched.sum"), gosum, 0o644); err != nil {
-		return b, err
-	}
-	b.Released, b.Patched = filepath.Join(out, "etcdload-released"), filepath.Join(out, "etcdload-patched")
-	if _, err := goCmd(ctx, dir, "build", "-o", b.Released, "./cmd/etcdload"); err != nil {
-		return b, fmt.Errorf("build: the released server: %w", err)
-	}
-	if _, err := goCmd(ctx, dir, "build", "-modfile="+modfile, "-o", b.Patched, "./cmd/etcdload"); err != nil {
-		return b, fmt.Errorf("build: the patched server: %w", err)
-	}
-	return b, nil
+	return serverbuild.Build(ctx, serverbuild.Spec{ServerModule: ServerModule, PatchFile: PatchFile, Load: "etcdload"}, dir, out)
 }
 
 // Count returns the lines a unified diff adds and removes.
-func Count(patch []byte) (added, removed int) {
-	sc := bufio.NewScanner(bytes.NewReader(patch))
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-		case strings.HasPrefix(l, "+"):
-			added++
-		case strings.HasPrefix(l, "-"):
-			removed++
-		}
-	}
-	return added, removed
-}
-
-// goCmd runs the go command in dir, outside any workspace (the etcd
-// integration is a module of its own: etcd needs a newer go than the
-// workspace's), and returns its standard output.
-func goCmd(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	o, err := cmd.Output()
-	if err != nil {
-		return o, fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return o, nil
-}
-
-// apply applies the patch at path to the tree at dir.
-func apply(ctx context.Context, dir, path string) error {
-	var cmd *exec.Cmd
-	if _, err := exec.LookPath("patch"); err == nil {
-		cmd = exec.CommandContext(ctx, "patch", "-p1", "--batch", "--forward", "--quiet", "-i", path)
-	} else {
-		cmd = exec.CommandContext(ctx, "git", "apply", "-p1", path)
-	}
-	cmd.Dir = dir
-	if o, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: applying %s: %w: %s", path, err, strings.TrimSpace(string(o)))
-	}
-	return nil
-}
-
-// copyTree copies the regular files under src to dst, writable.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-}
+func Count(patch []byte) (added, removed int) { return serverbuild.Count(patch) }

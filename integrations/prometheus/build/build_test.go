@@ -14,13 +14,6 @@ import (
 	"github.com/moirai-go/moirai/integrations/prometheus/build"
 )
 
-func TestCount(t *testing.T) {
-	p := "--- a/x.go\n+++ b/x.go\n@@ -1,3 +1,4 @@\n ctx\n-old\n+new\n+\n+more\n"
-	if a, r := build.Count([]byte(p)); a != 3 || r != 1 {
-		t.Errorf("Count: +%d -%d, want +3 -1", a, r)
-	}
-}
-
 // The integration's promise: a patch of at most 40 added lines.
 func TestPatchIsSmall(t *testing.T) {
 	p, err := os.ReadFile("../" + build.PatchFile)
