@@ -12,7 +12,8 @@
 //
 // Each round starts the released build once per case (runs: the load
 // without the culprit, then under none, timeout, ratelimit and paginate,
-// on one server and its keys) and the patched build once (moirai).
+// on one server and its keys) and the patched build once under moirai
+// and once under the oracle.
 package etcdsuite
 
 import (
@@ -47,6 +48,7 @@ var Spec = &serversuite.Suite{
 	Controllers: []serversuite.Controller{
 		{Name: "none", Describe: "etcd v3.7.3 as released"},
 		{Name: "moirai", Describe: "etcd v3.7.3 with integrations/etcd/etcd.patch: requests as tasks (grpcmw), the mvcc index lock and the wait for the apply loop traced, the range's context in the index walk", Patched: true},
+		{Name: "oracle", Describe: "etcd v3.7.3 with etcd.patch and no controller: an oracle that knows the large ranges by construction cancels their walks the moment a write finds the index lock taken (moiraietcd.InstallOracle), the bound of any controller acting on evidence", Patched: true, Oracle: true},
 		{Name: "timeout", Describe: "released; the client gives the large range a 100ms deadline (the server's index walk does not look at it)"},
 		{Name: "ratelimit", Describe: "released; the client sends at most one large range every 3s (a token bucket, burst 1): the others are skipped"},
 		{Name: "paginate", Describe: "released; the large range in pages of 1,000 keys at one revision, as kube-apiserver's chunked lists"},

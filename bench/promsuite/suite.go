@@ -52,6 +52,7 @@ var Spec = &serversuite.Suite{
 	Controllers: []serversuite.Controller{
 		{Name: "none", Describe: "Prometheus v0.316.0 as released, --query.max-concurrency=2 (the machine's cores)"},
 		{Name: "moirai", Describe: "Prometheus v0.316.0 with integrations/prometheus/prometheus.patch: API requests as tasks (httpmw), the engine's query slots a moirai semaphore (its QueryTracker wrapped), the evaluation's progress reported", Patched: true},
+		{Name: "oracle", Describe: "released, and an oracle that knows the range queries by construction cancels the one that took a slot last the moment another query is about to wait for a slot, the bound of any controller acting on evidence", Oracle: true},
 		{Name: "timeout", Describe: "released; --query.timeout=500ms: the engine stops a query past it (Prometheus's default is 2m)"},
 		{Name: "max-samples", Describe: "released; --query.max-samples=200000: the engine refuses a query that loads more samples at once (the default is 50,000,000)"},
 		{Name: "concurrency", Describe: "released; --query.max-concurrency raised to 20 (Prometheus's default): no query waits for a slot, all share the CPUs"},

@@ -19,7 +19,8 @@
 //
 // Each round starts the released build once per case (runs: the load
 // without the culprit, then under none and the remedies, on one server and
-// its data) and the patched build once (moirai). A row pools its rounds'
+// its data) and the patched build once per controller that needs it
+// (moirai; etcd's oracle, which watches the patched index lock). A row pools its rounds'
 // victims (their p99 is the pooled victims' p99) and compares them with
 // the pooled runs without the culprit: p99_norm and throughput_norm. The
 // spread is the rounds' own p99_norm, in the results' params. With
@@ -92,9 +93,15 @@ type Case struct {
 type Controller struct {
 	Name     string
 	Describe string
-	// Patched: the controller runs on the patched build (moirai); the
-	// others are remedies of the released server, run by the load.
+	// Patched: the controller runs on the patched build (moirai), in a
+	// process of its own; the others are remedies of the released server,
+	// run by the load.
 	Patched bool
+	// Oracle: the bound of a controller that acts on evidence (the load's
+	// run "oracle"), which knows the culprit by construction and cancels
+	// it the moment a victim first waits behind it. It acts only on the
+	// culprit: without it, it is not run.
+	Oracle bool
 }
 
 // Options configure Execute.
@@ -180,7 +187,7 @@ func (s *Suite) Execute(ctx context.Context, o Options) (*bench.Results, error) 
 	if o.Rounds > 1 {
 		res.Params["rounds"] = fmt.Sprintf("%d, interleaved; round k's arrivals from seed %d+k; a row pools its rounds' victims", o.Rounds, o.Seed)
 	}
-	r := &runner{s: s, o: o, res: res, total: 1 + o.Rounds*len(o.Cases)*2,
+	r := &runner{s: s, o: o, res: res, total: 1 + o.Rounds*len(o.Cases)*processes(o),
 		pooled: map[key]*measured{}, byRound: map[key][]string{}, failed: map[key]string{}}
 	r.step("building " + s.Server + ": released and patched")
 	tmp, err := os.MkdirTemp("", "moirai-"+s.Module+"-")
@@ -255,14 +262,19 @@ func (r *runner) step(what string) {
 // patched build's.
 func (r *runner) run(ctx context.Context, bins binaries) error {
 	released, patched := r.runs()
+	type group struct {
+		bin  string
+		runs []string
+	}
+	groups := []group{{bins.Released, released}}
+	for _, p := range patched {
+		groups = append(groups, group{bins.Patched, []string{p}})
+	}
 	for round := range r.o.Rounds {
 		seed := r.o.Seed + uint64(round)
 		for _, c := range r.o.Cases {
 			var base *runResult
-			for _, g := range []struct {
-				bin  string
-				runs []string
-			}{{bins.Released, released}, {bins.Patched, patched}} {
+			for _, g := range groups {
 				if len(g.runs) == 0 {
 					continue
 				}
@@ -292,17 +304,19 @@ func (r *runner) run(ctx context.Context, bins binaries) error {
 	return nil
 }
 
-// runs returns the runs of the released build and of the patched one.
+// runs returns the runs of the released build, in one process, and those
+// of the patched one, each in a process of its own (a controller, or the
+// oracle, per server).
 func (r *runner) runs() (released, patched []string) {
 	for _, c := range r.o.Controllers {
 		switch {
-		case r.o.NoCulprit && c.Patched:
+		case r.o.NoCulprit && c.Patched && !c.Oracle:
 			patched = append(patched, "moirai-normal")
 		case r.o.NoCulprit && c.Name == "none":
 			released = append(released, "normal")
 		case r.o.NoCulprit:
-			// The remedies act only on the culprit: without it they
-			// are the released server.
+			// The remedies and the oracle act only on the culprit:
+			// without it they are the released server.
 		case c.Patched:
 			patched = append(patched, c.Name)
 		default:
@@ -324,6 +338,18 @@ func (r *runner) pool(k key, rr runResult, base *runResult) {
 	}
 }
 
+// processes returns how many processes a round starts per case: the
+// released build's and one per run of the patched build.
+func processes(o Options) int {
+	n := 1
+	for _, c := range o.Controllers {
+		if c.Patched && !(o.NoCulprit && c.Oracle) {
+			n++
+		}
+	}
+	return n
+}
+
 // rows makes the results' rows from the pooled runs.
 func (r *runner) rows() {
 	o, res := r.o, r.res
@@ -337,7 +363,7 @@ func (r *runner) rows() {
 			continue
 		}
 		for _, ctl := range o.Controllers {
-			if o.NoCulprit && ctl.Name != "none" && !ctl.Patched {
+			if o.NoCulprit && ctl.Name != "none" && (!ctl.Patched || ctl.Oracle) {
 				continue
 			}
 			k := key{c.Name, ctl.Name}

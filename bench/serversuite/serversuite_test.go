@@ -177,3 +177,50 @@ func TestExecuteReportsAFailedProcess(t *testing.T) {
 		t.Errorf("rows %+v: want none ok and moirai failed with the process's error", res.Rows)
 	}
 }
+
+// A patched controller runs in a process of its own (a controller, or the
+// oracle, per server), and the oracle, which acts only on the culprit, is
+// not run without it.
+func TestExecuteOracleRunsAlone(t *testing.T) {
+	s := suite(false)
+	s.Controllers = append(s.Controllers, serversuite.Controller{Name: "oracle", Patched: true, Oracle: true})
+	runs := map[string]servertest.Run{"oracle": {Factor: 1.2, Cancelled: 4}, "moirai-normal": {Factor: 1}}
+	for k, v := range culprit {
+		runs[k] = v
+	}
+	for _, noCulprit := range []bool{false, true} {
+		dir := servertest.Integration(t, s, runs)
+		cs, ctls, err := s.Select("scan", "all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Execute(context.Background(), serversuite.Options{Dir: dir, Cases: cs, Controllers: ctls, NoCulprit: noCulprit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(servertest.Args(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+			_, r, _ := strings.Cut(l, "-runs ")
+			r, _, _ = strings.Cut(r, " ")
+			got = append(got, r)
+		}
+		var rows []string
+		for _, r := range res.Rows {
+			if r.Error != "" {
+				t.Errorf("no culprit %v: row %s failed: %s", noCulprit, r.Controller, r.Error)
+			}
+			rows = append(rows, r.Controller)
+		}
+		want, wantRows := "normal,none,timeout,ratelimit moirai oracle", "none moirai timeout ratelimit oracle"
+		if noCulprit {
+			want, wantRows = "normal,normal moirai-normal", "none moirai"
+		}
+		if strings.Join(got, " ") != want || strings.Join(rows, " ") != wantRows {
+			t.Errorf("no culprit %v: processes' runs %q, rows %q; want %q, %q", noCulprit, got, rows, want, wantRows)
+		}
+	}
+}

@@ -28,9 +28,9 @@ func TestSuites(t *testing.T) {
 		sizeParam   string
 		measured    bool // failed victims are measured, not a failed row
 	}{
-		{etcdsuite.Spec, "full-range", "none, moirai, timeout, ratelimit, paginate",
+		{etcdsuite.Spec, "full-range", "none, moirai, oracle, timeout, ratelimit, paginate",
 			"-culprit full -keys 600000 -warmup 1s -duration 4s ", "keys", false},
-		{promsuite.Spec, "dashboard", "none, moirai, timeout, max-samples, concurrency",
+		{promsuite.Spec, "dashboard", "none, moirai, oracle, timeout, max-samples, concurrency",
 			"-parallel 2 -series 5000 -warmup 1s -duration 6s ", "series", true},
 	} {
 		t.Run(c.s.Name, func(t *testing.T) {
