@@ -9,17 +9,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/moirai-go/moirai/internal/clock"
 	"github.com/moirai-go/moirai/latency"
 )
 
 // shardsPerCPU sets the number of independently locked parts of a
-// registry: four per GOMAXPROCS at creation, rounded up to a power of two.
-// A task lives in shard id mod the count, so Begin and End on different
-// cores rarely meet on one lock, while the shards stay few enough to stay in
-// cache.
+// registry: four per GOMAXPROCS at creation, rounded up to a power of two,
+// so Begin and End on different cores rarely meet on one lock, while the
+// shards stay few enough to stay in cache.
 const shardsPerCPU = 4
+
+// pageShift is log2 of the runtime's page size (8 KiB). A task lives in
+// the shard of the page its memory lies in (shardOf). The allocator hands
+// each P the objects of pages of its own (its cache's spans), so the
+// tasks a core begins and ends meet on a shard the other cores seldom use
+// at the same time: shards taken in turn by task had every core write
+// every shard's lock and lists in turn, each write a cache line taken
+// from another core.
+const pageShift = 13
 
 // Registry holds the live tasks of one controller. Begin and End are O(1)
 // and take one of several shard locks, never a global one; the controller
@@ -33,7 +42,6 @@ type Registry struct {
 	hookTimeout time.Duration
 	objective   time.Duration
 
-	nextID   atomic.Uint64
 	shards   []shard
 	mask     uint64
 	maxShard int // live tasks a shard holds at most
@@ -50,6 +58,12 @@ type Registry struct {
 	refused      atomic.Int64
 
 	carry carrier // penalties ended tasks left to their class
+
+	// nextID is the one word every Begin writes: on a cache line of its
+	// own, away from what every Begin and End reads.
+	_      [64]byte
+	nextID atomic.Uint64
+	_      [56]byte
 }
 
 type shard struct {
@@ -172,7 +186,7 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 	now := r.clock.Now()
 	t.begin = now
 
-	sh := &r.shards[t.id&r.mask]
+	sh := r.shardOf(t)
 	sh.mu.Lock()
 	if len(sh.live) >= r.maxShard {
 		sh.mu.Unlock()
@@ -222,15 +236,16 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 		}
 	}
 
-	sh := &r.shards[t.id&r.mask]
+	sh := r.shardOf(t)
 	sh.mu.Lock()
 	// A task that touched no resource and no rarely used state leaves its
 	// block as it found it: End does not touch it either.
 	claimed := state>>8 != 0
 	if r.onEnd != nil {
-		sh.scratch = sh.scratch[:0]
-		tag := HolderTag(t.id)
+		var usage []Usage // none: the task touched no resource
 		if claimed {
+			sh.scratch = sh.scratch[:0]
+			tag := HolderTag(t.id)
 			t.blk.each(t.tag(), now, func(u Usage) {
 				if r.liveHold != nil {
 					if held, ok := r.liveHold(u.Resource, tag, now); ok {
@@ -240,8 +255,9 @@ func (r *Registry) end(t *Task, now int64, err error, state uint32) {
 				}
 				sh.scratch = append(sh.scratch, u)
 			})
+			usage = sh.scratch
 		}
-		r.onEnd(t, now, sh.scratch)
+		r.onEnd(t, now, usage)
 	}
 	if len(sh.limbo[0]) < maxRecycled {
 		if claimed || state&stateMeta != 0 {
@@ -313,18 +329,27 @@ func (r *Registry) appendLive(dst []*Task) []*Task {
 	return dst
 }
 
-// Lookup returns the live task with the given ID, or nil.
+// shardOf is the shard t lives in: its page's (see pageShift).
+func (r *Registry) shardOf(t *Task) *shard {
+	return &r.shards[uint64(uintptr(unsafe.Pointer(t))>>pageShift)&r.mask]
+}
+
+// Lookup returns the live task with the given ID, or nil. It looks
+// through every shard: an ID does not say which holds its task.
 func (r *Registry) Lookup(id uint64) *Task {
 	if id == 0 {
 		return nil
 	}
-	sh := &r.shards[id&r.mask]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	for _, t := range sh.live {
-		if t.id == id {
-			return t
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.live {
+			if t.id == id {
+				sh.mu.Unlock()
+				return t
+			}
 		}
+		sh.mu.Unlock()
 	}
 	return nil
 }
