@@ -62,6 +62,10 @@ func (r *Routes) SetObjective(d time.Duration, classes []string) {
 // background work.
 func (r *Routes) SetBackground(classes []string) { r.background.Add(classes) }
 
+// PerClass reports whether a setting names classes: whether what Apply
+// sets depends on the class.
+func (r *Routes) PerClass() bool { return len(r.objectives) > 0 || len(r.background.classes) > 0 }
+
 // Apply sets in sp the objective and kind the settings give class.
 func (r *Routes) Apply(sp *task.Spec, class string) {
 	if d, ok := r.objectives[class]; ok {

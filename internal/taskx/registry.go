@@ -175,10 +175,20 @@ func (r *Registry) Now() int64 { return r.clock.Now() }
 // refusal in Stats().Refused and reports [ErrTooManyTasks] (the first
 // refusal, then at every power of two).
 func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *Task) {
+	return r.begin(parent, spec, nil)
+}
+
+// begin is Begin, of a task whose class p's Resolver gives when p is not
+// nil (BeginPending).
+func (r *Registry) begin(parent context.Context, spec Spec, p *Pending) (context.Context, *Task) {
 	if parent == nil {
 		panic("moirai: Begin with nil parent context")
 	}
 	t := &Task{id: r.nextID.Add(1), spec: spec, reg: r, ctx: taskCtx{parent: parent}}
+	if p != nil {
+		t.pend.Store(p)
+		t.state.Store(statePending)
+	}
 	if err := t.spec.normalize(); err != nil {
 		r.invalidSpecs.Add(1)
 		r.report(err)
@@ -218,8 +228,10 @@ func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *T
 	sh.live = append(sh.live, t)
 	sh.begun++
 	sh.mu.Unlock()
-	if d := r.carry.take(spec.Class, now); d > 0 {
-		t.penalize(d)
+	if p == nil {
+		if d := r.carry.take(spec.Class, now); d > 0 {
+			t.penalize(d)
+		}
 	}
 	return &t.ctx, t
 }

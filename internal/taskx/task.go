@@ -91,8 +91,12 @@ type Task struct {
 	// the first time either is needed.
 	rare atomic.Pointer[rareState]
 	// refined is the spec an inner layer of middleware refined the task
-	// to (see Task.refine), nil until one does.
+	// to (see Task.refine), or its Resolver gave it (pending.go), nil
+	// until either does.
 	refined atomic.Pointer[Spec]
+	// pend holds the Resolver of a task begun before its class was known
+	// until it runs (pending.go).
+	pend atomic.Pointer[Pending]
 
 	id    uint64
 	begin int64 // clock value at Begin
@@ -140,6 +144,9 @@ func (t *Task) Spec() Spec {
 	if t == nil {
 		return Spec{}
 	}
+	if t.state.Load()&statePending != 0 {
+		t.settle(false, false) // the class, read without the task's work (pending.go)
+	}
 	return *t.specRef()
 }
 
@@ -159,6 +166,7 @@ func (t *Task) specRef() *Spec {
 // check of Cancellable see the refined spec. A task already cancelled or
 // ended keeps its spec; refine reports whether it took s.
 func (t *Task) refine(s Spec) bool {
+	Settled(t) // a refinement replaces the class it would give
 	if t == nil || t.state.Load()&(stateEnded|stateCancelled) != 0 {
 		return false
 	}
@@ -443,6 +451,9 @@ func (e *cancelError) Unwrap() []error {
 func (t *Task) End(err error) {
 	if t == nil {
 		return
+	}
+	if t.state.Load()&statePending != 0 {
+		t.settle(true, true)
 	}
 	for {
 		s := t.state.Load()
