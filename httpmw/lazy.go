@@ -48,7 +48,7 @@ func (a *answer) Resolve(base *moirai.Spec, own bool) *moirai.Spec {
 		return h.specs.of(base, h.patternClass(a.in.Method, pattern), a.in.Method, pattern, false)
 	}
 	r := a.served
-	if sp := h.specs.lookup(base, routeMethod(r.Method), r.Pattern); sp != nil {
+	if sp := h.specs.lookup(base, r.Method, r.Pattern); sp != nil {
 		return sp
 	}
 	pattern, _ := h.muxPattern(r)
@@ -72,8 +72,8 @@ type specCache struct {
 const specCacheSlots = 128
 
 // routeSpec is a specCache's entry: the spec of the requests of method
-// (routeMethod's; "" for a pattern that names its method) served by
-// pattern.
+// (as the request names it; "" for a pattern that names its method)
+// served by pattern.
 type routeSpec struct {
 	pattern, method string
 	spec            *moirai.Spec
@@ -85,8 +85,8 @@ func (c *specCache) slot(pattern string) *atomic.Pointer[routeSpec] {
 	return &c.slots[h>>(64-bits.TrailingZeros(specCacheSlots))]
 }
 
-// lookup returns the kept spec of the requests of method (routeMethod's)
-// served by pattern if it is base but for its class, else nil.
+// lookup returns the kept spec of the requests of method served by
+// pattern if it is base but for its class, else nil.
 func (c *specCache) lookup(base *moirai.Spec, method, pattern string) *moirai.Spec {
 	e := c.slot(pattern).Load()
 	if e == nil || e.pattern != pattern || (e.method != "" && e.method != method) || !sameBut(e.spec, base) {
@@ -99,7 +99,7 @@ func (c *specCache) lookup(base *moirai.Spec, method, pattern string) *moirai.Sp
 // by pattern: the kept spec when it is the same, else a new one, kept
 // when pattern is trusted (keep).
 func (c *specCache) of(base *moirai.Spec, class, method, pattern string, keep bool) *moirai.Spec {
-	m := routeMethod(method)
+	m := method
 	if strings.IndexByte(pattern, ' ') >= 0 {
 		m = ""
 	}

@@ -30,7 +30,8 @@ type Resolver interface {
 // request), so that a pending task costs no allocation of its own.
 type Pending struct{ R Resolver }
 
-// resolving is what a task's pend holds while a Resolver runs.
+// resolving is what a task's pend holds once its Resolver runs: nothing
+// of the task's work stays referenced from the task.
 var resolving Pending
 
 // BeginPending is Begin for a task whose class p's Resolver gives later
@@ -56,8 +57,9 @@ func Settled(t *Task) *Task {
 // settle runs a pending task's Resolver (own: on a goroutine of the
 // task's work), or waits for the goroutine that runs it: End must not
 // return while a Resolver may still read what the task's work keeps
-// valid until then. ending: End settles, and a penalty carried to the
-// class is left for the class's next task.
+// valid until then. ending: End settles, clears statePending itself
+// with the stateEnded it sets, and a penalty carried to the class is left
+// for the class's next task.
 func (t *Task) settle(own, ending bool) {
 	var p *Pending
 	for {
@@ -75,11 +77,11 @@ func (t *Task) settle(own, ending bool) {
 	if sp := p.R.Resolve(&t.spec, own); sp != nil {
 		t.refined.CompareAndSwap(nil, sp)
 	}
-	t.pend.Store(nil)
+	if ending {
+		return
+	}
 	t.state.And(^uint32(statePending))
-	if !ending {
-		if d := t.reg.carry.take(t.specRef().Class, t.reg.clock.Now()); d > 0 {
-			t.penalize(d)
-		}
+	if d := t.reg.carry.take(t.specRef().Class, t.reg.clock.Now()); d > 0 {
+		t.penalize(d)
 	}
 }

@@ -453,7 +453,7 @@ func (t *Task) End(err error) {
 		return
 	}
 	if t.state.Load()&statePending != 0 {
-		t.settle(true, true)
+		t.settle(true, true) // statePending is cleared below
 	}
 	for {
 		s := t.state.Load()
@@ -461,9 +461,12 @@ func (t *Task) End(err error) {
 			if s&stateUnended == 0 { // an evicted task's late End is no mistake
 				t.reg.endedTwice.Add(1)
 			}
+			if s&statePending != 0 {
+				t.state.And(^uint32(statePending))
+			}
 			return
 		}
-		if t.state.CompareAndSwap(s, s|stateEnded) {
+		if t.state.CompareAndSwap(s, (s|stateEnded)&^statePending) {
 			now := t.reg.clock.Now()
 			if s&(statePenalized|stateCancelled) == statePenalized {
 				// Ended before its next safe point: the next task of its
