@@ -363,7 +363,7 @@ func (h *handler) serveAnswer(w *answer, r *http.Request) {
 		// The class is the route's, read once the mux has matched r
 		// (lazy.go); until then, the class of no route.
 		w.lazyH, w.in = h, r
-		h.serveTask(w, r, route{}, routeClass(r.Method, ""), p, "", false)
+		h.serveTask(w, r, route{}, routeMethod(r.Method), p, "", false)
 		return
 	}
 	class, rt := h.classOf(r) // rt: the wrapped mux's match, when it made one

@@ -16,17 +16,18 @@ import (
 // runs needs the class (lazyOK), the request's task begins with the
 // class of no route (the request's method) and the mux serves the
 // request at once, matching it once; the task's class is learnt when
-// something first needs it (taskx.Resolver):
+// something first reads it (taskx.Resolver), and a task nothing read
+// ends without it:
 //
 //   - on a goroutine of the request's work (the handler reads its task
-//     with moirai.From, acquires through an instrumented primitive, or
-//     the task ends), from the pattern the mux set in the request it
-//     served: the route of the innermost of the muxes routing to muxes,
-//     as the match would give it. A pattern is trusted once a match has
-//     given the same for a request that carried it (a handler behind
-//     middleware of the application's own may serve the request with a
-//     mux of its own, which sets its own pattern), so a route's requests
-//     are matched once, its first;
+//     with moirai.From, or acquires through an instrumented primitive),
+//     from the pattern the mux set in the request it served: the route
+//     of the innermost of the muxes routing to muxes, as the match would
+//     give it. A pattern is trusted once a match has given the same for
+//     a request that carried it (a handler behind middleware of the
+//     application's own may serve the request with a mux of its own,
+//     which sets its own pattern), so a route's requests are matched
+//     once, its first;
 //   - anywhere else (the controller's snapshots, the live page, which
 //     must not read what the request's goroutine writes), from a match
 //     of the request as it came.

@@ -11,14 +11,15 @@ import (
 const statePending = 1 << 7
 
 // A Resolver gives the spec of a task begun with a provisional class
-// ([BeginPending]). Resolve runs once, at the first of: the task read
-// from its context by the application (moirai.From, task.FromContext),
-// its first acquisition through an instrumented primitive, a refinement
-// by an inner layer of middleware, its End (own is true: a goroutine of
-// the task's work, which may read what that work writes), or a read of
-// its spec by anyone else (Task.Spec: the controller's snapshots, the
-// debug page; own is false: only what the task's work never writes may
-// be read then). base is the spec the task began with; the spec Resolve
+// ([BeginPending]). Resolve runs at most once, at the first of: the task
+// read from its context by the application (moirai.From,
+// task.FromContext), its first acquisition through an instrumented
+// primitive, a refinement by an inner layer of middleware, the End of a
+// penalized task (own is true: a goroutine of the task's work, which may
+// read what that work writes), or a read of its spec by anyone else
+// (Task.Spec: the controller's snapshots, the debug page; own is false:
+// only what the task's work never writes may be read then). A task that
+// ends before any of these keeps its provisional class. base is the spec the task began with; the spec Resolve
 // returns is the task's from then on and is never modified (tasks may
 // share it).
 type Resolver interface {
@@ -57,9 +58,12 @@ func Settled(t *Task) *Task {
 // settle runs a pending task's Resolver (own: on a goroutine of the
 // task's work), or waits for the goroutine that runs it: End must not
 // return while a Resolver may still read what the task's work keeps
-// valid until then. ending: End settles, clears statePending itself
-// with the stateEnded it sets, and a penalty carried to the class is left
-// for the class's next task.
+// valid until then. ending: End settles, and clears statePending itself
+// with the stateEnded it sets. Nothing reads the class of a task that
+// has ended (the snapshots drop a task that ends while they read it, and
+// the application reads it through moirai.From, which learns it), so End
+// runs the Resolver only for the one thing it does with the class: the
+// penalty a penalized task leaves to the next of its class.
 func (t *Task) settle(own, ending bool) {
 	var p *Pending
 	for {
@@ -73,6 +77,9 @@ func (t *Task) settle(own, ending bool) {
 		if t.pend.CompareAndSwap(p, &resolving) {
 			break
 		}
+	}
+	if ending && t.state.Load()&statePenalized == 0 {
+		return
 	}
 	if sp := p.R.Resolve(&t.spec, own); sp != nil {
 		t.refined.CompareAndSwap(nil, sp)
