@@ -38,7 +38,7 @@ func (s *ClassSet) Add(classes []string) {
 }
 
 // Has reports whether s holds class.
-func (s *ClassSet) Has(class string) bool { return s.all || s.classes[class] }
+func (s *ClassSet) Has(class string) bool { return s.all || (len(s.classes) > 0 && s.classes[class]) }
 
 // SetObjective sets d as the objective of classes, or of every class when
 // none is given. A negative d other than task.NoObjective is ignored.
@@ -68,10 +68,14 @@ func (r *Routes) PerClass() bool { return len(r.objectives) > 0 || len(r.backgro
 
 // Apply sets in sp the objective and kind the settings give class.
 func (r *Routes) Apply(sp *task.Spec, class string) {
-	if d, ok := r.objectives[class]; ok {
+	d, set := r.objective, r.objectiveSet
+	if len(r.objectives) > 0 { // most middleware names no class: no map to look in
+		if od, ok := r.objectives[class]; ok {
+			d, set = od, true
+		}
+	}
+	if set {
 		sp.Objective = d
-	} else if r.objectiveSet {
-		sp.Objective = r.objective
 	}
 	if r.background.Has(class) {
 		sp.Kind = task.Background
