@@ -27,7 +27,8 @@ import (
 const shardsPerCPU = 16
 
 // pageShift is log2 of the runtime's page size (8 KiB). A task lives in
-// the shard of the page its memory lies in (shardOf). The allocator hands
+// the shard of the page its memory lies in (lockShard; the next shard
+// when that one is full). The allocator hands
 // each P the objects of pages of its own (its cache's spans), so the
 // tasks a core begins and ends meet on a shard the other cores seldom use
 // at the same time: shards taken in turn by task had every core write
@@ -201,10 +202,8 @@ func (r *Registry) begin(parent context.Context, spec Spec, p *Pending) (context
 	now := r.clock.Now()
 	t.begin = now
 
-	sh := r.shardOf(t)
-	sh.mu.Lock()
-	if len(sh.live) >= r.maxShard {
-		sh.mu.Unlock()
+	sh := r.lockShard(t)
+	if sh == nil {
 		if n := r.refused.Add(1); n&(n-1) == 0 {
 			r.report(fmt.Errorf("%w (%d refused so far)", ErrTooManyTasks, n))
 		}
@@ -346,10 +345,27 @@ func (r *Registry) appendLive(dst []*Task) []*Task {
 	return dst
 }
 
-// shardOf is the shard t lives in: its page's (see pageShift).
-func (r *Registry) shardOf(t *Task) *shard {
-	return &r.shards[uint64(uintptr(unsafe.Pointer(t))>>pageShift)&r.mask]
+// lockShard locks the shard a new task t is to live in and returns it,
+// t.shard set: its page's (see pageShift) or, when that one holds its
+// bound of live tasks, the next that does not; nil when every shard
+// does.
+func (r *Registry) lockShard(t *Task) *shard {
+	i := uint64(uintptr(unsafe.Pointer(t))>>pageShift) & r.mask
+	for range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		if len(sh.live) < r.maxShard {
+			t.shard = uint32(i)
+			return sh
+		}
+		sh.mu.Unlock()
+		i = (i + 1) & r.mask
+	}
+	return nil
 }
+
+// shardOf is the shard t lives in.
+func (r *Registry) shardOf(t *Task) *shard { return &r.shards[t.shard] }
 
 // Lookup returns the live task with the given ID, or nil. It looks
 // through every shard: an ID does not say which holds its task.

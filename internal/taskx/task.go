@@ -103,7 +103,8 @@ type Task struct {
 	// state holds the state bits (low byte) and the number of slots of
 	// blk claimed (above it).
 	state atomic.Uint32
-	idx   int32 // position in the shard's list, guarded by its lock
+	idx   int32  // position in the shard's list, guarded by its lock
+	shard uint32 // the shard's index in the registry (Registry.lockShard)
 }
 
 // rareState is what few tasks need: cancel hooks and a cancellation
