@@ -70,7 +70,7 @@ const (
 
 // From returns the task ctx carries, or nil. Every method of *Task is a
 // no-op on nil, so moirai.From(ctx).Progress(done, total) is always safe.
-func From(ctx context.Context) *Task { return taskx.FromContext(ctx) }
+func From(ctx context.Context) *Task { return taskx.Settled(taskx.FromContext(ctx)) }
 
 // WithTask returns a copy of ctx that carries t, for code in which one
 // goroutine serves many tasks (an event loop, a shared worker): events

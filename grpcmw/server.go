@@ -24,9 +24,7 @@ import (
 // continuation reports whether a trusted peer sent the call as the
 // continuation of a task.
 func (c *config) continuation(ctx context.Context) bool {
-	// ValueFromIncomingContext copies only this key's values, and nothing
-	// when the key is absent (the common case).
-	v := metadata.ValueFromIncomingContext(ctx, KeyContinuation)
+	v := incoming(ctx, KeyContinuation)
 	return len(v) == 1 && v[0] == "1" && c.trusted != nil && c.trusted(ctx)
 }
 
@@ -37,11 +35,10 @@ func (c *config) priorityOf(ctx context.Context, method string) moirai.Priority 
 func (c *config) isTrusted(ctx context.Context) bool { return c.trusted != nil && c.trusted(ctx) }
 
 // priorityIn is the priority of a call of ctx, from its incoming
-// metadata. It reads the one key (metadata.ValueFromIncomingContext
-// copies nothing when it is absent, the common case), never a copy of
-// the whole metadata.
+// metadata. It reads the one key (see incoming), never a copy of the
+// whole metadata.
 func (c *config) priorityIn(ctx context.Context, method string, trusted func(context.Context) bool) moirai.Priority {
-	if v := metadata.ValueFromIncomingContext(ctx, KeyPriority); len(v) > 0 {
+	if v := incoming(ctx, KeyPriority); len(v) > 0 {
 		if trusted(ctx) && len(v) == 1 {
 			if p, ok := admit.ParsePriority(v[0]); ok {
 				return p
@@ -60,7 +57,7 @@ func (c *config) priorityIn(ctx context.Context, method string, trusted func(con
 // metadata, and whether a trusted caller sent it (else it is a new
 // tree's root).
 func (c *config) treeIn(ctx context.Context, class string, trusted func(context.Context) bool) (string, bool) {
-	if v := metadata.ValueFromIncomingContext(ctx, tree.Key); len(v) > 0 {
+	if v := incoming(ctx, tree.Key); len(v) > 0 {
 		if len(v) == 1 && tree.Parse(v[0]) && trusted(ctx) {
 			return v[0], true
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/internal/mwx"
+	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/tree"
 )
 
@@ -44,6 +45,12 @@ type answer struct {
 	tree   *handler
 	ctx    context.Context
 	treeIn bool // the request's tree came from its caller
+	// A task begun before its class was known (lazy.go): the Handler,
+	// the request as it came, and the copy the mux serves, once made.
+	pend   taskx.Pending
+	lazyH  *handler
+	in     *http.Request
+	served *http.Request
 }
 
 // answers recycles the answers of requests that are over: one allocation

@@ -238,7 +238,9 @@ func Handler(ctl *moirai.Controller, next http.Handler, opts ...Option) http.Han
 		mwx.NoTrustedPeer(ctl, fmt.Sprintf("httpmw: WithTree(%q) without WithTrustedPeer: no caller is trusted, so every request is the root of a tree of its own and no culprit answer goes back to a caller", cfg.Hop))
 	}
 	mux, _ := next.(*http.ServeMux)
-	return &handler{ctl: ctl, next: next, mux: mux, cfg: cfg}
+	h := &handler{ctl: ctl, next: next, mux: mux, cfg: cfg}
+	h.lazy = h.lazyOK()
+	return h
 }
 
 type handler struct {
@@ -247,6 +249,8 @@ type handler struct {
 	mux    *http.ServeMux // next, when it is one: where the default class comes from
 	cfg    config
 	routes classCache // the classes of the routes served
+	lazy   bool       // a request's task begins before its class is known (lazy.go)
+	specs  specCache  // the specs of the lazy tasks, by route
 }
 
 func (h *handler) spec(r *http.Request, class string, p moirai.Priority, tr string) moirai.Spec {
@@ -292,9 +296,14 @@ func (h *handler) classOf(r *http.Request) (string, route) {
 		if pattern == "" && h.mux == nil {
 			pattern = r.Pattern // the route this Handler is mounted on
 		}
-		c = h.routes.class(r.Method, pattern)
+		return h.patternClass(r.Method, pattern), rt
 	}
 	return clipClass(c), rt
+}
+
+// patternClass is the class of a request of method served by pattern.
+func (h *handler) patternClass(method, pattern string) string {
+	return clipClass(h.routes.class(method, pattern))
 }
 
 func clipClass(c string) string {
@@ -350,6 +359,13 @@ func (h *handler) serveAnswer(w *answer, r *http.Request) {
 		h.serveOn(w, r, outer)
 		return
 	}
+	if h.lazy {
+		// The class is the route's, read once the mux has matched r
+		// (lazy.go); until then, the class of no route.
+		w.lazyH, w.in = h, r
+		h.serveTask(w, r, route{}, routeMethod(r.Method), p, "", false)
+		return
+	}
 	class, rt := h.classOf(r) // rt: the wrapped mux's match, when it made one
 	if h.cfg.Fence != nil {
 		permit, ok := h.fenced(w, r, class)
@@ -378,7 +394,14 @@ func (h *handler) serveAnswer(w *answer, r *http.Request) {
 // serveTask serves r, of class, priority p and tree tr, as a task it
 // begins and ends, on rt when the wrapped mux matched it.
 func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, p moirai.Priority, tr string, treeIn bool) {
-	ctx, t := h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
+	var ctx context.Context
+	var t *moirai.Task
+	if w.lazyH != nil {
+		w.pend.R = w
+		ctx, t = taskx.BeginPending(h.ctl.Tasks(), r.Context(), h.spec(r, class, p, tr), &w.pend)
+	} else {
+		ctx, t = h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
+	}
 	if h.cfg.Tree {
 		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
 	}
@@ -386,7 +409,11 @@ func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, 
 	// few exits): it ends the task of a handler that panicked too.
 	err := errPanicked
 	defer func() { t.End(err) }()
-	h.serve(w, r.WithContext(ctx), rt)
+	r = r.WithContext(ctx)
+	if w.lazyH != nil {
+		r.Pattern, w.served = "", r // the mux serving r sets it
+	}
+	h.serve(w, r, rt)
 	if cause := context.Cause(ctx); cause != nil || w.status >= 500 {
 		err = outcome(cause, w.status)
 		if w.status == 0 && errors.Is(cause, moirai.ErrCancelled) {
@@ -403,7 +430,7 @@ func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, 
 // cancelled and whose handler left it unanswered.
 func (h *handler) answerCancelled(w *answer, ctx context.Context, t *moirai.Task) {
 	// An inner Handler may have refined the task's class.
-	class := t.Spec().Class
+	class := taskx.Settled(t).Spec().Class
 	if h.cfg.Tree {
 		if cu, ok := h.ctl.CulpritAnswer(ctx, h.cfg.Hop); ok {
 			rejectCulprit(w, h.ctl, class, cu)

@@ -8,11 +8,12 @@ import (
 )
 
 // A request's class is the route that serves it: the pattern the
-// ServeMux a Handler wraps matches. Finding it costs a match, the same
-// the mux then makes again to serve the request. When the match found a
-// route without wildcards in the wrapped mux itself (not a mux under
-// it), the Handler serves the request on the route's handler as the mux
-// would, and the request is matched once.
+// ServeMux a Handler wraps matches. Where an option needs the class
+// before the route's handler runs (otherwise see lazy.go), finding it
+// costs a match, the same the mux then makes again to serve the request.
+// When the match found a route without wildcards in the wrapped mux
+// itself (not a mux under it), the Handler serves the request on the
+// route's handler as the mux would, and the request is matched once.
 
 // route is what muxPattern found: the handler of the route the wrapped
 // mux matched, and its pattern, when the mux serving the request would

@@ -226,7 +226,8 @@ func (r *Resource) enter(ctx context.Context) (*task.Task, error) {
 }
 
 // arrive counts an untracked acquisition, or stops a flagged task at its
-// safe point: it returns an error if the acquisition must not go ahead
+// safe point, its class learnt first when it was begun before it was
+// known (taskx.BeginPending): it returns an error if the acquisition must not go ahead
 // because the task was cancelled by the controller (its cause), or a
 // penalty it served was cut short by ctx.
 //
@@ -236,7 +237,7 @@ func (r *Resource) arrive(ctx context.Context, t *task.Task) error {
 		r.untracked.Add(1)
 		return nil
 	}
-	return safePoint(ctx, t)
+	return safePoint(ctx, taskx.Settled(t))
 }
 
 func (r *Resource) waitBegin(t *task.Task) {

@@ -150,7 +150,7 @@ func NewRegistry(o Options) *Registry {
 
 // FromContext returns the task ctx carries, or nil. It panics on a nil
 // context, as the standard library does.
-func FromContext(ctx context.Context) *Task { return taskx.FromContext(ctx) }
+func FromContext(ctx context.Context) *Task { return taskx.Settled(taskx.FromContext(ctx)) }
 
 // NewContext returns a copy of parent that carries t, so that events
 // emitted with it are charged to t. Event-driven code in which one

@@ -38,7 +38,7 @@ func (s *ClassSet) Add(classes []string) {
 }
 
 // Has reports whether s holds class.
-func (s *ClassSet) Has(class string) bool { return s.all || s.classes[class] }
+func (s *ClassSet) Has(class string) bool { return s.all || (len(s.classes) > 0 && s.classes[class]) }
 
 // SetObjective sets d as the objective of classes, or of every class when
 // none is given. A negative d other than task.NoObjective is ignored.
@@ -62,12 +62,20 @@ func (r *Routes) SetObjective(d time.Duration, classes []string) {
 // background work.
 func (r *Routes) SetBackground(classes []string) { r.background.Add(classes) }
 
+// PerClass reports whether a setting names classes: whether what Apply
+// sets depends on the class.
+func (r *Routes) PerClass() bool { return len(r.objectives) > 0 || len(r.background.classes) > 0 }
+
 // Apply sets in sp the objective and kind the settings give class.
 func (r *Routes) Apply(sp *task.Spec, class string) {
-	if d, ok := r.objectives[class]; ok {
+	d, set := r.objective, r.objectiveSet
+	if len(r.objectives) > 0 { // most middleware names no class: no map to look in
+		if od, ok := r.objectives[class]; ok {
+			d, set = od, true
+		}
+	}
+	if set {
 		sp.Objective = d
-	} else if r.objectiveSet {
-		sp.Objective = r.objective
 	}
 	if r.background.Has(class) {
 		sp.Kind = task.Background

@@ -15,10 +15,11 @@ const statePenalized = 1 << 5
 // MaxPenalty bounds any single penalty the controller gives a task.
 const MaxPenalty = time.Second
 
-// flagged reports whether the task was cancelled or has a penalty to serve:
-// the one test the instrumented primitives make before they acquire.
+// flagged reports whether the task was cancelled, has a penalty to serve
+// or its class to learn (pending.go): the one test the instrumented
+// primitives make before they acquire.
 func (t *Task) flagged() bool {
-	return t != nil && t.state.Load()&(stateCancelled|statePenalized) != 0
+	return t != nil && t.state.Load()&(stateCancelled|statePenalized|statePending) != 0
 }
 
 // penalize asks the task to pause for d (at most [MaxPenalty]) at its next

@@ -35,7 +35,9 @@ func TestEventRacingEndStaysInBlock(t *testing.T) {
 		blk := old.blk
 		var next *Task
 		var others []*Task
-		for range 20 * len(r.shards) {
+		// A task's shard is its memory's page's (pageShift): the old
+		// block comes back once Begins land in its shard again.
+		for range 1000 * len(r.shards) {
 			time.Sleep(time.Millisecond)
 			clk.Advance()
 			_, tk := r.Begin(context.Background(), Spec{})

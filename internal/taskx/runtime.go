@@ -45,9 +45,10 @@ func AddHold(t *Task, id ResourceID, d time.Duration) { t.addHold(id, d) }
 // holds in progress that primitives track themselves.
 func Units(t *Task, id ResourceID) int64 { return t.units(id) }
 
-// Flagged reports whether t was cancelled or has a penalty to serve: the
-// one test a primitive makes before it acquires, one load of t's state
-// word. It is false for a nil t.
+// Flagged reports whether t was cancelled, has a penalty to serve or its
+// class to learn (see BeginPending): the one test a primitive makes
+// before it acquires, one load of t's state word. It is false for a nil
+// t.
 func Flagged(t *Task) bool { return t.flagged() }
 
 // ReadSlots stores t's accounting in dst, up to its length, without the

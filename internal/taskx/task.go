@@ -91,15 +91,20 @@ type Task struct {
 	// the first time either is needed.
 	rare atomic.Pointer[rareState]
 	// refined is the spec an inner layer of middleware refined the task
-	// to (see Task.refine), nil until one does.
+	// to (see Task.refine), or its Resolver gave it (pending.go), nil
+	// until either does.
 	refined atomic.Pointer[Spec]
+	// pend holds the Resolver of a task begun before its class was known
+	// until it runs (pending.go).
+	pend atomic.Pointer[Pending]
 
 	id    uint64
 	begin int64 // clock value at Begin
 	// state holds the state bits (low byte) and the number of slots of
 	// blk claimed (above it).
 	state atomic.Uint32
-	idx   int32 // position in the shard's list, guarded by its lock
+	idx   int32  // position in the shard's list, guarded by its lock
+	shard uint32 // the shard's index in the registry (Registry.lockShard)
 }
 
 // rareState is what few tasks need: cancel hooks and a cancellation
@@ -140,6 +145,9 @@ func (t *Task) Spec() Spec {
 	if t == nil {
 		return Spec{}
 	}
+	if t.state.Load()&statePending != 0 {
+		t.settle(false, false) // the class, read without the task's work (pending.go)
+	}
 	return *t.specRef()
 }
 
@@ -159,6 +167,7 @@ func (t *Task) specRef() *Spec {
 // check of Cancellable see the refined spec. A task already cancelled or
 // ended keeps its spec; refine reports whether it took s.
 func (t *Task) refine(s Spec) bool {
+	Settled(t) // a refinement replaces the class it would give
 	if t == nil || t.state.Load()&(stateEnded|stateCancelled) != 0 {
 		return false
 	}
@@ -444,15 +453,21 @@ func (t *Task) End(err error) {
 	if t == nil {
 		return
 	}
+	if t.state.Load()&statePending != 0 {
+		t.settle(true, true) // statePending is cleared below
+	}
 	for {
 		s := t.state.Load()
 		if s&stateEnded != 0 {
 			if s&stateUnended == 0 { // an evicted task's late End is no mistake
 				t.reg.endedTwice.Add(1)
 			}
+			if s&statePending != 0 {
+				t.state.And(^uint32(statePending))
+			}
 			return
 		}
-		if t.state.CompareAndSwap(s, s|stateEnded) {
+		if t.state.CompareAndSwap(s, (s|stateEnded)&^statePending) {
 			now := t.reg.clock.Now()
 			if s&(statePenalized|stateCancelled) == statePenalized {
 				// Ended before its next safe point: the next task of its
