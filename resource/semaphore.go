@@ -65,7 +65,7 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 				}
 				return Permit{sem: &p.sem, res: p.res, t: t, n: 1 | pNamed}, nil
 			}
-		} else if sl := &p.sem.slots[t.ID()&(nSlots-1)]; sl.w.Load() == slotKept && p.sem.nwait.Load() == 0 {
+		} else if sl := &p.sem.slots[slotIndex(t.ID())]; sl.w.Load() == slotKept && p.sem.nwait.Load() == 0 {
 			if units(c) <= p.sem.size.Load() {
 				if pm, ok := p.takeSlot(t, sl, slotKept); ok {
 					return pm, nil
@@ -88,7 +88,7 @@ func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 		}
 	}
 	if n == 1 && t != nil && p.sem.clk != nil && c >= 0 && (c&iFlag == 0 || inlineTag(c) != taskx.HolderTag(t.ID())) {
-		if pm, ok := p.takeSlot(t, &p.sem.slots[t.ID()&(nSlots-1)], 0); ok {
+		if pm, ok := p.takeSlot(t, &p.sem.slots[slotIndex(t.ID())], 0); ok {
 			return pm, nil
 		}
 	}
