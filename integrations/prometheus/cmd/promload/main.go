@@ -13,7 +13,8 @@
 // dashboard's heavy panels send them at once. Each run of -runs is one
 // remedy: none, moirai, timeout (--query.timeout), max-samples
 // (--query.max-samples) or concurrency (--query.max-concurrency raised to
-// its default, 20); "normal" is the load without the culprit. The runs
+// its default, 20); "normal" is the load without the culprit; "oracle"
+// is the bound of a controller that acts on evidence (see oracle). The runs
 // share the data, one after the other, each on an engine and API of its
 // own; each prints one JSON line.
 //
