@@ -9,8 +9,6 @@ import (
 
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
-	"github.com/moirai-go/moirai/snapshot"
-	"github.com/moirai-go/moirai/task"
 )
 
 // TestMixedClassCulpritByOwnProgress: generated timelines (seeded) of one
@@ -102,9 +100,8 @@ func ownProgressCase(seed uint64) (byProgress, measured, cold int, msg string) {
 
 	type tk struct {
 		simTask
-		walk, bound int  // keys it visits, and the bound on them it reports its progress against
-		qualified   int  // first step known heavy by its own progress while others waited; -1 none
-		fixed       bool // not cancellable
+		walk, bound int // keys it visits, and the bound on them it reports its progress against
+		qualified   int // first step known heavy by its own progress while others waited; -1 none
 	}
 	var live, all []*tk
 	lightEnded := false
@@ -140,41 +137,20 @@ func ownProgressCase(seed uint64) (byProgress, measured, cold int, msg string) {
 			nextHeavy++
 		} else if st == nextHeavy {
 			work := 80 + rng.IntN(320) // 0.4–2 s
-			x := &tk{simTask: simTask{id: id, class: class, heavy: true, units: cp, arrived: st, acquired: -1, left: work, contended: -1, decided: -1, reports: true, work: work},
-				walk: work * keysPerStep, qualified: -1, fixed: maintenance}
+			x := &tk{simTask: simTask{id: id, class: class, heavy: true, units: cp, arrived: st, acquired: -1, left: work, contended: -1, decided: -1, reports: true, work: work, fixed: maintenance},
+				walk: work * keysPerStep, qualified: -1}
 			maintenance = false
 			x.bound = x.walk + rng.IntN(x.walk+1)
 			id++
 			live, all = append(live, x), append(all, x)
 			nextHeavy += every
 		}
-		for _, x := range live {
-			if x.acquired >= 0 {
-				continue
-			}
-			if held+x.units > cp {
-				break
-			}
-			x.acquired, held = st, held+x.units
-		}
-		s := &snapshot.Snapshot{At: time.Duration(st+1) * step, Window: step}
-		waiters := 0
-		for _, x := range live {
-			if x.acquired < 0 {
-				waiters++
-			}
-		}
-		s.Resources = []snapshot.Resource{{Name: "r", Kind: kind, Capacity: capacity, Held: held, Waiters: waiters,
-			WindowWait: time.Duration(waiters) * step}}
+		sims := make([]*simTask, len(live))
 		for i, x := range live {
-			u := task.Usage{}
-			if x.acquired >= 0 {
-				u.Held, u.Hold = x.units, time.Duration(st-x.acquired+1)*step
-			} else {
-				u.Waiting = 1
-			}
-			s.Tasks = append(s.Tasks, snapshot.Task{ID: x.id, Class: x.class, Kind: task.Request, Cancellable: !x.fixed,
-				Cancelled: x.cancelled, Age: time.Duration(st-x.arrived+1) * step, Exec: step, First: int32(i), N: 1})
+			sims[i] = &x.simTask
+		}
+		s, waiters := simStep(sims, st, step, kind, capacity, &held)
+		for i, x := range live {
 			if x.reports && x.acquired >= 0 {
 				// A walk reports the keys it visited of its bound; a
 				// light one reports its first key, the rest of its few
@@ -184,10 +160,6 @@ func ownProgressCase(seed uint64) (byProgress, measured, cold int, msg string) {
 					done = min((st-x.acquired+1)*keysPerStep, x.walk)
 				}
 				s.Tasks[i].Done, s.Tasks[i].Total = int64(done), int64(x.bound)
-			}
-			s.Usage = append(s.Usage, snapshot.Usage{Task: int32(i), Res: 0, Usage: u})
-			if x.acquired >= 0 && waiters > 0 && x.contended < 0 {
-				x.contended = st
 			}
 		}
 		a.Observe(s)

@@ -65,6 +65,48 @@ type simTask struct {
 	known     bool
 	reports   bool // it reports its progress: Done of work steps
 	work      int
+	fixed     bool // not cancellable
+}
+
+// simStep grants the resource to the waiting tasks of live, first come
+// first served, updating held, and returns the step's snapshot of the one
+// resource "r" (the tasks' progress is the caller's to set) and how many
+// wait; it marks the step a task first holds while others wait.
+func simStep(live []*simTask, st int, step time.Duration, kind resource.Kind, capacity int64, held *int64) (*snapshot.Snapshot, int) {
+	cp := max(capacity, 1)
+	for _, tk := range live {
+		if tk.acquired >= 0 {
+			continue
+		}
+		if *held+tk.units > cp {
+			break
+		}
+		tk.acquired, *held = st, *held+tk.units
+	}
+	s := &snapshot.Snapshot{At: time.Duration(st+1) * step, Window: step}
+	waiters := 0
+	for _, tk := range live {
+		if tk.acquired < 0 {
+			waiters++
+		}
+	}
+	s.Resources = []snapshot.Resource{{Name: "r", Kind: kind, Capacity: capacity, Held: *held, Waiters: waiters,
+		WindowWait: time.Duration(waiters) * step}}
+	for i, tk := range live {
+		u := task.Usage{}
+		if tk.acquired >= 0 {
+			u.Held, u.Hold = tk.units, time.Duration(st-tk.acquired+1)*step
+		} else {
+			u.Waiting = 1
+		}
+		s.Tasks = append(s.Tasks, snapshot.Task{ID: tk.id, Class: tk.class, Kind: task.Request, Cancellable: !tk.fixed,
+			Cancelled: tk.cancelled, Age: time.Duration(st-tk.arrived+1) * step, Exec: step, First: int32(i), N: 1})
+		s.Usage = append(s.Usage, snapshot.Usage{Task: int32(i), Res: 0, Usage: u})
+		if tk.acquired >= 0 && waiters > 0 && tk.contended < 0 {
+			tk.contended = st
+		}
+	}
+	return s, waiters
 }
 
 // recurringCase runs one generated timeline and returns how many
@@ -147,41 +189,10 @@ func recurringCase(seed uint64) (recurring, first int, msg string) {
 				h.next += h.every
 			}
 		}
-		// Grants, first come first served.
-		for _, tk := range live {
-			if tk.acquired >= 0 {
-				continue
-			}
-			if held+tk.units > cp {
-				break
-			}
-			tk.acquired, held = st, held+tk.units
-		}
-		// The snapshot.
-		s := &snapshot.Snapshot{At: time.Duration(st+1) * step, Window: step}
-		waiters := 0
-		for _, tk := range live {
-			if tk.acquired < 0 {
-				waiters++
-			}
-		}
-		s.Resources = []snapshot.Resource{{Name: "r", Kind: kind, Capacity: capacity, Held: held, Waiters: waiters,
-			WindowWait: time.Duration(waiters) * step}}
+		s, _ := simStep(live, st, step, kind, capacity, &held)
 		for i, tk := range live {
-			u := task.Usage{}
-			if tk.acquired >= 0 {
-				u.Held, u.Hold = tk.units, time.Duration(st-tk.acquired+1)*step
-			} else {
-				u.Waiting = 1
-			}
-			s.Tasks = append(s.Tasks, snapshot.Task{ID: tk.id, Class: tk.class, Kind: task.Request, Cancellable: true,
-				Cancelled: tk.cancelled, Age: time.Duration(st-tk.arrived+1) * step, Exec: step, First: int32(i), N: 1})
 			if tk.reports {
 				s.Tasks[i].Done, s.Tasks[i].Total = int64(tk.work-tk.left), int64(tk.work)
-			}
-			s.Usage = append(s.Usage, snapshot.Usage{Task: int32(i), Res: 0, Usage: u})
-			if tk.acquired >= 0 && waiters > 0 && tk.contended < 0 {
-				tk.contended = st
 			}
 		}
 		a.Observe(s)
