@@ -41,7 +41,9 @@
 //
 // [Install] sets the controller before etcd starts; without it an
 // [IndexLock] is a plain sync.RWMutex and the patched server behaves as
-// the released one.
+// the released one. [InstallOracle] is for measuring only: instead of a
+// controller, an oracle that knows the culprits cancels their walks the
+// moment a write waits, the bound of any controller acting on evidence.
 package moiraietcd
 
 import (
