@@ -394,14 +394,14 @@ func (h *handler) serveAnswer(w *answer, r *http.Request) {
 // serveTask serves r, of class, priority p and tree tr, as a task it
 // begins and ends, on rt when the wrapped mux matched it.
 func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, p moirai.Priority, tr string, treeIn bool) {
-	var ctx context.Context
-	var t *moirai.Task
+	var pend *taskx.Pending
 	if w.lazyH != nil {
 		w.pend.R = w
-		ctx, t = taskx.BeginPending(h.ctl.Tasks(), r.Context(), h.spec(r, class, p, tr), &w.pend)
-	} else {
-		ctx, t = h.ctl.Begin(r.Context(), h.spec(r, class, p, tr))
+		pend = &w.pend
 	}
+	// The request carrying the task's context is allocated with the task:
+	// one object, which lives as long as the task's context may.
+	ctx, t, rc := taskx.BeginWith[http.Request](h.ctl.Tasks(), r.Context(), h.spec(r, class, p, tr), pend)
 	if h.cfg.Tree {
 		w.tree, w.ctx, w.treeIn = h, ctx, treeIn
 	}
@@ -409,7 +409,8 @@ func (h *handler) serveTask(w *answer, r *http.Request, rt route, class string, 
 	// few exits): it ends the task of a handler that panicked too.
 	err := errPanicked
 	defer func() { t.End(err) }()
-	r = r.WithContext(ctx)
+	*rc = *r.WithContext(ctx) // inlined: the copy WithContext makes stays on the stack
+	r = rc
 	if w.lazyH != nil {
 		r.Pattern, w.served = "", r // the mux serving r sets it
 	}

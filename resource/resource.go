@@ -227,7 +227,7 @@ func (r *Resource) enter(ctx context.Context) (*task.Task, error) {
 
 // arrive counts an untracked acquisition, or stops a flagged task at its
 // safe point, its class learnt first when it was begun before it was
-// known (taskx.BeginPending): it returns an error if the acquisition must not go ahead
+// known (taskx.BeginWith): it returns an error if the acquisition must not go ahead
 // because the task was cancelled by the controller (its cause), or a
 // penalty it served was cut short by ctx.
 //

@@ -6,12 +6,12 @@ import (
 )
 
 // statePending marks a task begun before its class was known
-// ([BeginPending]): until its Resolver has run, its spec's class is
+// ([BeginWith]): until its Resolver has run, its spec's class is
 // provisional.
 const statePending = 1 << 7
 
 // A Resolver gives the spec of a task begun with a provisional class
-// ([BeginPending]). Resolve runs at most once, at the first of: the task
+// ([BeginWith]). Resolve runs at most once, at the first of: the task
 // read from its context by the application (moirai.From,
 // task.FromContext), its first acquisition through an instrumented
 // primitive, a refinement by an inner layer of middleware, the End of a
@@ -35,15 +35,24 @@ type Pending struct{ R Resolver }
 // of the task's work stays referenced from the task.
 var resolving Pending
 
-// BeginPending is Begin for a task whose class p's Resolver gives later
-// (see [Resolver]): a middleware that learns the class only once the
-// routing it wraps has run begins the task before, with a provisional
-// class, instead of routing the request twice. p, and what its Resolver
-// reads, must stay valid until the task's End has returned. The penalty
-// a task of the class left for the next (carry.go) is taken once the
-// class is known.
-func BeginPending(r *Registry, parent context.Context, spec Spec, p *Pending) (context.Context, *Task) {
-	return r.begin(parent, spec, p)
+// BeginWith is Begin for a task allocated in one object with a zero X,
+// whose address it returns: what the caller keeps for each task and for
+// as long as the task (httpmw: the request carrying the task's context)
+// then costs no allocation of its own; the X is allocated even when the
+// registry refuses the task. When p is not nil, the task's class is the
+// one p's Resolver gives later (see [Resolver]): a middleware that learns
+// the class only once the routing it wraps has run begins the task
+// before, with a provisional class, instead of routing the request
+// twice. p, and what its Resolver reads, must stay valid until the
+// task's End has returned. The penalty a task of the class left for the
+// next (carry.go) is taken once the class is known.
+func BeginWith[X any](r *Registry, parent context.Context, spec Spec, p *Pending) (context.Context, *Task, *X) {
+	both := new(struct {
+		t Task
+		x X
+	})
+	ctx, t := r.begin(&both.t, parent, spec, p)
+	return ctx, t, &both.x
 }
 
 // Settled returns t with its class known, its Resolver run, on a

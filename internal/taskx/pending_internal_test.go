@@ -30,7 +30,7 @@ func TestPendingClass(t *testing.T) {
 	for _, read := range []string{"FromContext", "Spec", "flagged acquisition", "none", "penalized"} {
 		var res classResolver
 		p := &Pending{R: &res}
-		ctx, tk := BeginPending(r, context.Background(), Spec{Class: "GET"}, p)
+		ctx, tk, _ := BeginWith[struct{}](r, context.Background(), Spec{Class: "GET"}, p)
 		switch read {
 		case "FromContext":
 			var wg sync.WaitGroup

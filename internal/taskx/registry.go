@@ -65,41 +65,34 @@ type Registry struct {
 
 	carry carrier // penalties ended tasks left to their class
 
-	// ids holds each P's run of IDs (newID); nextID, the end of the last
-	// run handed out, on a cache line of its own, away from what every
-	// Begin and End reads.
-	ids    sync.Pool // *idRun
+	// nextID is the end of the last run of IDs handed to a shard
+	// (newID), on a cache line of its own, away from what every Begin and
+	// End reads.
 	_      [64]byte
 	nextID atomic.Uint64
 	_      [56]byte
 }
 
-// idRun is a run of task IDs, [next, end), that the Begins of one P take
-// from (sync.Pool keeps one per P): one write of the registry's counter
-// per idRunLen tasks, where a counter written by every Begin moved its
-// cache line between the cores at every request (5 % of a parallel
-// request's CPU time in a profile of httpmw's BenchmarkRequest). IDs stay
-// unique; a goroutine's tasks get consecutive IDs, from 1 in a new
-// registry, until its P runs out of its run or the collector empties the
-// pool.
+// idRun is a run of task IDs, [next, end), that the Begins of one shard
+// take from under its lock: one write of the registry's counter per
+// idRunLen tasks, where a counter written by every Begin moved its cache
+// line between the cores at every request (5 % of a parallel request's
+// CPU time in a profile of httpmw's BenchmarkRequest), and no cost beyond
+// the shard's lock, which Begin takes anyway. IDs stay unique, from 1 in
+// a new registry.
 type idRun struct{ next, end uint64 }
 
 // idRunLen is the length of an idRun.
 const idRunLen = 64
 
-// newID returns a new task ID.
-func (r *Registry) newID() uint64 {
-	run, _ := r.ids.Get().(*idRun)
-	if run == nil {
-		run = new(idRun)
-	}
-	if run.next == run.end {
+// newID returns a new task ID from sh's run; sh's lock is held.
+func (r *Registry) newID(sh *shard) uint64 {
+	if sh.ids.next == sh.ids.end {
 		end := r.nextID.Add(idRunLen) + 1
-		run.next, run.end = end-idRunLen, end
+		sh.ids = idRun{end - idRunLen, end}
 	}
-	id := run.next
-	run.next++
-	r.ids.Put(run)
+	id := sh.ids.next
+	sh.ids.next++
 	return id
 }
 
@@ -118,6 +111,7 @@ type shard struct {
 	free    []*slotBlock
 	rotated int64    // clock value of the last rotation
 	scratch []Usage  // the usage handed to OnEnd
+	ids     idRun    // the IDs this shard's Begins take (newID)
 	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
@@ -212,16 +206,17 @@ func (r *Registry) Now() int64 { return r.clock.Now() }
 // refusal in Stats().Refused and reports [ErrTooManyTasks] (the first
 // refusal, then at every power of two).
 func (r *Registry) Begin(parent context.Context, spec Spec) (context.Context, *Task) {
-	return r.begin(parent, spec, nil)
+	return r.begin(new(Task), parent, spec, nil)
 }
 
-// begin is Begin, of a task whose class p's Resolver gives when p is not
-// nil (BeginPending).
-func (r *Registry) begin(parent context.Context, spec Spec, p *Pending) (context.Context, *Task) {
+// begin is Begin of t, a zero Task its caller allocated (BeginWith: in
+// one object with the caller's own), whose class p's Resolver gives when
+// p is not nil.
+func (r *Registry) begin(t *Task, parent context.Context, spec Spec, p *Pending) (context.Context, *Task) {
 	if parent == nil {
 		panic("moirai: Begin with nil parent context")
 	}
-	t := &Task{id: r.newID(), spec: spec, reg: r, ctx: taskCtx{parent: parent}}
+	t.spec, t.reg, t.ctx.parent = spec, r, parent
 	if p != nil {
 		t.pend.Store(p)
 		t.state.Store(statePending)
@@ -240,6 +235,7 @@ func (r *Registry) begin(parent context.Context, spec Spec, p *Pending) (context
 		}
 		return parent, nil
 	}
+	t.id = r.newID(sh)
 	if now-sh.rotated >= r.clock.Resolution() {
 		sh.rotateLocked(now)
 	} else if len(sh.free) == 0 && len(sh.limbo[0])+len(sh.limbo[1]) > 0 {

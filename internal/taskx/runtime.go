@@ -46,7 +46,7 @@ func AddHold(t *Task, id ResourceID, d time.Duration) { t.addHold(id, d) }
 func Units(t *Task, id ResourceID) int64 { return t.units(id) }
 
 // Flagged reports whether t was cancelled, has a penalty to serve or its
-// class to learn (see BeginPending): the one test a primitive makes
+// class to learn (see BeginWith): the one test a primitive makes
 // before it acquires, one load of t's state word. It is false for a nil
 // t.
 func Flagged(t *Task) bool { return t.flagged() }
