@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpmw_test
+
+const raceEnabled = false
