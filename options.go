@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -75,11 +76,7 @@ func WithSLO(q float64, target time.Duration) Option {
 // load is scheduled against (see [Retry]). Default 5 minutes. Values
 // under a second are ignored.
 func WithSLOWindow(d time.Duration) Option {
-	return func(c *config) {
-		if d >= time.Second {
-			c.sloWindow = d
-		}
-	}
+	return func(c *config) { opt.Set(&c.sloWindow, d, d >= time.Second) }
 }
 
 // WithLogger sends the controller's decisions and warnings to l. Default:
@@ -88,11 +85,7 @@ func WithSLOWindow(d time.Duration) Option {
 // [WithLoggedKeys]; what the log carries otherwise is bounded by the
 // service's own names (classes, resources, policies) and numbers.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l != nil {
-			c.logger = l
-		}
-	}
+	return func(c *config) { opt.Set(&c.logger, l, l != nil) }
 }
 
 // WithLoggedKeys makes the log ([WithLogger]) carry task keys as they
@@ -132,12 +125,8 @@ func WithClockResolution(d time.Duration) Option {
 // tick. Zero leaves a value unchanged; fine is capped at coarse.
 func WithTick(coarse, fine time.Duration) Option {
 	return func(c *config) {
-		if coarse > 0 {
-			c.coarseTick = coarse
-		}
-		if fine > 0 {
-			c.fineTick = fine
-		}
+		opt.Set(&c.coarseTick, coarse, coarse > 0)
+		opt.Set(&c.fineTick, fine, fine > 0)
 		c.fineTick = min(c.fineTick, c.coarseTick)
 	}
 }
@@ -170,11 +159,7 @@ func WithMinCancelInterval(d time.Duration) Option {
 // WithHookTimeout sets how long a cancel hook may run before it is
 // reported as blocked. Default 1 s.
 func WithHookTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.hookTimeout = d
-		}
-	}
+	return func(c *config) { opt.Set(&c.hookTimeout, d, d > 0) }
 }
 
 // WithUnendedGrace sets how long a task's context may be done without End
@@ -183,11 +168,7 @@ func WithHookTimeout(d time.Duration) Option {
 // silently), so that a service that forgets End keeps a bounded registry.
 // Default 10 s.
 func WithUnendedGrace(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.unendedGrace = d
-		}
-	}
+	return func(c *config) { opt.Set(&c.unendedGrace, d, d > 0) }
 }
 
 // WithEarlyAction turns early action (package trend) on or off in the
@@ -293,9 +274,5 @@ func WithRegularOverload(fn func(overloaded bool)) Option {
 // detect.WithPrediction). Default: a learner of the controller's own, which
 // the default mechanisms share.
 func WithDurations(d *estimate.Durations) Option {
-	return func(c *config) {
-		if d != nil {
-			c.durations = d
-		}
-	}
+	return func(c *config) { opt.Set(&c.durations, d, d != nil) }
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/internal/mwx"
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/internal/taskx"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/task"
@@ -35,11 +36,7 @@ func retryDefaults() retryConfig {
 // eviction) before the run is re-executed. Default 250 ms. Negative values
 // are ignored.
 func RetryQuiet(d time.Duration) RetryOption {
-	return func(c *retryConfig) {
-		if d >= 0 {
-			c.quiet = d
-		}
-	}
+	return func(c *retryConfig) { opt.Set(&c.quiet, d, d >= 0) }
 }
 
 // RetryMaxWait bounds the wait for the resources to be free; a run that
@@ -62,11 +59,7 @@ func RetryMaxWait(d time.Duration) RetryOption {
 // [RetryMaxWait] is given; none for a request of [NoObjective] and for
 // background tasks.
 func RetryWithin(d time.Duration) RetryOption {
-	return func(c *retryConfig) {
-		if d > 0 {
-			c.within = d
-		}
-	}
+	return func(c *retryConfig) { opt.Set(&c.within, d, d > 0) }
 }
 
 // RetryNotify calls fn just before the re-execution starts, with the time

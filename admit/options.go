@@ -1,6 +1,10 @@
 package admit
 
-import "time"
+import (
+	"time"
+
+	"github.com/moirai-go/moirai/internal/opt"
+)
 
 // Defaults of [NewDAGOR], DAGOR's (SoCC'18 §4).
 const (
@@ -32,23 +36,15 @@ type Option func(*dagorConfig)
 // Non-positive values leave the defaults.
 func WithWindow(d time.Duration, n int) Option {
 	return func(c *dagorConfig) {
-		if d > 0 {
-			c.window = d
-		}
-		if n > 0 {
-			c.windowCount = int64(n)
-		}
+		opt.Set(&c.window, d, d > 0)
+		opt.Set(&c.windowCount, int64(n), n > 0)
 	}
 }
 
 // WithThreshold sets the average queueing time above which a window
 // counts as overloaded (20 ms by default). A non-positive d leaves it.
 func WithThreshold(d time.Duration) Option {
-	return func(c *dagorConfig) {
-		if d > 0 {
-			c.threshold = d
-		}
-	}
+	return func(c *dagorConfig) { opt.Set(&c.threshold, d, d > 0) }
 }
 
 // WithSteps sets α, the fraction by which the admitted load shrinks
@@ -56,12 +52,8 @@ func WithThreshold(d time.Duration) Option {
 // a calm one (5 % and 1 % by default). Values outside (0, 1) leave them.
 func WithSteps(alpha, beta float64) Option {
 	return func(c *dagorConfig) {
-		if alpha > 0 && alpha < 1 {
-			c.alpha = alpha
-		}
-		if beta > 0 && beta < 1 {
-			c.beta = beta
-		}
+		opt.Set(&c.alpha, alpha, alpha > 0 && alpha < 1)
+		opt.Set(&c.beta, beta, beta > 0 && beta < 1)
 	}
 }
 
@@ -72,11 +64,7 @@ func WithSteps(alpha, beta float64) Option {
 // continuations off: they are admitted as any request; 0 leaves the
 // default.
 func WithGrace(d time.Duration) Option {
-	return func(c *dagorConfig) {
-		if d != 0 {
-			c.grace = max(d, 0)
-		}
-	}
+	return func(c *dagorConfig) { opt.Set(&c.grace, max(d, 0), d != 0) }
 }
 
 // WithOverloadHook sets a function called at the end of every window

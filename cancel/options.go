@@ -5,6 +5,7 @@ import (
 
 	"github.com/moirai-go/moirai/estimate"
 	"github.com/moirai-go/moirai/internal/enum"
+	"github.com/moirai-go/moirai/internal/opt"
 )
 
 // Variant selects how an [Atropos] policy weighs and picks.
@@ -52,11 +53,7 @@ type AtroposOption func(*atroposConfig)
 // drained is no longer overloaded, whatever its window says. Values
 // outside (0, 1] are ignored.
 func WithMinContention(c float64) AtroposOption {
-	return func(cfg *atroposConfig) {
-		if c > 0 && c <= 1 {
-			cfg.minContention = c
-		}
-	}
+	return func(cfg *atroposConfig) { opt.Set(&cfg.minContention, c, c > 0 && c <= 1) }
 }
 
 // WithContentionWindow sets the sliding window over which the policy
@@ -68,11 +65,7 @@ func WithMinContention(c float64) AtroposOption {
 // alone) are measured over their own window. Non-positive values are
 // ignored.
 func WithContentionWindow(d time.Duration) AtroposOption {
-	return func(cfg *atroposConfig) {
-		if d > 0 {
-			cfg.window = d
-		}
-	}
+	return func(cfg *atroposConfig) { opt.Set(&cfg.window, d, d > 0) }
 }
 
 // WithConfirmation sets how long the same task must stay the policy's
@@ -82,11 +75,7 @@ func WithContentionWindow(d time.Duration) AtroposOption {
 // a lock for a moment stops being the choice as soon as it runs again.
 // Zero decides at once.
 func WithConfirmation(d time.Duration) AtroposOption {
-	return func(cfg *atroposConfig) {
-		if d >= 0 {
-			cfg.confirm = d
-		}
-	}
+	return func(cfg *atroposConfig) { opt.Set(&cfg.confirm, d, d >= 0) }
 }
 
 // WithMinGain sets the least future usage of a contended lock, queue, CPU
@@ -104,22 +93,14 @@ func WithConfirmation(d time.Duration) AtroposOption {
 // counting for d; background waiters and waiters of task.NoObjective do
 // not count. Negative values are ignored.
 func WithMinGain(d time.Duration) AtroposOption {
-	return func(cfg *atroposConfig) {
-		if d >= 0 {
-			cfg.minGain = d
-		}
-	}
+	return func(cfg *atroposConfig) { opt.Set(&cfg.minGain, d, d >= 0) }
 }
 
 // WithMinEvictionShare sets the least future usage of a contended memory
 // resource, as a share of the pool's size, that makes a task a candidate
 // (default 0.01). Values outside [0, 1] are ignored.
 func WithMinEvictionShare(f float64) AtroposOption {
-	return func(cfg *atroposConfig) {
-		if f >= 0 && f <= 1 {
-			cfg.minEvictShare = f
-		}
-	}
+	return func(cfg *atroposConfig) { opt.Set(&cfg.minEvictShare, f, f >= 0 && f <= 1) }
 }
 
 // WithCandidatesLogged sets how many of the best candidates a decision's
@@ -133,9 +114,5 @@ func WithCandidatesLogged(n int) AtroposOption {
 // leaves d alone: whoever shares it feeds it (the controller feeds its own
 // learner on every step).
 func WithDurations(d *estimate.Durations) AtroposOption {
-	return func(cfg *atroposConfig) {
-		if d != nil {
-			cfg.durations = d
-		}
-	}
+	return func(cfg *atroposConfig) { opt.Set(&cfg.durations, d, d != nil) }
 }

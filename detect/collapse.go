@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/snapshot"
 )
@@ -54,11 +55,7 @@ func WithSpan(d time.Duration) CollapseOption {
 // which the detector never fires (default 10): a service that was never
 // busy cannot collapse.
 func WithMinRate(r float64) CollapseOption {
-	return func(c *collapseConfig) {
-		if r >= 0 {
-			c.minRate = r
-		}
-	}
+	return func(c *collapseConfig) { opt.Set(&c.minRate, r, r >= 0) }
 }
 
 // NewCollapse returns the detector that fires when throughput falls below

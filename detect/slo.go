@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moirai-go/moirai/estimate"
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/latency"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
@@ -56,11 +57,7 @@ func WithWindow(d time.Duration) SLOOption {
 // complete requests than the older half and still count as flat (default
 // 0.1: up to 10 % more). Negative values are ignored.
 func WithFlatTolerance(f float64) SLOOption {
-	return func(c *sloConfig) {
-		if f >= 0 && !math.IsInf(f, 0) {
-			c.flat = f
-		}
-	}
+	return func(c *sloConfig) { opt.Set(&c.flat, f, f >= 0 && !math.IsInf(f, 0)) }
 }
 
 // WithMinSamples sets how many requests (completed in the window, or live)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/internal/waitq"
 	"github.com/moirai-go/moirai/resource"
 )
@@ -43,11 +44,7 @@ type config struct {
 // [ErrRejected] (a dropped request, rather than one that would time out
 // in the line). 0, the default, leaves the lines unbounded.
 func WithBacklog(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.backlog = int64(n)
-		}
-	}
+	return func(c *config) { opt.Set(&c.backlog, int64(n), n > 0) }
 }
 
 // WithFallback names the reservation that [Fence.Path] returns for a name

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/moirai-go/moirai/internal/opt"
 )
 
 // A TunerOption configures a Tuner.
@@ -57,12 +59,8 @@ func WithWindow(perLevel, maxAge, evaluate int) TunerOption {
 // maxPermits (default: what the pool and the other paths leave).
 func WithLimits(localMin, maxPermits int) TunerOption {
 	return func(c *tunerConfig) {
-		if localMin >= 0 {
-			c.localMin = localMin
-		}
-		if maxPermits > 0 {
-			c.maxPermits = maxPermits
-		}
+		opt.Set(&c.localMin, localMin, localMin >= 0)
+		opt.Set(&c.maxPermits, maxPermits, maxPermits > 0)
 	}
 }
 

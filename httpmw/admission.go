@@ -12,6 +12,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/admit"
 	"github.com/moirai-go/moirai/internal/mwx"
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/tree"
 )
 
@@ -169,11 +170,7 @@ func digits(s string) bool {
 // sets it on every request from its own authentication and overwrites
 // what the client sent.
 func WithPriority(fn func(*http.Request) moirai.Priority) Option {
-	return func(c *config) {
-		if fn != nil {
-			c.priority = fn
-		}
-	}
+	return func(c *config) { opt.Set(&c.priority, fn, fn != nil) }
 }
 
 // WithTrustedPeer sets which requests come from trusted peers, whose
@@ -277,11 +274,7 @@ func Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 // learns its requests' paths from. The time a request counts is until
 // its response's header arrives.
 func WithPathName(fn func(*http.Request) string) TransportOption {
-	return func(t *transport) {
-		if fn != nil {
-			t.pathName = fn
-		}
-	}
+	return func(t *transport) { opt.Set(&t.pathName, fn, fn != nil) }
 }
 
 type transport struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/fence"
 	"github.com/moirai-go/moirai/internal/mwx"
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/internal/taskx"
 )
 
@@ -73,11 +74,7 @@ func defaults() config {
 // moirai's CANCELLATION.md), but a WithClass, or a Handler around the mux
 // itself, keeps the classes right.
 func WithClass(fn func(*http.Request) string) Option {
-	return func(c *config) {
-		if fn != nil {
-			c.class = fn
-		}
-	}
+	return func(c *config) { opt.Set(&c.class, fn, fn != nil) }
 }
 
 // WithKey sets how a request's key (a client, a tenant) is derived.
@@ -205,11 +202,7 @@ func (c *config) reexecutable(r *http.Request, class string) bool {
 // WithMaxBody bounds the request body buffered for re-execution (default
 // 1 MiB). A request with a larger body is served without re-execution.
 func WithMaxBody(n int64) Option {
-	return func(c *config) {
-		if n >= 0 {
-			c.maxBody = n
-		}
-	}
+	return func(c *config) { opt.Set(&c.maxBody, n, n >= 0) }
 }
 
 // WithFence runs every request on a permit of c's fence, on the

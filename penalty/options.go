@@ -3,6 +3,8 @@ package penalty
 import (
 	"math"
 	"time"
+
+	"github.com/moirai-go/moirai/internal/opt"
 )
 
 // Defaults of the policy's parameters.
@@ -81,9 +83,5 @@ func WithMaxSlowdown(x float64) Option {
 // WithMinPenalty sets the first penalty used when p1's formula gives
 // none (default [DefaultMinPenalty]).
 func WithMinPenalty(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.min = d
-		}
-	}
+	return func(c *config) { opt.Set(&c.min, d, d > 0) }
 }

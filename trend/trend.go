@@ -51,6 +51,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/moirai-go/moirai/internal/opt"
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
@@ -107,31 +108,19 @@ type config struct {
 // WithShare sets the share of capacity, in (0, 1], from which the task
 // growing fastest is a suspect (default 0.1).
 func WithShare(f float64) Option {
-	return func(c *config) {
-		if f > 0 && f <= 1 {
-			c.share = f
-		}
-	}
+	return func(c *config) { opt.Set(&c.share, f, f > 0 && f <= 1) }
 }
 
 // WithRise sets how many times its calm baseline the others' wait rate
 // must reach for them to suffer (default 4, at least 1).
 func WithRise(k float64) Option {
-	return func(c *config) {
-		if k >= 1 {
-			c.rise = k
-		}
-	}
+	return func(c *config) { opt.Set(&c.rise, k, k >= 1) }
 }
 
 // WithMinRate sets the least others' wait rate, in waits per second, that
 // counts as suffering whatever the baseline (default 25).
 func WithMinRate(r float64) Option {
-	return func(c *config) {
-		if r > 0 {
-			c.minRate = r
-		}
-	}
+	return func(c *config) { opt.Set(&c.minRate, r, r > 0) }
 }
 
 // WithPenalty sets the first penalty's length (default 20 ms; 0 turns
