@@ -15,39 +15,15 @@ import (
 	"strings"
 
 	"github.com/moirai-go/moirai/bench"
+	"github.com/moirai-go/moirai/integrations/serverbuild"
 )
 
 // binaries is the build command's output.
-type binaries struct {
-	Released, Patched, Server string
-	Added, Removed            int
-}
+type binaries = serverbuild.Binaries
 
-// runResult is one line of the load program's output.
-type runResult struct {
-	Run            string    `json:"run"`
-	Patched        bool      `json:"patched"`
-	Victims        int       `json:"victims"`
-	VictimsOK      int       `json:"victims_ok"`
-	VictimsFailed  int       `json:"victims_failed"`
-	VictimsCancel  int       `json:"victims_cancelled"`
-	P99Ms          float64   `json:"p99_ms"`
-	MeanMs         float64   `json:"mean_ms"`
-	Throughput     float64   `json:"throughput"`
-	SLOAttainment  float64   `json:"slo_attainment"`
-	CulpritSent    int       `json:"culprit_sent"`
-	CulpritOK      int       `json:"culprit_ok"`
-	CulpritCancel  int       `json:"culprit_cancelled"`
-	CulpritTimeout int       `json:"culprit_timed_out"`
-	CulpritFailed  int       `json:"culprit_failed"`
-	CulpritLimited int       `json:"culprit_held_back"`
-	CulpritMeanMs  float64   `json:"culprit_mean_ms"`
-	WorkLost       float64   `json:"work_lost"`
-	Cancelled      int64     `json:"controller_cancellations"`
-	FirstError     string    `json:"first_error"`
-	CulpritError   string    `json:"culprit_error"`
-	LatenciesMs    []float64 `json:"latencies_ms"`
-}
+// runResult is one line of the load program's output: the part every
+// integration's load program shares.
+type runResult = serverbuild.Result
 
 // build runs the integration module in dir's build command, writing the
 // two builds into out.
@@ -148,8 +124,8 @@ func (m *measured) add(r runResult) {
 
 func (m *measured) p99() float64 { return p99(m.latencies) }
 
-// latencies returns the run's victims' latencies; none for a nil run.
-func (r *runResult) latencies() []float64 {
+// latencies returns r's victims' latencies; none for a nil run.
+func latencies(r *runResult) []float64 {
 	if r == nil {
 		return nil
 	}

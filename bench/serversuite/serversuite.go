@@ -333,7 +333,7 @@ func (r *runner) pool(k key, rr runResult, base *runResult) {
 		r.pooled[k] = &measured{}
 	}
 	r.pooled[k].add(rr)
-	if b := p99(base.latencies()); b > 0 && k.run != "normal" {
+	if b := p99(latencies(base)); b > 0 && k.run != "normal" {
 		r.byRound[k] = append(r.byRound[k], strconv.FormatFloat(p99(rr.LatenciesMs)/b, 'f', 2, 64))
 	}
 }

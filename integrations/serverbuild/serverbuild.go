@@ -3,7 +3,10 @@
 // integration's patch applied. The integration modules of a patched server
 // (integrations/etcd, integrations/prometheus) share it through a replace
 // directive: it needs nothing but the standard library, so it adds nothing
-// to the graph of versions each of them pins for its server.
+// to the graph of versions each of them pins for its server. It also
+// holds the part of the load programs' output they share ([Result]),
+// which the bench module's serversuite reads: one definition of that
+// format for its writers and its reader.
 //
 // The released source comes from the Go module cache (go mod download
 // fills it from the module proxy if needed). The copy is made in a
@@ -37,6 +40,42 @@ type Spec struct {
 	// Load is the load program's name: the integration module's
 	// cmd/Load, built into Load-released and Load-patched.
 	Load string
+}
+
+// Result is the part of a load program's line of output (one JSON object
+// a run) that every integration shares and package serversuite reads:
+// the victims' outcome and latencies, the culprit's fate, the work lost.
+// A load program's own result embeds it, beside what only that server
+// has.
+type Result struct {
+	Run            string  `json:"run"`
+	Patched        bool    `json:"patched"`
+	Victims        int     `json:"victims"`
+	VictimsOK      int     `json:"victims_ok"`
+	VictimsFailed  int     `json:"victims_failed"`
+	VictimsCancel  int     `json:"victims_cancelled"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	MeanMs         float64 `json:"mean_ms"`
+	Throughput     float64 `json:"throughput"`
+	SLOAttainment  float64 `json:"slo_attainment"`
+	CulpritSent    int     `json:"culprit_sent"`
+	CulpritOK      int     `json:"culprit_ok"`
+	CulpritCancel  int     `json:"culprit_cancelled"`
+	CulpritTimeout int     `json:"culprit_timed_out"`
+	CulpritFailed  int     `json:"culprit_failed"`
+	CulpritLimited int     `json:"culprit_held_back"`
+	CulpritMeanMs  float64 `json:"culprit_mean_ms"`
+	// WorkLost is the server time, in seconds, of the culprit's requests
+	// whose answer nobody got or used: cancelled, timed out, refused past
+	// a limit.
+	WorkLost   float64 `json:"work_lost"`
+	Cancelled  int64   `json:"controller_cancellations"`
+	FirstError string  `json:"first_error,omitempty"`
+	// LatenciesMs are the latencies of the victims that succeeded, in the
+	// measured part of the run (the load program's -raw).
+	LatenciesMs  []float64 `json:"latencies_ms,omitempty"`
+	CulpritError string    `json:"culprit_error,omitempty"`
 }
 
 // Binaries are the two builds of the load program.

@@ -47,6 +47,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/integrations/etcd/moiraietcd"
+	"github.com/moirai-go/moirai/integrations/serverbuild"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -104,41 +105,15 @@ func main() {
 	}
 }
 
-// Result is one run's line of output.
+// Result is one run's line of output: the part every integration's load
+// program shares (victims: puts and small ranges, pooled), and etcd's own.
 type Result struct {
-	Run     string  `json:"run"`
-	Culprit string  `json:"culprit"`
-	Patched bool    `json:"patched"`
-	Keys    int     `json:"keys"`
-	Seconds float64 `json:"seconds"`
-	// Victims: puts and small ranges, pooled.
-	Victims        int     `json:"victims"`
-	VictimsOK      int     `json:"victims_ok"`
-	VictimsFailed  int     `json:"victims_failed"`
-	VictimsCancel  int     `json:"victims_cancelled"`
-	P50Ms          float64 `json:"p50_ms"`
-	P99Ms          float64 `json:"p99_ms"`
-	MeanMs         float64 `json:"mean_ms"`
-	PutP99Ms       float64 `json:"put_p99_ms"`
-	RangeP99Ms     float64 `json:"range_p99_ms"`
-	Throughput     float64 `json:"throughput"`
-	SLOAttainment  float64 `json:"slo_attainment"`
-	CulpritSent    int     `json:"culprit_sent"`
-	CulpritOK      int     `json:"culprit_ok"`
-	CulpritCancel  int     `json:"culprit_cancelled"`
-	CulpritTimeout int     `json:"culprit_timed_out"`
-	CulpritFailed  int     `json:"culprit_failed"`
-	CulpritLimited int     `json:"culprit_held_back"`
-	CulpritMeanMs  float64 `json:"culprit_mean_ms"`
-	// WorkLost is the server time, in seconds, of the culprit ranges whose
-	// answer nobody used: cancelled or timed out (the released server
-	// walks on after a client's deadline).
-	WorkLost   float64 `json:"work_lost"`
-	Cancelled  int64   `json:"controller_cancellations"`
-	FirstError string  `json:"first_error,omitempty"`
-	// LatenciesMs are the latencies of the victims that succeeded (-raw).
-	LatenciesMs  []float64 `json:"latencies_ms,omitempty"`
-	CulpritError string    `json:"culprit_error,omitempty"`
+	serverbuild.Result
+	Culprit    string  `json:"culprit"`
+	Keys       int     `json:"keys"`
+	Seconds    float64 `json:"seconds"`
+	PutP99Ms   float64 `json:"put_p99_ms"`
+	RangeP99Ms float64 `json:"range_p99_ms"`
 }
 
 func run(c config) error {
@@ -513,7 +488,7 @@ func largeRange(c config, run string, cli *clientv3.Client) error {
 }
 
 func summarize(c config, name string, samples []sample) Result {
-	res := Result{Run: name, Culprit: c.culprit, Keys: c.keys, Seconds: c.duration.Seconds()}
+	res := Result{Result: serverbuild.Result{Run: name}, Culprit: c.culprit, Keys: c.keys, Seconds: c.duration.Seconds()}
 	var all, puts, ranges []time.Duration
 	var sum time.Duration
 	var within int

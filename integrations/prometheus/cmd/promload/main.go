@@ -57,6 +57,7 @@ import (
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/integrations/prometheus/moiraiprom"
 	"github.com/moirai-go/moirai/integrations/prometheus/moiraiprom/progress"
+	"github.com/moirai-go/moirai/integrations/serverbuild"
 	"github.com/moirai-go/moirai/policy"
 )
 
@@ -120,35 +121,12 @@ func main() {
 	}
 }
 
-// Result is one run's line of output.
+// Result is one run's line of output: the part every integration's load
+// program shares, and Prometheus's own.
 type Result struct {
-	Run            string  `json:"run"`
-	Patched        bool    `json:"patched"`
-	Series         int     `json:"series"`
-	Seconds        float64 `json:"seconds"`
-	Victims        int     `json:"victims"`
-	VictimsOK      int     `json:"victims_ok"`
-	VictimsFailed  int     `json:"victims_failed"`
-	VictimsCancel  int     `json:"victims_cancelled"`
-	P50Ms          float64 `json:"p50_ms"`
-	P99Ms          float64 `json:"p99_ms"`
-	MeanMs         float64 `json:"mean_ms"`
-	Throughput     float64 `json:"throughput"`
-	SLOAttainment  float64 `json:"slo_attainment"`
-	CulpritSent    int     `json:"culprit_sent"`
-	CulpritOK      int     `json:"culprit_ok"`
-	CulpritCancel  int     `json:"culprit_cancelled"`
-	CulpritTimeout int     `json:"culprit_timed_out"`
-	CulpritFailed  int     `json:"culprit_failed"`
-	CulpritLimited int     `json:"culprit_held_back"`
-	CulpritMeanMs  float64 `json:"culprit_mean_ms"`
-	// WorkLost is the time, in seconds, of the culprit's queries whose
-	// answer nobody got: cancelled, timed out or refused past a limit.
-	WorkLost     float64   `json:"work_lost"`
-	Cancelled    int64     `json:"controller_cancellations"`
-	FirstError   string    `json:"first_error,omitempty"`
-	LatenciesMs  []float64 `json:"latencies_ms,omitempty"`
-	CulpritError string    `json:"culprit_error,omitempty"`
+	serverbuild.Result
+	Series  int     `json:"series"`
+	Seconds float64 `json:"seconds"`
 }
 
 func run(c config_) error {
@@ -536,7 +514,7 @@ func sendCulprits(ctx context.Context, c config_, cli promv1.API, start time.Tim
 }
 
 func summarize(c config_, name string, samples []sample) Result {
-	res := Result{Run: name, Series: c.series, Seconds: c.duration.Seconds()}
+	res := Result{Result: serverbuild.Result{Run: name}, Series: c.series, Seconds: c.duration.Seconds()}
 	var all []time.Duration
 	var sum time.Duration
 	var within int
