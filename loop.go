@@ -39,6 +39,7 @@ func (c *Controller) run() {
 			for _, r := range c.armed {
 				armResource(r, nil)
 			}
+			c.disarmPreempts()
 			return
 		case <-clk.C:
 			c.clock.Advance()
@@ -96,6 +97,7 @@ func (c *Controller) armLocked() {
 			c.armed = append(c.armed, r)
 		}
 	}
+	c.armPreemptsLocked()
 }
 
 // advancePeriod is how often the loop advances the coarse clock: at its

@@ -141,6 +141,12 @@ type Controller struct {
 	poke   chan struct{}
 	armed  []*resource.Resource
 	wakeOn []int
+
+	// preempts are the policies' standing orders at the last step
+	// (policy.Preempter), preArmed the resources they are set on; loop
+	// only (preempt.go).
+	preempts []orderOf
+	preArmed []*resource.Resource
 }
 
 // New returns a running controller.
@@ -179,7 +185,7 @@ func New(opts ...Option) *Controller {
 			cfg.policies = append(cfg.policies, trend.New())
 		}
 		cfg.policies = append(cfg.policies, cancel.NewAtropos(cancel.MultiObjective,
-			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2)))
+			cancel.WithDurations(durations), cancel.WithMinGain(cfg.sloTarget/2), cancel.WithPreemption(cfg.preemptAfter)))
 		if cfg.penalties {
 			cfg.policies = append(cfg.policies, penalty.New())
 		}
@@ -275,6 +281,7 @@ var (
 	newSemaphore = resrt.NewSemaphore.(func(*resource.Resource, int64, *clock.Clock) *resource.Semaphore)
 	newQueue     = resrt.NewQueue.(func(*resource.Resource, int64, int64, *clock.Clock) *resource.Queue)
 	armResource  = resrt.Arm.(func(*resource.Resource, *func()))
+	armPreempt   = resrt.ArmPreempt.(func(*resource.Resource, []string, func(*task.Task, int) bool))
 )
 
 // Stats returns the task registry's counters.

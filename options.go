@@ -35,6 +35,7 @@ type config struct {
 	traceOnly        bool
 	penalties        bool
 	earlyAction      bool
+	preemptAfter     int
 	durations        *estimate.Durations
 	regularOverload  func(bool)
 	logKeys          bool
@@ -179,6 +180,20 @@ func WithUnendedGrace(d time.Duration) Option {
 // are configured ([WithPolicy], [WithDetector]) or with [WithoutMechanisms].
 func WithEarlyAction(on bool) Option {
 	return func(c *config) { c.earlyAction = on }
+}
+
+// WithPreemption makes the default composition of [New] cancel a
+// recurring culprit's task as it takes the lock its class's tasks were
+// cancelled for, before anyone waits: once after tasks of its class were
+// cancelled holding the lock while others waited, none of them having
+// ended on its own since, while others have waited for the lock within
+// the last 10 s ([cancel.WithPreemption]). Its task would make others
+// wait and be cancelled once they did; cancelled as it takes the lock, it
+// has thrown nothing away and nobody waits. Default 0: off. It has no
+// effect when policies or detectors are configured ([WithPolicy],
+// [WithDetector]) or with [WithoutMechanisms]. Values under 0 are ignored.
+func WithPreemption(after int) Option {
+	return func(c *config) { opt.Set(&c.preemptAfter, after, after >= 0) }
 }
 
 // WithDryRun makes the controller run its mechanisms, record and log

@@ -61,6 +61,12 @@ type Atropos struct {
 	// be heavy on (names of registered resources: bounded by the
 	// application's resources, not by requests).
 	heavyRes map[string]struct{}
+	// culprits counts, per class and lock, the tasks cancelled while they
+	// held it and others waited; waitedAt is, per lock, the last snapshot
+	// in whose window a task waited for it (see Preempt). Bounded: by
+	// maxCulprits, and by the snapshots' resources.
+	culprits map[culpritKey]int
+	waitedAt map[resKey]time.Duration
 }
 
 // resKey names a resource across snapshots: its position in a snapshot's
@@ -91,6 +97,7 @@ var (
 	_ policy.Confirmer  = (*Atropos)(nil)
 	_ policy.Waker      = (*Atropos)(nil)
 	_ policy.Continuous = (*Atropos)(nil)
+	_ policy.Preempter  = (*Atropos)(nil)
 )
 
 // Watching reports false: the policy decides on every step of the loop
@@ -149,6 +156,7 @@ func (a *Atropos) Observe(s *snapshot.Snapshot) {
 		a.cfg.durations.Observe(s)
 	}
 	a.uses.Observe(s)
+	a.observeWaits(s)
 	if s.Window <= 0 {
 		a.followEpisodes(s)
 		return // cumulative numbers: no window to add
@@ -236,6 +244,7 @@ func (a *Atropos) Decide(s *snapshot.Snapshot) []policy.Decision {
 	}
 	a.pending = 0
 	a.judge(s, c.Task)
+	a.countCulprit(s, s.TaskByID(c.Task))
 	// What the task used until now is not what a task of its class uses:
 	// the learners must not take its end, when it comes, for a completed
 	// task's (a source that sees the cancel only once the task is gone,

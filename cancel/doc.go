@@ -74,6 +74,17 @@
 // A reported progress under estimate.MinProgress is taken for none
 // (estimate.ReportedProgress).
 //
+// # Recurring culprits
+//
+// With [WithPreemption](n), a class n of whose tasks were cancelled while
+// they held a lock, none of its tasks having ended on its own, is a
+// recurring culprit on that lock: [Atropos.Preempt] gives the controller
+// a standing order (policy.Preempter) to cancel its next task as it takes
+// the lock, before anyone waits, while others have waited for the lock
+// within the last 10 s. A class one of whose tasks ever ended on its own
+// is never preempted, and a lock nobody waited for in that time lets the
+// class's next task run.
+//
 // # A host that takes the CPU away
 //
 // On a machine whose other processes keep the CPU busy, every hold is

@@ -37,6 +37,7 @@ type atroposConfig struct {
 	minEvictShare float64
 	logged        int
 	durations     *estimate.Durations
+	preemptAfter  int
 }
 
 // An AtroposOption configures [NewAtropos].
@@ -115,4 +116,15 @@ func WithCandidatesLogged(n int) AtroposOption {
 // learner on every step).
 func WithDurations(d *estimate.Durations) AtroposOption {
 	return func(cfg *atroposConfig) { opt.Set(&cfg.durations, d, d != nil) }
+}
+
+// WithPreemption makes the policy cancel a recurring culprit's task as it
+// takes the lock its class's tasks were cancelled for, before anyone
+// waits (policy.Preempter; see Atropos.Preempt): once after tasks of the
+// class were cancelled holding the lock while others waited, and none of
+// them ended on its own since. 0, the default, never preempts: every
+// task is decided on from the waits it causes. Values under 0 are
+// ignored.
+func WithPreemption(after int) AtroposOption {
+	return func(cfg *atroposConfig) { opt.Set(&cfg.preemptAfter, after, after >= 0) }
 }

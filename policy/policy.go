@@ -120,6 +120,26 @@ type Waker interface {
 	WakeOn(s *snapshot.Snapshot, dst []int) []int
 }
 
+// Preempter is implemented by the policies that know, after Decide, of
+// classes whose next task to take a resource they would cancel then,
+// before anyone waits: a class each of whose tasks on a lock was
+// cancelled as its culprit, while others still come to that lock.
+// Preempt appends those orders to dst. Until its next step, the
+// controller cancels a task of such a class as it takes the resource,
+// on the task's own goroutine, through the same safety checks and
+// decision log as the policy's other cancellations.
+type Preempter interface {
+	Preempt(s *snapshot.Snapshot, dst []Preemption) []Preemption
+}
+
+// Preemption is one order of a [Preempter]: cancel the next task of Class
+// to take s.Resources[Resource], with Reason as the decision's reason.
+type Preemption struct {
+	Resource int
+	Class    string
+	Reason   string
+}
+
 // Confirmer is implemented by the policies that can tell resource overload
 // from regular overload: while a detector fires, Confirm reports whether
 // the snapshot shows a contended resource their decisions could relieve.

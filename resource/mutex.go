@@ -142,7 +142,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	// Lock took 1.78× sync.Mutex's time instead of 1.53× (scripts/hotpath),
 	// and hold, with the claim it inlines, is over the compiler's
 	// inlining budget.
-	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) {
+	if c := m.clk; c != nil && t != nil && !taskx.Flagged(t) && m.res.preempt.Load() == nil {
 		now := c.Coarse()
 		if m.state.CompareAndSwap(0, identity(t, now)|mLocked) {
 			m.holder, m.since = t, now
@@ -157,7 +157,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // lock is Lock past its fast path.
 func (m *Mutex) lock(ctx context.Context, t *task.Task) error {
-	if t == nil || taskx.Flagged(t) {
+	if t == nil || taskx.Flagged(t) || m.res.preempt.Load() != nil {
 		if err := m.res.arrive(ctx, t); err != nil {
 			return err
 		}

@@ -44,7 +44,7 @@ type pool struct {
 // once (ErrRejected otherwise). It is Semaphore.Acquire and Queue.Enter.
 func (p *pool) take(ctx context.Context, n, backlog int64) (Permit, error) {
 	t := taskx.FromContext(ctx)
-	if t == nil || taskx.Flagged(t) {
+	if t == nil || taskx.Flagged(t) || p.res.preempt.Load() != nil {
 		if err := p.res.arrive(ctx, t); err != nil {
 			return Permit{}, err
 		}
@@ -138,6 +138,7 @@ func init() {
 	resrt.NewSemaphore = newCoarseSemaphore
 	resrt.NewQueue = newCoarseQueue
 	resrt.Arm = arm
+	resrt.ArmPreempt = armPreempt
 }
 
 // Resource returns the resource the semaphore is accounted to.

@@ -29,6 +29,7 @@ var seams = []string{
 	"internal/mwx.NoTrustedPeer",
 	"internal/mwx.RetryOn",
 	"internal/resrt.Arm",
+	"internal/resrt.ArmPreempt",
 	"internal/resrt.NewMutex",
 	"internal/resrt.NewQueue",
 	"internal/resrt.NewSemaphore",

@@ -24,3 +24,11 @@ var NewQueue any
 // for none). The controller arms the resources where a wait would make a
 // policy act, to step its loop at once rather than at its next tick.
 var Arm any
+
+// ArmPreempt is func(*resource.Resource, []string, func(*task.Task, int)
+// bool): it sets the classes whose tasks the controller cancels as they
+// take the resource, before they hold it (none: disarmed). A task of
+// classes[i] about to take it is handed, on its own goroutine, to the
+// function with i, which reports whether it cancelled the task (the
+// controller's safety checks may refuse; see policy.Preempter).
+var ArmPreempt any
