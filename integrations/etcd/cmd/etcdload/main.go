@@ -70,6 +70,7 @@ type config struct {
 	debug       bool
 	raw         bool
 	tick        time.Duration
+	preempt     int
 	settle      time.Duration
 	slow        time.Duration
 }
@@ -93,6 +94,7 @@ func main() {
 	flag.StringVar(&runs, "runs", "normal,none", "runs, in order: normal, none, moirai, moirai-normal (moirai without the culprit), oracle (the bound of a controller acting at the first wait; the patched build, alone), timeout, ratelimit, paginate")
 	flag.BoolVar(&c.debug, "debug", false, "print the controller's decisions on stderr")
 	flag.BoolVar(&c.raw, "raw", false, "add each victim's latency (latencies_ms, ok ones, measured part) to the output")
+	flag.IntVar(&c.preempt, "preempt", 1, "moirai cancels a large range as it takes the index once this many of its class were cancelled as culprits (moirai.WithPreemption; 0: never)")
 	flag.DurationVar(&c.tick, "tick", 0, "the moirai controller's coarse tick (0: moirai's default, 20ms); the fine tick is a quarter of it")
 	flag.DurationVar(&c.settle, "settle", 3*time.Second, "after the load, the victims' load alone for this long, unmeasured: the first run would otherwise pay for the load's aftermath (the backend's commits, the collector)")
 	flag.DurationVar(&c.slow, "slow", 0, "print on stderr each culprit's start and length, and each victim slower than this (0: none): where a run's tail comes from")
@@ -122,7 +124,7 @@ func run(c config) error {
 		if slices.ContainsFunc(c.runs, func(r string) bool { return !strings.HasPrefix(r, "moirai") }) {
 			return errors.New("-runs: moirai runs cannot share a server with the others")
 		}
-		opts := []moirai.Option{moirai.WithSLO(0.99, c.slo), moirai.WithPenalties(false)}
+		opts := []moirai.Option{moirai.WithSLO(0.99, c.slo), moirai.WithPenalties(false), moirai.WithPreemption(c.preempt)}
 		if c.tick > 0 {
 			opts = append(opts, moirai.WithTick(c.tick, c.tick/4))
 		}
