@@ -126,6 +126,7 @@ func (c *Controller) step() time.Duration {
 	c.observeLoadLocked()
 	c.observeBudgetLocked()
 	c.durations.Observe(&c.snap)
+	c.notePreemptedLocked()
 	c.observeLocked()
 	firing := c.detectLocked()
 	c.snap.Quiet = !firing && len(c.cfg.detectors) > 0

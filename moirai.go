@@ -147,6 +147,9 @@ type Controller struct {
 	// only (preempt.go).
 	preempts []orderOf
 	preArmed []*resource.Resource
+	// preempted are the tasks cancelled on standing orders since the
+	// last step (under mu).
+	preempted []uint64
 }
 
 // New returns a running controller.

@@ -94,7 +94,30 @@ func (c *Controller) preempt(t *task.Task, o orderOf) bool {
 		return false
 	}
 	rec, ctx := c.actLocked(d, false, nil)
+	if rec.Outcome == policy.Acted && len(c.preempted) < maxPreempted {
+		c.preempted = append(c.preempted, t.ID())
+	}
 	c.mu.Unlock()
 	c.publish([]policy.Record{rec}, []context.Context{ctx})
 	return rec.Outcome == policy.Acted
+}
+
+// maxPreempted bounds the tasks cancelled on standing orders between two
+// steps that the policies are told of (the minimum interval between two
+// cancellations keeps it far below).
+const maxPreempted = 1024
+
+// notePreemptedLocked tells the policies that give standing orders which
+// tasks were cancelled on them since the last step, before they observe
+// the step's snapshot (policy.Preempter).
+func (c *Controller) notePreemptedLocked() {
+	if len(c.preempted) == 0 {
+		return
+	}
+	for _, p := range c.cfg.policies {
+		if pr, ok := p.(policy.Preempter); ok {
+			catch(c, userCode{"policy", p.Name(), "Preempted"}, struct{}{}, func() struct{} { pr.Preempted(c.preempted); return struct{}{} })
+		}
+	}
+	c.preempted = c.preempted[:0]
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moirai-go/moirai"
 	"github.com/moirai-go/moirai/policy"
+	"github.com/moirai-go/moirai/snapshot"
 )
 
 // reportRun is how one report of preemptScenario ended.
@@ -153,6 +154,69 @@ func TestNoPreemptionByDefault(t *testing.T) {
 			if !errors.Is(r.err, moirai.ErrCancelled) {
 				t.Errorf("report %d ended with %v; want it cancelled", i, r.err)
 			}
+		}
+	})
+}
+
+// orderPolicy orders every task of class "x" cancelled as it takes
+// "table", and records what the controller tells it was preempted.
+type orderPolicy struct {
+	told []uint64
+}
+
+func (p *orderPolicy) Name() string                                { return "order" }
+func (p *orderPolicy) Decide(*snapshot.Snapshot) []policy.Decision { return nil }
+func (p *orderPolicy) Preempted(ids []uint64)                      { p.told = append(p.told, ids...) }
+func (p *orderPolicy) Preempt(s *snapshot.Snapshot, dst []policy.Preemption) []policy.Preemption {
+	for i := range s.Resources {
+		if s.Resources[i].Name == "table" {
+			dst = append(dst, policy.Preemption{Resource: i, Class: "x", Reason: "test order"})
+		}
+	}
+	return dst
+}
+
+// TestStandingOrders: a policy's order cancels a task of its class as it
+// takes the resource, through the decision log, leaves the other classes
+// and the tasks that are not cancellable alone, and the policy is told of
+// the task before the next step's Observe.
+func TestStandingOrders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &orderPolicy{}
+		ctl := moirai.New(moirai.WithPolicy(p))
+		defer ctl.Close()
+		table := ctl.Mutex("table")
+		lock := func(spec moirai.Spec) (uint64, error) {
+			ctx, task := ctl.Begin(context.Background(), spec)
+			err := table.Lock(ctx)
+			if err == nil {
+				table.Unlock()
+			}
+			task.End(err)
+			return task.ID(), err
+		}
+		_, _ = lock(moirai.Spec{Class: "x", Cancellable: true}) // the resource appears in a snapshot
+		time.Sleep(100 * time.Millisecond)
+		id, err := lock(moirai.Spec{Class: "x", Cancellable: true})
+		if !errors.Is(err, moirai.ErrCancelled) {
+			t.Fatalf("a task of the ordered class took the lock: %v", err)
+		}
+		if _, err := lock(moirai.Spec{Class: "y", Cancellable: true}); err != nil {
+			t.Errorf("another class: %v", err)
+		}
+		if _, err := lock(moirai.Spec{Class: "x"}); err != nil {
+			t.Errorf("a task of the class, not cancellable: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if len(p.told) != 1 || p.told[0] != id {
+			t.Errorf("the policy was told of %v; want [%d]", p.told, id)
+		}
+		var found bool
+		for _, r := range ctl.Decisions() {
+			found = found || (r.Task == id && r.Policy == "order" && r.Reason == "test order" && r.Outcome == policy.Acted && r.Resource == "table")
+		}
+		if !found {
+			t.Errorf("no acted decision of the order's in the log: %+v", ctl.Decisions())
 		}
 	})
 }

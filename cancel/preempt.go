@@ -118,3 +118,16 @@ func (a *Atropos) Preempt(s *snapshot.Snapshot, dst []policy.Preemption) []polic
 	})
 	return dst
 }
+
+// Preempted marks the tasks the controller cancelled on the policy's
+// orders since the last step (policy.Preempter): what such a task used is
+// not its class's use, even when it ended before a snapshot showed it
+// cancelled, so the learners take its end for a cancelled task's.
+func (a *Atropos) Preempted(tasks []uint64) {
+	for _, id := range tasks {
+		a.uses.Skip(id)
+		if a.cfg.durations != nil {
+			a.cfg.durations.Skip(id)
+		}
+	}
+}

@@ -231,3 +231,53 @@ func TestPreemptBounded(t *testing.T) {
 		t.Errorf("orders without WithPreemption: %v", got)
 	}
 }
+
+// TestPreemptedTaskTeachesNothing: a task cancelled at the lock on the
+// policy's orders, seen live by one snapshot before its cancellation and
+// gone by the next, is told to the policy (Preempted) before that next
+// snapshot: its end is a cancelled task's, which teaches its class
+// nothing. Taken for one that ended on its own, it would lower the class's
+// learned use of the lock by a quarter each time.
+func TestPreemptedTaskTeachesNothing(t *testing.T) {
+	res := []snapshot.Resource{{Name: "r", Kind: resource.KindLock}}
+	snap := func(at time.Duration, tasks ...snapshot.Task) *snapshot.Snapshot {
+		s := &snapshot.Snapshot{At: at, Window: 5 * ms, Resources: res}
+		for i, tk := range tasks {
+			tk.First, tk.N = int32(i), 1
+			s.Tasks = append(s.Tasks, tk)
+			u := task.Usage{}
+			if tk.ID == 1 {
+				u.Held, u.Hold = 1, time.Second
+			}
+			s.Usage = append(s.Usage, snapshot.Usage{Task: int32(i), Res: 0, Usage: u})
+		}
+		return s
+	}
+	learn := func(tell bool) float64 {
+		a := NewAtropos(MultiObjective, WithPreemption(1))
+		// A culprit cancelled holding the lock for a second, then gone.
+		a.Observe(snap(5*ms, snapshot.Task{ID: 1, Class: "report", Cancellable: true, Cancelled: true}))
+		a.Observe(snap(10 * ms))
+		if !a.uses.AtLeast("report", "r") {
+			t.Fatal("the cancelled culprit taught no bound")
+		}
+		// The class's next task, seen live, then cancelled at the lock.
+		a.Observe(snap(15*ms, snapshot.Task{ID: 2, Class: "report", Cancellable: true}))
+		if tell {
+			a.Preempted([]uint64{2})
+		}
+		a.Observe(snap(20 * ms))
+		typical, _ := a.uses.Typical("report", "r")
+		if tell && !a.uses.AtLeast("report", "r") {
+			t.Error("the class is no longer known only by its bound")
+		}
+		return typical
+	}
+	told, untold := learn(true), learn(false)
+	if told < 0.99 {
+		t.Errorf("the class's learned use of the lock: %.3f s after a preempted task; want 1 s, as before it", told)
+	}
+	if untold >= told {
+		t.Errorf("a preempted task taken for an ended one changed nothing (%.3f s): the test shows nothing", untold)
+	}
+}

@@ -127,9 +127,13 @@ type Waker interface {
 // Preempt appends those orders to dst. Until its next step, the
 // controller cancels a task of such a class as it takes the resource,
 // on the task's own goroutine, through the same safety checks and
-// decision log as the policy's other cancellations.
+// decision log as the policy's other cancellations. Before the next step's
+// Observe, Preempted is told the IDs of the tasks it cancelled so (a task
+// cancelled at the lock may have ended before any snapshot showed it
+// cancelled: it did not do its class's work).
 type Preempter interface {
 	Preempt(s *snapshot.Snapshot, dst []Preemption) []Preemption
+	Preempted(tasks []uint64)
 }
 
 // Preemption is one order of a [Preempter]: cancel the next task of Class
