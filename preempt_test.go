@@ -3,6 +3,7 @@ package moirai_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,12 +162,17 @@ func TestNoPreemptionByDefault(t *testing.T) {
 // orderPolicy orders every task of class "x" cancelled as it takes
 // "table", and records what the controller tells it was preempted.
 type orderPolicy struct {
+	mu   sync.Mutex
 	told []uint64
 }
 
 func (p *orderPolicy) Name() string                                { return "order" }
 func (p *orderPolicy) Decide(*snapshot.Snapshot) []policy.Decision { return nil }
-func (p *orderPolicy) Preempted(ids []uint64)                      { p.told = append(p.told, ids...) }
+func (p *orderPolicy) Preempted(ids []uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.told = append(p.told, ids...)
+}
 func (p *orderPolicy) Preempt(s *snapshot.Snapshot, dst []policy.Preemption) []policy.Preemption {
 	for i := range s.Resources {
 		if s.Resources[i].Name == "table" {
@@ -208,8 +214,11 @@ func TestStandingOrders(t *testing.T) {
 			t.Errorf("a task of the class, not cancellable: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
-		if len(p.told) != 1 || p.told[0] != id {
-			t.Errorf("the policy was told of %v; want [%d]", p.told, id)
+		p.mu.Lock()
+		told := slices.Clone(p.told)
+		p.mu.Unlock()
+		if len(told) != 1 || told[0] != id {
+			t.Errorf("the policy was told of %v; want [%d]", told, id)
 		}
 		var found bool
 		for _, r := range ctl.Decisions() {

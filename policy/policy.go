@@ -130,7 +130,8 @@ type Waker interface {
 // decision log as the policy's other cancellations. Before the next step's
 // Observe, Preempted is told the IDs of the tasks it cancelled so (a task
 // cancelled at the lock may have ended before any snapshot showed it
-// cancelled: it did not do its class's work).
+// cancelled: it did not do its class's work); tasks is the controller's,
+// valid during the call.
 type Preempter interface {
 	Preempt(s *snapshot.Snapshot, dst []Preemption) []Preemption
 	Preempted(tasks []uint64)
