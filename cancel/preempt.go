@@ -109,9 +109,11 @@ func (a *Atropos) Preempt(s *snapshot.Snapshot, dst []policy.Preemption) []polic
 		if i < 0 {
 			continue
 		}
+		// The reason stays the same from step to step while the order
+		// stands, so that the controller does not set it again each step.
 		dst = append(dst, policy.Preemption{Resource: i, Class: k.class, Reason: fmt.Sprintf(
-			"class %q is a recurring culprit on %s: %d of its tasks were cancelled holding it while others waited, none has ended on its own, and others waited for it %v ago; cancelled as it takes it, before anyone waits",
-			k.class, k.res.name, n, (s.At - at).Round(time.Millisecond))})
+			"class %q is a recurring culprit on %s: %d of its tasks were cancelled holding it while others waited, none has ended on its own, and others waited for it within the last %v; cancelled as it takes it, before anyone waits",
+			k.class, k.res.name, n, preemptMemory)})
 	}
 	slices.SortFunc(dst[start:], func(x, y policy.Preemption) int {
 		return cmp.Or(cmp.Compare(x.Resource, y.Resource), cmp.Compare(x.Class, y.Class))

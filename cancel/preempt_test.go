@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
 	"github.com/moirai-go/moirai/snapshot"
 	"github.com/moirai-go/moirai/task"
@@ -83,6 +84,7 @@ func preemptCase(seed uint64) (preempted, heldFirst int, msg string) {
 		byName[h.name] = h
 	}
 	var orders []string // the classes ordered at the last step
+	var prevOrders []policy.Preemption
 	// The sometimes-heavy class's tasks are light until one has ended on
 	// its own; its heavy ones monopolize the lock as a heavy class's do,
 	// and may be cancelled holding it, but never at the lock.
@@ -171,7 +173,8 @@ func preemptCase(seed uint64) (preempted, heldFirst int, msg string) {
 			lastWait = st
 		}
 		a.Observe(s)
-		for _, d := range a.Decide(s) {
+		decided := a.Decide(s)
+		for _, d := range decided {
 			i := slices.IndexFunc(live, func(x *simTask) bool { return x.id == d.Task })
 			if i < 0 {
 				return 0, 0, fmt.Sprintf("step %d: cancelled task %d, not live", st, d.Task)
@@ -186,8 +189,20 @@ func preemptCase(seed uint64) (preempted, heldFirst int, msg string) {
 				heldFirst++
 			}
 		}
+		got := a.Preempt(s, nil)
+		for _, o := range got {
+			for _, q := range prevOrders {
+				// A step with no cancellation leaves a standing order as
+				// it was: the controller sets orders again only when they
+				// change.
+				if len(decided) == 0 && q.Class == o.Class && q.Reason != o.Reason {
+					return 0, 0, fmt.Sprintf("step %d: the order on %s changed its reason from one step to the next (%q, then %q): the controller would set it again each step", st, o.Class, q.Reason, o.Reason)
+				}
+			}
+		}
+		prevOrders = got
 		orders = orders[:0]
-		for _, o := range a.Preempt(s, nil) {
+		for _, o := range got {
 			if o.Resource != 0 {
 				return 0, 0, fmt.Sprintf("step %d: an order on resource %d of 1", st, o.Resource)
 			}
