@@ -16,7 +16,6 @@ import (
 type orderOf struct {
 	policy string
 	res    *resource.Resource
-	name   string // the resource's name
 	class  string
 	reason string
 }
@@ -39,11 +38,11 @@ func (c *Controller) armPreemptsLocked() {
 			}
 			sr := &c.snap.Resources[o.Resource]
 			if r := c.res.ByID(sr.ID); r != nil {
-				next = append(next, orderOf{policy: p.Name(), res: r, name: sr.Name, class: o.Class, reason: o.Reason})
+				next = append(next, orderOf{policy: p.Name(), res: r, class: o.Class, reason: o.Reason})
 			}
 		}
 	}
-	slices.SortStableFunc(next, func(a, b orderOf) int { return strings.Compare(a.name, b.name) })
+	slices.SortStableFunc(next, func(a, b orderOf) int { return strings.Compare(a.res.Name(), b.res.Name()) })
 	if slices.Equal(next, c.preempts) {
 		return
 	}
@@ -87,7 +86,7 @@ func (c *Controller) preempt(t *task.Task, o orderOf) bool {
 	if !t.Spec().Cancellable || t.Cancelled() {
 		return false
 	}
-	d := policy.Decision{Policy: o.policy, Action: policy.Cancel, Task: t.ID(), Class: o.class, Resource: o.name, Reason: o.reason}
+	d := policy.Decision{Policy: o.policy, Action: policy.Cancel, Task: t.ID(), Class: o.class, Resource: o.res.Name(), Reason: o.reason}
 	c.mu.Lock()
 	if c.lastCancel != 0 && time.Duration(c.clock.Now()-c.lastCancel) < c.cfg.minCancelGap {
 		c.mu.Unlock()

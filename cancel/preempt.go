@@ -105,7 +105,7 @@ func (a *Atropos) Preempt(s *snapshot.Snapshot, dst []policy.Preemption) []polic
 		if !ok || s.At-at > preemptMemory {
 			continue
 		}
-		i := slices.IndexFunc(s.Resources, func(r snapshot.Resource) bool { return keyOf(&r) == k.res })
+		i := resourceIndex(s, k.res)
 		if i < 0 {
 			continue
 		}
@@ -132,4 +132,15 @@ func (a *Atropos) Preempted(tasks []uint64) {
 			a.cfg.durations.Skip(id)
 		}
 	}
+}
+
+// resourceIndex returns the index in s.Resources of the resource named by
+// key, or -1.
+func resourceIndex(s *snapshot.Snapshot, key resKey) int {
+	for i := range s.Resources {
+		if keyOf(&s.Resources[i]) == key {
+			return i
+		}
+	}
+	return -1
 }
