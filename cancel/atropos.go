@@ -91,14 +91,14 @@ type keyedDelay struct {
 	d   time.Duration
 }
 
-var (
-	_ policy.Policy     = (*Atropos)(nil)
-	_ policy.Observer   = (*Atropos)(nil)
-	_ policy.Confirmer  = (*Atropos)(nil)
-	_ policy.Waker      = (*Atropos)(nil)
-	_ policy.Continuous = (*Atropos)(nil)
-	_ policy.Preempter  = (*Atropos)(nil)
-)
+var _ interface {
+	policy.Policy
+	policy.Observer
+	policy.Confirmer
+	policy.Waker
+	policy.Continuous
+	policy.Preempter
+} = (*Atropos)(nil)
 
 // Watching reports false: the policy decides on every step of the loop
 // (policy.Continuous) so that tasks of classes known to be heavy are

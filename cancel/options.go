@@ -24,11 +24,6 @@ const (
 	CurrentUsage
 )
 
-var variantNames = [...]string{MultiObjective: "atropos", Greedy: "atropos-greedy", CurrentUsage: "atropos-current"}
-
-// String returns the policy name of the variant.
-func (v Variant) String() string { return enum.Name(v, variantNames[:], "variant") }
-
 type atroposConfig struct {
 	window        time.Duration
 	confirm       time.Duration
@@ -128,3 +123,8 @@ func WithDurations(d *estimate.Durations) AtroposOption {
 func WithPreemption(after int) AtroposOption {
 	return func(cfg *atroposConfig) { opt.Set(&cfg.preemptAfter, after, after >= 0) }
 }
+
+var variantNames = [...]string{MultiObjective: "atropos", Greedy: "atropos-greedy", CurrentUsage: "atropos-current"}
+
+// String returns the policy name of the variant.
+func (v Variant) String() string { return enum.Name(v, variantNames[:], "variant") }

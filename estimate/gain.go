@@ -27,11 +27,6 @@ const (
 	Lindy
 )
 
-var sourceNames = [...]string{Reported: "reported", History: "class-history", Lindy: "half-done"}
-
-// String returns the source's name.
-func (s Source) String() string { return enum.NameOr(s, sourceNames[:], "unknown") }
-
 // Progress returns task t's progress p in [MinProgress, MaxProgress] and
 // where it came from: reported progress when t reports some that is
 // evidence of its own length ([ReportedProgress]), else its class's
@@ -100,3 +95,8 @@ func Current(u *snapshot.Usage, r *snapshot.Resource) float64 {
 	}
 	return secs
 }
+
+var sourceNames = [...]string{Reported: "reported", History: "class-history", Lindy: "half-done"}
+
+// String returns the source's name.
+func (s Source) String() string { return enum.NameOr(s, sourceNames[:], "unknown") }

@@ -110,12 +110,12 @@ func (t *Tracer) TraceRelease(pool *pgxpool.Pool, data pgxpool.TraceReleaseData)
 	t.next.TraceRelease(pool, data)
 }
 
-var (
-	_ pgx.QueryTracer       = (*Tracer)(nil)
-	_ pgx.BatchTracer       = (*Tracer)(nil)
-	_ pgx.CopyFromTracer    = (*Tracer)(nil)
-	_ pgx.PrepareTracer     = (*Tracer)(nil)
-	_ pgx.ConnectTracer     = (*Tracer)(nil)
-	_ pgxpool.AcquireTracer = (*Tracer)(nil)
-	_ pgxpool.ReleaseTracer = (*Tracer)(nil)
-)
+var _ interface {
+	pgx.QueryTracer
+	pgx.BatchTracer
+	pgx.CopyFromTracer
+	pgx.PrepareTracer
+	pgx.ConnectTracer
+	pgxpool.AcquireTracer
+	pgxpool.ReleaseTracer
+} = (*Tracer)(nil)

@@ -43,11 +43,6 @@ const (
 	Diagnose
 )
 
-var actionNames = [...]string{Cancel: "cancel", Penalize: "penalize", Diagnose: "diagnose"}
-
-// String returns the action's name.
-func (a Action) String() string { return enum.Name(a, actionNames[:], "action") }
-
 // Decision is one thing a policy wants done, with its reasons.
 type Decision struct {
 	Policy string // the deciding policy's name
@@ -166,11 +161,6 @@ const (
 	DryRun
 )
 
-var outcomeNames = [...]string{Acted: "acted", Skipped: "skipped", DryRun: "dry-run"}
-
-// String returns the outcome's name.
-func (o Outcome) String() string { return enum.Name(o, outcomeNames[:], "outcome") }
-
 // Record is a decision as the controller's decision log keeps it.
 type Record struct {
 	Seq  uint64    // 1, 2, … in the order decided
@@ -226,3 +216,13 @@ func (r *Record) Attrs() []slog.Attr {
 	}
 	return a
 }
+
+var actionNames = [...]string{Cancel: "cancel", Penalize: "penalize", Diagnose: "diagnose"}
+
+// String returns the action's name.
+func (a Action) String() string { return enum.Name(a, actionNames[:], "action") }
+
+var outcomeNames = [...]string{Acted: "acted", Skipped: "skipped", DryRun: "dry-run"}
+
+// String returns the outcome's name.
+func (o Outcome) String() string { return enum.Name(o, outcomeNames[:], "outcome") }

@@ -173,17 +173,17 @@ func (c *conn) CheckNamedValue(v *driver.NamedValue) error {
 	return driver.ErrSkip
 }
 
-var (
-	_ driver.Connector          = (*connector)(nil)
-	_ driver.SessionResetter    = (*conn)(nil)
-	_ driver.Validator          = (*conn)(nil)
-	_ driver.ConnPrepareContext = (*conn)(nil)
-	_ driver.ConnBeginTx        = (*conn)(nil)
-	_ driver.QueryerContext     = (*conn)(nil)
-	_ driver.ExecerContext      = (*conn)(nil)
-	_ driver.Pinger             = (*conn)(nil)
-	_ driver.NamedValueChecker  = (*conn)(nil)
-)
+var _ driver.Connector = (*connector)(nil)
+var _ interface {
+	driver.SessionResetter
+	driver.Validator
+	driver.ConnPrepareContext
+	driver.ConnBeginTx
+	driver.QueryerContext
+	driver.ExecerContext
+	driver.Pinger
+	driver.NamedValueChecker
+} = (*conn)(nil)
 
 // waitKey marks a context whose task waits for a connection.
 type waitKey struct{}

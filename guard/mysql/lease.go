@@ -63,12 +63,8 @@ func (s *Source) Lease(ctx context.Context, name string) (bool, error) {
 }
 
 // Release releases the lease and closes its connection.
-func (s *Source) Release(ctx context.Context) error {
-	if s.lease == nil {
-		return nil
-	}
-	var err error
-	if s.leaseHeld {
+func (s *Source) Release(ctx context.Context) (err error) {
+	if s.leaseHeld { // held only on an open connection
 		_, err = s.lease.ExecContext(ctx, "DO RELEASE_LOCK(?)", s.leaseName)
 	}
 	s.dropLease()

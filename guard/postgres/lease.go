@@ -47,14 +47,11 @@ func (s *Source) Lease(ctx context.Context, name string) (bool, error) {
 
 // Release unlocks the lease and closes its connection.
 func (s *Source) Release(ctx context.Context) error {
-	if s.lease == nil {
+	defer s.dropLease()
+	if !s.leaseHeld { // held only on an open connection
 		return nil
 	}
-	var err error
-	if s.leaseHeld {
-		_, err = s.lease.Exec(ctx, "SELECT pg_advisory_unlock($1)", s.leaseKey)
-	}
-	s.dropLease()
+	_, err := s.lease.Exec(ctx, "SELECT pg_advisory_unlock($1)", s.leaseKey)
 	return err
 }
 
