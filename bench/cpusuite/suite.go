@@ -735,3 +735,16 @@ func median(xs []float64) float64 {
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
+
+// List is the suite in words, for moirai bench list.
+func List() bench.Listing {
+	l := bench.Listing{Suite: Suite}
+	for _, c := range Cases() {
+		l.Cases = append(l.Cases, bench.About{Suite: Suite, Name: c.Name, Models: "friendlypool",
+			Resource: "CPU", Culprit: fmt.Sprintf("%d processes on the host", c.K)})
+	}
+	for _, c := range Controllers() {
+		l.Controllers = append(l.Controllers, bench.Named{Name: c.Name, Describe: c.Describe})
+	}
+	return l
+}

@@ -676,3 +676,19 @@ func summarize(suite, cs, ctl string, feed, capacity float64, tasks []outcome) b
 	}
 	return row
 }
+
+// List is the suite in words, for moirai bench list.
+func List() bench.Listing {
+	l := bench.Listing{Suite: Suite}
+	for _, c := range Cases() {
+		culprit := fmt.Sprintf("tasks calling M %d times, fed above its capacity", c.Calls)
+		if c.Calls == 0 {
+			culprit = "tasks calling M 1 to 4 times, fed above its capacity"
+		}
+		l.Cases = append(l.Cases, bench.About{Suite: Suite, Name: c.Name, Models: "DAGOR", Resource: "M's workers", Culprit: culprit})
+	}
+	for _, c := range controllers {
+		l.Controllers = append(l.Controllers, bench.Named{Name: c.Name, Describe: c.Describe})
+	}
+	return l
+}

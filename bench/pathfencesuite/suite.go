@@ -490,3 +490,16 @@ func quantile(xs []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(xs)))) - 1
 	return xs[min(max(i, 0), len(xs)-1)]
 }
+
+// List is the suite in words, for moirai bench list.
+func List() bench.Listing {
+	l := bench.Listing{Suite: Suite}
+	for _, c := range cases {
+		l.Cases = append(l.Cases, bench.About{Suite: Suite, Name: c.Name, Models: "PathFence",
+			Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
+	}
+	for _, c := range controllers {
+		l.Controllers = append(l.Controllers, bench.Named(c))
+	}
+	return l
+}

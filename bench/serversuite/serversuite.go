@@ -414,3 +414,15 @@ func loadavg() string {
 	}
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
+
+// List is the suite in words, for moirai bench list.
+func (s *Suite) List() bench.Listing {
+	l := bench.Listing{Suite: s.Name}
+	for _, c := range s.Cases {
+		l.Cases = append(l.Cases, bench.About{Suite: s.Name, Name: c.Name, Models: s.Models, Resource: s.Resource, Culprit: c.Describe, Victims: s.Victims})
+	}
+	for _, c := range s.Controllers {
+		l.Controllers = append(l.Controllers, bench.Named{Name: c.Name, Describe: c.Describe})
+	}
+	return l
+}

@@ -442,3 +442,13 @@ func load(ctx context.Context, o Options, front *grpc.ClientConn, culprit bool) 
 	m.culprits = k
 	return m, nil
 }
+
+// List is the suite in words, for moirai bench list.
+func List() bench.Listing {
+	l := bench.Listing{Suite: Suite, Cases: []bench.About{{Suite: Suite, Name: "fanout", Models: "request trees",
+		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"}}}
+	for _, c := range controllers {
+		l.Controllers = append(l.Controllers, bench.Named(c))
+	}
+	return l
+}

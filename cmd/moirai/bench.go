@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +24,6 @@ import (
 	"github.com/moirai-go/moirai/bench/pathfencesuite"
 	"github.com/moirai-go/moirai/bench/promsuite"
 	"github.com/moirai-go/moirai/bench/report"
-	"github.com/moirai-go/moirai/bench/serversuite"
 	"github.com/moirai-go/moirai/bench/treesuite"
 )
 
@@ -90,119 +86,6 @@ run without the culprit.`,
 		newServeCommand(serveTreeCommand, "tree", treesuite.Serve),
 		newBenchSoakCommand(g))
 	return cmd
-}
-
-func newBenchListCommand(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the suites, their cases and the controllers",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printBenchList(cmd.OutOrStdout(), g, benchList())
-		},
-	}
-}
-
-// caseInfo and listing are what bench list prints: every suite's cases
-// and controllers.
-type caseInfo struct {
-	Suite, Name, Models, Resource, Culprit, Victims string
-}
-type listing struct {
-	Cases       []caseInfo
-	Controllers []map[string]string
-}
-
-// controller lists a controller of the suite, named in its description
-// ("": the in-process suites, whose controllers are the harness's).
-func (l *listing) controller(name, describe, suite string) {
-	if suite != "" {
-		describe += " (suite " + suite + ")"
-	}
-	l.Controllers = append(l.Controllers, map[string]string{"name": name, "describe": describe})
-}
-
-// benchList lists the cases and the controllers of every suite, one
-// suite after the other.
-func benchList() listing {
-	var l listing
-	for _, s := range bench.Suites() {
-		for _, c := range bench.Cases(s) {
-			l.Cases = append(l.Cases, caseInfo{c.Suite, c.Name, c.Models, c.Resource, c.Culprit, c.Victims})
-		}
-	}
-	for _, c := range cpusuite.Cases() {
-		l.Cases = append(l.Cases, caseInfo{Suite: cpusuite.Suite, Name: c.Name, Models: "friendlypool",
-			Resource: "CPU", Culprit: fmt.Sprintf("%d processes on the host", c.K)})
-	}
-	for _, c := range bench.Controllers() {
-		l.controller(c.Name, c.Describe, "")
-	}
-	for _, c := range cpusuite.Controllers() {
-		l.controller(c.Name, c.Describe, "cpu")
-	}
-	for _, c := range dagorsuite.Cases() {
-		culprit := fmt.Sprintf("tasks calling M %d times, fed above its capacity", c.Calls)
-		if c.Calls == 0 {
-			culprit = "tasks calling M 1 to 4 times, fed above its capacity"
-		}
-		l.Cases = append(l.Cases, caseInfo{Suite: dagorsuite.Suite, Name: c.Name, Models: "DAGOR", Resource: "M's workers", Culprit: culprit})
-	}
-	for _, c := range dagorsuite.Controllers() {
-		l.controller(c.Name, c.Describe, "dagor")
-	}
-	for _, c := range dbsuite.PostgresCases() {
-		l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuitePostgres, Name: c.Name, Models: "moirai guard",
-			Resource: "PostgreSQL locks", Culprit: c.Describe, Victims: "pgbench clients"})
-	}
-	for _, c := range dbsuite.PostgresControllers() {
-		l.controller(c.Name, c.Describe, "postgres")
-	}
-	for _, c := range dbsuite.MySQLCases() {
-		l.Cases = append(l.Cases, caseInfo{Suite: dbsuite.SuiteMySQL, Name: c.Name, Models: "moirai guard",
-			Resource: "MariaDB locks and buffer pool", Culprit: c.Describe, Victims: "sysbench threads"})
-	}
-	for _, c := range dbsuite.MySQLControllers() {
-		l.controller(c.Name, c.Describe, "mysql")
-	}
-	for _, c := range pathfencesuite.Cases() {
-		l.Cases = append(l.Cases, caseInfo{Suite: pathfencesuite.Suite, Name: c.Name, Models: "PathFence",
-			Resource: "U's workers", Culprit: c.Describe, Victims: "requests of the other paths"})
-	}
-	for _, c := range pathfencesuite.Controllers() {
-		l.controller(c.Name, c.Describe, "pathfence")
-	}
-	for _, s := range []*serversuite.Suite{etcdsuite.Spec, promsuite.Spec} {
-		for _, c := range s.Cases {
-			l.Cases = append(l.Cases, caseInfo{Suite: s.Name, Name: c.Name, Models: s.Models, Resource: s.Resource, Culprit: c.Describe, Victims: s.Victims})
-		}
-		for _, c := range s.Controllers {
-			l.controller(c.Name, c.Describe, s.Name)
-		}
-	}
-	l.Cases = append(l.Cases, caseInfo{Suite: treesuite.Suite, Name: "fanout", Models: "request trees",
-		Resource: "b1's table lock, b2's workers, front's workers", Culprit: "a tree fanning out to b1 and b2, holding both for long", Victims: "light trees calling b1"})
-	for _, c := range treesuite.Controllers() {
-		l.controller(c.Name, c.Describe, "tree")
-	}
-	return l
-}
-
-// printBenchList prints l to out as two tables, or as JSON (-o).
-func printBenchList(out io.Writer, g *globalFlags, l listing) error {
-	if g.Output == outputJSON {
-		return json.NewEncoder(out).Encode(l)
-	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUITE\tCASE\tMODELS\tRESOURCE\tCULPRIT")
-	for _, c := range l.Cases {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Suite, c.Name, c.Models, c.Resource, c.Culprit)
-	}
-	fmt.Fprintln(tw, "\nCONTROLLER\tDESCRIPTION")
-	for _, c := range l.Controllers {
-		fmt.Fprintf(tw, "%s\t%s\n", c["name"], c["describe"])
-	}
-	return tw.Flush()
 }
 
 func newBenchRunCommand(g *globalFlags) *cobra.Command {
@@ -382,130 +265,6 @@ func writeResults(dir string, res *bench.Results) error {
 		return err
 	}
 	return f.Close()
-}
-
-func newBenchReportCommand(g *globalFlags) *cobra.Command {
-	var (
-		in       []string
-		md, html string
-		figures  string
-		summary  string
-	)
-	cmd := &cobra.Command{
-		Use:   "report",
-		Short: "Regenerate docs/RESULTS.md (and optionally the HTML report) from results.json files",
-		Long: `report writes the Markdown of docs/RESULTS.md, and optionally an HTML report,
-from the results.json of one or more runs of moirai bench run --out DIR.
-With several --in, the Markdown holds each one's machine, parameters and
-suites in order (e.g. the inproc and the cpu suites, measured apart); the
-HTML report is written from the first.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(in) == 0 {
-				return usageErrorf("--in is required: the results.json of a `moirai bench run --out DIR`")
-			}
-			var mdOpts []report.MarkdownOption
-			if summary != "" {
-				b, err := os.ReadFile(summary)
-				if err != nil {
-					return fmt.Errorf("--summary: %w", err)
-				}
-				mdOpts = append(mdOpts, report.WithSummary(string(b)))
-			}
-			var all []*bench.Results
-			for _, path := range in {
-				res, err := report.Load(path)
-				if err != nil {
-					return err
-				}
-				all = append(all, res)
-			}
-			if figures != "" {
-				if err := writeFigures(figures, all); err != nil {
-					return err
-				}
-			}
-			if md == "" && html == "" {
-				if figures != "" {
-					return nil
-				}
-				return report.MarkdownAll(cmd.OutOrStdout(), all, mdOpts...)
-			}
-			for _, t := range []struct {
-				path  string
-				write func(io.Writer) error
-			}{
-				{md, func(w io.Writer) error { return report.MarkdownAll(w, all, mdOpts...) }},
-				{html, func(w io.Writer) error { return report.HTML(w, all[0]) }},
-			} {
-				if t.path == "" {
-					continue
-				}
-				f, err := os.Create(t.path)
-				if err != nil {
-					return err
-				}
-				err = t.write(f)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					return errors.Join(fmt.Errorf("writing %s", t.path), err)
-				}
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringSliceVar(&in, "in", nil, "results.json to read; repeat (or separate with commas) for several")
-	cmd.Flags().StringVar(&md, "md", "", "Markdown file to write (e.g. docs/RESULTS.md); standard output if neither --md nor --html")
-	cmd.Flags().StringVar(&html, "html", "", "HTML report to write")
-	cmd.Flags().StringVar(&summary, "summary", "", "Markdown file written after the title of the Markdown report (docs/bench/summary.md: the reading of the saved runs per mechanism)")
-	cmd.Flags().StringVar(&figures, "figures", "", "directory to write the figures the Markdown links to (e.g. docs/bench: the pathfence suite's pathfence-CASE.svg)")
-	return cmd
-}
-
-func newBenchTrimCommand() *cobra.Command {
-	var in, out string
-	cmd := &cobra.Command{
-		Use:   "trim",
-		Short: "Save what the reports read of a results.json (the files of docs/bench)",
-		Long: `trim writes to --out what moirai bench report reads of the results.json of a
-moirai bench run --out DIR (--in): every row, the number of runs, and the
-runs a figure draws (the pathfence suite's per-path series), one row per
-line. The other runs' time series and events, most of a results.json, are
-left out: a new run regenerates them, and its report.html draws them.
---in and --out may name the same file.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if in == "" || out == "" {
-				return usageErrorf("--in and --out are required")
-			}
-			res, err := report.Load(in)
-			if err != nil {
-				return err
-			}
-			return report.SaveTrimmed(out, res)
-		},
-	}
-	cmd.Flags().StringVar(&in, "in", "", "results.json to read (written by moirai bench run --out DIR)")
-	cmd.Flags().StringVar(&out, "out", "", "file to write (e.g. docs/bench/results.json)")
-	return cmd
-}
-
-// writeFigures writes the SVG figures of every results' suites that the
-// Markdown links to, into dir.
-func writeFigures(dir string, all []*bench.Results) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--figures %s: %w", dir, err)
-	}
-	for _, r := range all {
-		for name, svg := range report.PathfenceFigures(r) {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(svg+"\n"), 0o644); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // flagSuites reads the suites a flag applies to from its usage ("suite

@@ -28,22 +28,6 @@ func newBenchWorkerCPUCommand() *cobra.Command {
 		})
 }
 
-// cpuRow is a row of the cpu suite as `bench run --suite cpu -o json`
-// prints it: the suite's own fields only.
-type cpuRow struct {
-	Suite      string  `json:"suite"`
-	Case       string  `json:"case"`
-	Controller string  `json:"controller"`
-	P99Ms      float64 `json:"p99_ms"`
-	MaxMs      float64 `json:"max_ms"`
-	QueueP99Ms float64 `json:"queue_p99_ms"`
-	Throughput float64 `json:"throughput"`
-	Offered    float64 `json:"offered"`
-	ActiveMean float64 `json:"active_mean"`
-	Background float64 `json:"background_cpus"`
-	Error      string  `json:"error,omitempty"`
-}
-
 // runCPUBench runs the cpu suite: each run's processes are this binary,
 // re-executed with the hidden worker-cpu subcommand.
 func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
@@ -80,7 +64,7 @@ func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return err
 	}
 	err = finishRun(cmd, g, f, res, err, func(r bench.Row) cpuRow {
-		return cpuRow{r.Suite, r.Case, r.Controller, r.P99Ms, r.MaxMs, r.QueueP99Ms,
+		return cpuRow{keyOf(r), r.P99Ms, r.MaxMs, r.QueueP99Ms,
 			r.Throughput, r.Offered, r.ActiveMean, r.Background, r.Error}
 	}, false)
 	if g.Output != outputJSON {
@@ -90,4 +74,18 @@ func runCPUBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		}
 	}
 	return err
+}
+
+// cpuRow is a row of the cpu suite as `bench run --suite cpu -o json`
+// prints it: the suite's own fields only.
+type cpuRow struct {
+	rowKey
+	P99Ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	QueueP99Ms float64 `json:"queue_p99_ms"`
+	Throughput float64 `json:"throughput"`
+	Offered    float64 `json:"offered"`
+	ActiveMean float64 `json:"active_mean"`
+	Background float64 `json:"background_cpus"`
+	Error      string  `json:"error,omitempty"`
 }

@@ -17,9 +17,7 @@ const serveDagorCommand = "serve-dagor"
 // dagorRow is a row of the dagor suite as `bench run --suite dagor -o
 // json` prints it: the suite's own fields, zeros included.
 type dagorRow struct {
-	Suite              string    `json:"suite"`
-	Case               string    `json:"case"`
-	Controller         string    `json:"controller"`
+	rowKey
 	FeedRatio          float64   `json:"feed_ratio"`
 	SuccessRate        float64   `json:"success_rate"`
 	OptimalSuccessRate float64   `json:"optimal_success_rate"`
@@ -69,7 +67,7 @@ func runDagorBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return err
 	}
 	return finishRun(cmd, g, f, res, err, func(r bench.Row) dagorRow {
-		return dagorRow{r.Suite, r.Case, r.Controller, r.FeedRatio, r.SuccessRate,
+		return dagorRow{keyOf(r), r.FeedRatio, r.SuccessRate,
 			r.OptimalSuccessRate, r.WastedWork, r.SuccessByCalls, r.Error}
 	}, false)
 }

@@ -1,16 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -25,9 +16,7 @@ const servePathfenceCommand = "serve-pathfence"
 // pathfenceRow is a row of the pathfence suite as `bench run --suite
 // pathfence -o json` prints it: the suite's own fields, zeros included.
 type pathfenceRow struct {
-	Suite      string  `json:"suite"`
-	Case       string  `json:"case"`
-	Controller string  `json:"controller"`
+	rowKey
 	Path       string  `json:"path"`
 	MeanMs     float64 `json:"mean_ms"`
 	P99Ms      float64 `json:"p99_ms"`
@@ -83,80 +72,6 @@ func runPathfenceBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error 
 		return err
 	}
 	return finishRun(cmd, g, f, res, err, func(r bench.Row) pathfenceRow {
-		return pathfenceRow{r.Suite, r.Case, r.Controller, r.Path, r.MeanMs, r.P99Ms, r.Dropped, r.Sent, r.Throughput, r.Permits, r.Error}
+		return pathfenceRow{keyOf(r), r.Path, r.MeanMs, r.P99Ms, r.Dropped, r.Sent, r.Throughput, r.Permits, r.Error}
 	}, true)
-}
-
-// peersBinary builds, once, the benchmark module's upstream for the
-// static controller (bench/peers/cmd/pathfence-static).
-type peersBinary struct {
-	once sync.Once
-	bin  string
-	dir  string
-	err  error
-}
-
-func (p *peersBinary) path(ctx context.Context, log io.Writer) (string, error) {
-	p.once.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			p.err = fmt.Errorf("the static controller runs the benchmark module's upstream: %w", err)
-			return
-		}
-		p.dir, err = os.MkdirTemp("", "moirai-peers-")
-		if err != nil {
-			p.err = err
-			return
-		}
-		p.bin = filepath.Join(p.dir, "pathfence-static")
-		fmt.Fprintln(log, "building bench/peers/cmd/pathfence-static for the static controller…")
-		build := exec.CommandContext(ctx, "go", "build", "-o", p.bin, "./cmd/pathfence-static")
-		build.Dir = filepath.Join(root, "bench", "peers")
-		if out, err := build.CombinedOutput(); err != nil {
-			p.err = fmt.Errorf("building the static controller's upstream in %s: %v\n%s", build.Dir, err, out)
-		}
-	})
-	return p.bin, p.err
-}
-
-func (p *peersBinary) remove() {
-	if p.dir != "" {
-		os.RemoveAll(p.dir)
-	}
-}
-
-// moduleRoot finds the moirai source tree from the working directory:
-// the directory whose go.mod declares the module and which holds
-// bench/peers.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if isMoiraiRoot(dir) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run it from within the moirai source tree (no go.mod of github.com/moirai-go/moirai with bench/peers above the working directory)")
-		}
-		dir = parent
-	}
-}
-
-func isMoiraiRoot(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "module github.com/moirai-go/moirai" {
-			_, err := os.Stat(filepath.Join(dir, "bench", "peers", "go.mod"))
-			return err == nil
-		}
-	}
-	return false
 }

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -101,54 +96,6 @@ func newServeCommand[C any](name, suite string, serve func(ctx context.Context, 
 	})
 }
 
-// startConfigured starts exe with args and --config c (as JSON), a server
-// process as startProcess runs one, and waits for its address.
-func startConfigured(ctx context.Context, role string, c any, exe string, args ...string) (string, func() error, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", nil, err
-	}
-	return startProcess(ctx, role, exe, append(args, "--config", string(b))...)
-}
-
-// startProcess runs a server process that prints "listening ADDR" on its
-// standard output once it serves and lives until its standard input is
-// closed, and waits for its address. role names it in errors.
-func startProcess(ctx context.Context, role, exe string, args ...string) (string, func() error, error) {
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() error {
-		stdin.Close()
-		err := cmd.Wait()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && ctx.Err() != nil {
-			return nil // killed because the invocation was cancelled
-		}
-		return err
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		_ = stop()
-		return "", nil, fmt.Errorf("server %s did not start (read %q: %v)", role, line, err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return addr, stop, nil
-}
-
 // finishRun prints a run's rows (printRows) and, with --out, saves them
 // (saveRun); it returns the first error of either, else runErr, the run's
 // own.
@@ -163,6 +110,15 @@ func finishRun[R any](cmd *cobra.Command, g *globalFlags, f *benchFlags, res *be
 	}
 	return runErr
 }
+
+// rowKey is what every suite's row starts with in JSON.
+type rowKey struct {
+	Suite      string `json:"suite"`
+	Case       string `json:"case"`
+	Controller string `json:"controller"`
+}
+
+func keyOf(r bench.Row) rowKey { return rowKey{r.Suite, r.Case, r.Controller} }
 
 // printRows prints a run's rows on out: the table, or with -o json one
 // object a row, as row makes it (a suite's own fields).

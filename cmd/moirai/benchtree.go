@@ -17,9 +17,7 @@ const serveTreeCommand = "serve-tree"
 // treeRow is a row of the tree suite as `bench run --suite tree -o json`
 // prints it: the suite's own fields, zeros included.
 type treeRow struct {
-	Suite               string  `json:"suite"`
-	Case                string  `json:"case"`
-	Controller          string  `json:"controller"`
+	rowKey
 	NoCulprit           bool    `json:"no_culprit"`
 	P99Norm             float64 `json:"p99_norm"`
 	ThroughputNorm      float64 `json:"throughput_norm"`
@@ -68,7 +66,7 @@ func runTreeBench(cmd *cobra.Command, g *globalFlags, f *benchFlags) error {
 		return err
 	}
 	return finishRun(cmd, g, f, res, err, func(r bench.Row) treeRow {
-		return treeRow{r.Suite, r.Case, r.Controller, r.NoCulprit, r.P99Norm, r.ThroughputNorm, r.P99Ms, r.SLOAttainment,
+		return treeRow{keyOf(r), r.NoCulprit, r.P99Norm, r.ThroughputNorm, r.P99Ms, r.SLOAttainment,
 			r.CulpritHoldAfterMs, r.RetriesIntoOverload, r.VictimsCancelled, r.CulpritsCancelled, r.DecidedAfterMs, r.Error}
 	}, false)
 }

@@ -15,14 +15,8 @@ import (
 // ExitFindings, as go vet's analyzers exit.
 var errFindings = errors.New("moirai vet: findings reported")
 
-// vetFlags are moirai vet's flags.
-type vetFlags struct {
-	Fix   bool
-	Tests bool
-}
-
 func newVetCommand(g *globalFlags) *cobra.Command {
-	f := &vetFlags{}
+	var opt vet.Options
 	cmd := &cobra.Command{
 		Use:   "vet [packages]",
 		Short: "Find the resources worth instrumenting with moirai",
@@ -43,7 +37,7 @@ Exit status: 0 nothing found, 3 findings reported, 1 an error.`,
 			if len(args) == 0 {
 				args = []string{"./..."}
 			}
-			rep, err := vet.Run(cmd.Context(), args, vet.Options{Fix: f.Fix, Tests: f.Tests})
+			rep, err := vet.Run(cmd.Context(), args, opt)
 			if err != nil {
 				return err
 			}
@@ -53,14 +47,14 @@ Exit status: 0 nothing found, 3 findings reported, 1 an error.`,
 			if len(rep.Errors) > 0 {
 				return fmt.Errorf("moirai vet: %d package error(s)", len(rep.Errors))
 			}
-			if len(rep.Findings) > 0 && !f.Fix {
+			if len(rep.Findings) > 0 && !opt.Fix {
 				return errFindings
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&f.Fix, "fix", false, "apply the suggested fixes to the files")
-	cmd.Flags().BoolVar(&f.Tests, "tests", false, "also load test packages (test files are never reported on)")
+	cmd.Flags().BoolVar(&opt.Fix, "fix", false, "apply the suggested fixes to the files")
+	cmd.Flags().BoolVar(&opt.Tests, "tests", false, "also load test packages (test files are never reported on)")
 	return cmd
 }
 
