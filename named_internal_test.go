@@ -61,7 +61,7 @@ func TestNamedSemaphoreSameDecisions(t *testing.T) {
 	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	acted := 0
+	acted, edges := 0, 0
 	var count [2]int
 	for i := range n {
 		mix := semMix{lockMix: randomMix(rng), nested: rng.IntN(2) == 0}
@@ -70,22 +70,28 @@ func TestNamedSemaphoreSameDecisions(t *testing.T) {
 			mix.size = 2 // the heavy task's second unit leaves none free
 		}
 		for _, c := range decisionControllers {
-			var got [2][]string
-			var failed [2]int
-			for plain := range 2 {
+			run := func(plain int, lm lockMix) (got []string, failed int) {
+				m := mix
+				m.lockMix = lm
 				synctest.Test(t, func(t *testing.T) {
 					ctl := New(c.opts...)
 					defer ctl.Close()
-					s := ctl.Semaphore("pool", mix.size)
+					s := ctl.Semaphore("pool", m.size)
 					if plain == 1 {
-						s = resource.NewSemaphore(ctl.mustRegister("pool:plain", resource.KindQueue, mix.size), mix.size)
+						s = resource.NewSemaphore(ctl.mustRegister("pool:plain", resource.KindQueue, m.size), m.size)
 					}
-					got[plain], failed[plain] = mix.run(ctl, mix.hold(s))
+					got, failed = m.run(ctl, m.hold(s))
 				})
+				return got, failed
 			}
-			if !sameDecisions(got, failed) {
-				t.Errorf("seed %d, scenario %d (%s, size %d, nested %v, heavy %v): named holder: %d failed, decisions %q; task accounting: %d failed, decisions %q",
-					seed, i, c.name, mix.size, mix.nested, mix.heavy, failed[0], got[0], failed[1], got[1])
+			got, failed, ok, edge := agree(run, mix.lockMix)
+			if !ok {
+				t.Errorf("seed %d, scenario %d (%s, size %d, nested %v, heavy %v): named holder: %d failed, decisions %q; task accounting: %d failed, decisions %q, and none of it with arrivals shifted by %v",
+					seed, i, c.name, mix.size, mix.nested, mix.heavy, failed[0], got[0], failed[1], got[1], edgeShifts)
+			}
+			if edge {
+				edges++
+				t.Logf("seed %d, scenario %d (%s, heavy %v): on a knife's edge: the task accounting decides as the named holder with arrivals shifted by a few µs", seed, i, c.name, mix.heavy)
 			}
 			if len(got[0]) > 0 {
 				acted++
@@ -97,5 +103,5 @@ func TestNamedSemaphoreSameDecisions(t *testing.T) {
 	if acted == 0 {
 		t.Errorf("seed %d: no scenario led to a decision: the test compares nothing", seed)
 	}
-	t.Logf("%d of %d runs led to decisions: %d with the named holder, %d with the task accounting", acted, 2*n, count[0], count[1])
+	t.Logf("%d of %d runs led to decisions: %d with the named holder, %d with the task accounting; %d on a knife's edge", acted, 2*n, count[0], count[1], edges)
 }
