@@ -29,6 +29,10 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) (p
 		rec.TaskKey, rec.TaskClass = sp.Key, sp.Class
 		ctx = taskx.Parent(t)
 	}
+	var refusal string
+	if d.Action == policy.Cancel {
+		refusal = c.refusalLocked(t, manual, now)
+	}
 	switch {
 	case d.Action == policy.Penalize:
 		c.penalizeLocked(t, d, &rec)
@@ -37,15 +41,8 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) (p
 		rec.Outcome, rec.TaskClass = policy.Acted, d.Class
 	case d.Action != policy.Cancel:
 		rec.Outcome, rec.Note = policy.Skipped, "unknown action "+d.Action.String()
-	case t == nil:
-		rec.Outcome, rec.Note = policy.Skipped, "task is not live"
-	case !t.Spec().Cancellable:
-		rec.Outcome, rec.Note = policy.Skipped, "task is not cancellable"
-	case t.Cancelled():
-		rec.Outcome, rec.Note = policy.Skipped, "task was already cancelled"
-	case !manual && c.lastCancel != 0 && time.Duration(now-c.lastCancel) < c.cfg.minCancelGap:
-		rec.Outcome = policy.Skipped
-		rec.Note = fmt.Sprintf("previous cancellation %v ago, minimum interval %v", time.Duration(now-c.lastCancel), c.cfg.minCancelGap)
+	case refusal != "":
+		rec.Outcome, rec.Note = policy.Skipped, refusal
 	case c.cfg.dryRun:
 		rec.Outcome, rec.Note = policy.DryRun, "dry run: not cancelled"
 	default:
@@ -65,6 +62,25 @@ func (c *Controller) actLocked(d policy.Decision, manual bool, because error) (p
 	c.ring[(c.seq-1)%uint64(len(c.ring))] = rec
 	c.ringLen = min(c.ringLen+1, len(c.ring))
 	return rec, ctx
+}
+
+// refusalLocked returns why the safety rules refuse to cancel task t at
+// time now ("" when they let it be cancelled): a task that is not live,
+// not cancellable or cancelled already, or, unless the cancellation is
+// the application's own (manual), one within the minimum interval after
+// the last cancellation.
+func (c *Controller) refusalLocked(t *task.Task, manual bool, now int64) string {
+	switch {
+	case t == nil:
+		return "task is not live"
+	case !t.Spec().Cancellable:
+		return "task is not cancellable"
+	case t.Cancelled():
+		return "task was already cancelled"
+	case !manual && c.lastCancel != 0 && time.Duration(now-c.lastCancel) < c.cfg.minCancelGap:
+		return fmt.Sprintf("previous cancellation %v ago, minimum interval %v", time.Duration(now-c.lastCancel), c.cfg.minCancelGap)
+	}
+	return ""
 }
 
 // penalizeLocked carries out a Penalize decision. The precedence with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/moirai-go/moirai/policy"
 	"github.com/moirai-go/moirai/resource"
@@ -77,18 +76,14 @@ func (c *Controller) disarmPreempts() {
 // preempt carries out a standing order on t, about to take o.res, on t's
 // goroutine: through the safety checks and the decision log, as the
 // policy's own decisions at a step (actLocked). It reports whether t was
-// cancelled. A task the checks would refuse for what it is (not
-// cancellable, cancelled already) or for when it comes (within the
-// minimum interval after a cancellation) goes ahead unrecorded: an order
-// stands for every task of its class, and a record of each refusal would
-// flood the log.
+// cancelled. A task the checks refuse (refusalLocked: not cancellable,
+// cancelled already, within the minimum interval after a cancellation)
+// goes ahead unrecorded: an order stands for every task of its class,
+// and a record of each refusal would flood the log.
 func (c *Controller) preempt(t *task.Task, o orderOf) bool {
-	if !t.Spec().Cancellable || t.Cancelled() {
-		return false
-	}
 	d := policy.Decision{Policy: o.policy, Action: policy.Cancel, Task: t.ID(), Class: o.class, Resource: o.res.Name(), Reason: o.reason}
 	c.mu.Lock()
-	if c.lastCancel != 0 && time.Duration(c.clock.Now()-c.lastCancel) < c.cfg.minCancelGap {
+	if c.refusalLocked(t, false, c.clock.Now()) != "" {
 		c.mu.Unlock()
 		return false
 	}

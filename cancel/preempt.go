@@ -105,8 +105,8 @@ func (a *Atropos) Preempt(s *snapshot.Snapshot, dst []policy.Preemption) []polic
 		if !ok || s.At-at > preemptMemory {
 			continue
 		}
-		i := resourceIndex(s, k.res)
-		if i < 0 {
+		i := s.ResourceByName(k.res.name)
+		if i < 0 || s.Resources[i].ID != k.res.id {
 			continue
 		}
 		// The reason stays the same from step to step while the order
@@ -132,15 +132,4 @@ func (a *Atropos) Preempted(tasks []uint64) {
 			a.cfg.durations.Skip(id)
 		}
 	}
-}
-
-// resourceIndex returns the index in s.Resources of the resource named by
-// key, or -1.
-func resourceIndex(s *snapshot.Snapshot, key resKey) int {
-	for i := range s.Resources {
-		if keyOf(&s.Resources[i]) == key {
-			return i
-		}
-	}
-	return -1
 }

@@ -37,17 +37,8 @@ func TestPreemptionGenerated(t *testing.T) {
 	if raceEnabled {
 		n = 20
 	}
-	seeds := genSeeds(t, "MOIRAI_PREEMPT_SEED", n)
-	var preempted, held int
-	for _, seed := range seeds {
-		p, h, msg := preemptCase(seed)
-		if msg != "" {
-			t.Fatalf("seed %d (replay with MOIRAI_PREEMPT_SEED=%d): %s", seed, seed, msg)
-		}
-		preempted += p
-		held += h
-	}
-	t.Logf("%d timelines: %d heavy tasks cancelled at the lock, %d cancelled holding it (a class's first, and after its class ended on its own)", len(seeds), preempted, held)
+	timelines, preempted, held := sumSeeds(t, "MOIRAI_PREEMPT_SEED", n, preemptCase)
+	t.Logf("%d timelines: %d heavy tasks cancelled at the lock, %d cancelled holding it (a class's first, and after its class ended on its own)", timelines, preempted, held)
 }
 
 // preemptCase runs one generated timeline and returns how many heavy tasks

@@ -37,17 +37,8 @@ import (
 //
 // MOIRAI_RECURRING_SEED replays one seed; a failure prints its seed.
 func TestRecurringCulpritGenerated(t *testing.T) {
-	seeds := genSeeds(t, "MOIRAI_RECURRING_SEED", 200)
-	var recurring, first int
-	for _, seed := range seeds {
-		r, f, msg := recurringCase(seed)
-		if msg != "" {
-			t.Fatalf("seed %d (replay with MOIRAI_RECURRING_SEED=%d): %s", seed, seed, msg)
-		}
-		recurring += r
-		first += f
-	}
-	t.Logf("%d timelines: %d culprits of classes not known to be heavy yet found by the measured contention, %d recurring culprits cancelled at the step they monopolized the resource", len(seeds), first, recurring)
+	n, recurring, first := sumSeeds(t, "MOIRAI_RECURRING_SEED", 200, recurringCase)
+	t.Logf("%d timelines: %d culprits of classes not known to be heavy yet found by the measured contention, %d recurring culprits cancelled at the step they monopolized the resource", n, first, recurring)
 }
 
 // simTask is one task of a generated timeline.
@@ -264,4 +255,22 @@ func genSeeds(t *testing.T, env string, n uint64) []uint64 {
 		seeds[i] = uint64(i) + 1
 	}
 	return seeds
+}
+
+// sumSeeds runs one generated timeline per seed of genSeeds(t, env, n)
+// and sums the two counts each returns; the first timeline that went
+// wrong (a message) fails the test with its seed. It returns the number
+// of timelines and the sums.
+func sumSeeds(t *testing.T, env string, n uint64, run func(seed uint64) (a, b int, msg string)) (timelines, a, b int) {
+	t.Helper()
+	seeds := genSeeds(t, env, n)
+	for _, seed := range seeds {
+		x, y, msg := run(seed)
+		if msg != "" {
+			t.Fatalf("seed %d (replay with %s=%d): %s", seed, env, seed, msg)
+		}
+		a += x
+		b += y
+	}
+	return len(seeds), a, b
 }

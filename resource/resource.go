@@ -123,14 +123,8 @@ func (r *Resource) preempted(ctx context.Context, t *task.Task) error {
 	if p == nil {
 		return nil
 	}
-	class := t.Spec().Class
-	for i, c := range p.classes {
-		if c == class {
-			if p.do(t, i) {
-				return causeOf(ctx, t)
-			}
-			return nil
-		}
+	if i := slices.Index(p.classes, t.Spec().Class); i >= 0 && p.do(t, i) {
+		return causeOf(ctx, t)
 	}
 	return nil
 }
